@@ -1,0 +1,242 @@
+/* memprof_trace_codec.h: encoder and decoder of the 5.3.0+memprof trace format.
+
+   This is the one implementation of the format (docs/trace-format.md).  It is
+   compiled into the OCaml runtime (which only encodes), into the ocaml-memprof
+   tools and into the tests (which decode).  It depends on the C library and
+   liblz4 only, never on the OCaml runtime, so that it builds on its own.
+
+   Contracts
+   - Encoding never allocates and never fails: the caller owns the output
+     buffer and checks that MPT_MAX_EVENT_BYTES(frames) bytes are free
+     before each event (mpt_enc_space).  An encoder holds the per-stream
+     delta state (time, ids, previous callstack); one encoder per stream.
+   - Decoding never trusts its input: every length and id is bounded before
+     use; a malformed file yields MPT_ERR with a message, a file cut short
+     yields its complete prefix and mpt_reader_truncated() != 0.
+   - Thread safety: none needed; each object is used by one thread at a time. */
+
+#ifndef MEMPROF_TRACE_CODEC_H
+#define MEMPROF_TRACE_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Format constants (docs/trace-format.md, section "Layout") ---- */
+
+#define MPT_MAGIC "OCMPTRCE"             /* first 8 bytes of the stream   */
+#define MPT_MAGIC_LEN 8
+#define MPT_FORMAT_VERSION 1
+#define MPT_CHUNK_HEADER_BYTES 8         /* u32 len, u8 type, u8 0, u16 stream */
+#define MPT_MAX_CHUNK_PAYLOAD (1u << 20)  /* decoders reject larger chunks  */
+#define MPT_MAX_FRAMES 4096              /* upper bound on captured frames */
+#define MPT_MAX_STRING 4096              /* longest string in a trace      */
+#define MPT_MAX_INLINED 64               /* entries of one location        */
+
+enum mpt_chunk_type {
+  MPT_CHUNK_HEADER = 1,                  /* once, first                    */
+  MPT_CHUNK_EVENTS = 2,                  /* one stream's events            */
+  MPT_CHUNK_END = 3                      /* clean end of trace             */
+};
+
+/* Allocation sources, as Gc.Memprof distinguishes them. */
+enum mpt_source {
+  MPT_SRC_MINOR = 0,    /* minor heap (OCaml code or C via caml_alloc_small) */
+  MPT_SRC_MAJOR = 1,    /* allocated directly in the major heap              */
+  MPT_SRC_CUSTOM = 2,   /* external memory of a custom block (bigarrays...)  */
+  MPT_SRC_MARSHAL = 3,  /* block created by unmarshalling                    */
+  MPT_SRC_COUNT = 4
+};
+
+/* Event kinds, as seen by decoders (encoded tags are in the .c file). */
+enum mpt_event_kind {
+  MPT_EV_ALLOC = 1,        /* id, wosize, nsamples, source, stack          */
+  MPT_EV_PROMOTE,          /* id: sampled minor block survived a minor GC  */
+  MPT_EV_COLLECT,          /* id: sampled block found dead                 */
+  MPT_EV_MINOR_GC,         /* a minor collection (carries time for the
+                              promotions/collections that follow)           */
+  MPT_EV_MAJOR_CYCLE,      /* end of a major cycle, with heap statistics   */
+  MPT_EV_COMPACT_BEGIN,
+  MPT_EV_COMPACT_END,
+  MPT_EV_DOMAIN_START,     /* arg = Domain.self () of the new domain       */
+  MPT_EV_DOMAIN_STOP,      /* arg = Domain.self () of the domain           */
+  MPT_EV_TRACE_START,      /* tracing (re)started (API, signal)            */
+  MPT_EV_TRACE_STOP,       /* tracing stopped (API, signal, I/O error)     */
+  MPT_EV_FORK,             /* arg = child pid                              */
+  MPT_EV_LOST              /* arg = samples that could not be recorded     */
+};
+
+/* Heap statistics carried by MPT_EV_MAJOR_CYCLE, in words. */
+typedef struct {
+  uint64_t heap_words;          /* major heap size                       */
+  uint64_t live_words;          /* words marked live by the cycle        */
+  uint64_t minor_collections;   /* totals since program start            */
+  uint64_t major_collections;
+  uint64_t compactions;
+  uint64_t promoted_words;
+} mpt_heap_stats;
+
+/* ---- Varints (LEB128); exposed for the tests and the CTF tools ---- */
+
+static inline uint8_t *mpt_put_uvarint(uint8_t *p, uint64_t v)
+{
+  while (v >= 0x80) { *p++ = (uint8_t)(v | 0x80); v >>= 7; }
+  *p++ = (uint8_t)v;
+  return p;
+}
+
+static inline uint64_t mpt_zigzag(int64_t v)
+{ return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+
+static inline int64_t mpt_unzigzag(uint64_t v)
+{ return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+/* ---- Trace header ---- */
+
+typedef struct {
+  uint32_t format_version;
+  uint32_t word_size;           /* 64 */
+  uint32_t flags;               /* MPT_FLAG_* */
+  double sampling_rate;         /* lambda, samples per word */
+  uint32_t max_frames;
+  uint32_t time_unit_ns;        /* resolution of event times */
+  uint64_t pid;
+  uint64_t ppid;
+  uint64_t start_wall_ns;       /* Unix epoch, ns */
+  const char *executable;
+  const char *hostname;
+  const char *ocaml_version;
+  const char *command_line;     /* argv joined by spaces, truncated */
+} mpt_trace_info;
+
+#define MPT_FLAG_BYTECODE 1u
+#define MPT_FLAG_COMPRESSED 2u  /* informational: the file uses LZ4 frames */
+
+/* ---- Encoder ---- */
+
+/* Upper bound of one encoded event with a callstack of [frames] entries. */
+#define MPT_MAX_EVENT_BYTES(frames) (64 + 10 * (size_t)(frames))
+/* Upper bound of one encoded location or string definition. */
+#define MPT_MAX_DEF_BYTES (32 + MPT_MAX_STRING + MPT_MAX_INLINED * 60)
+
+typedef struct {
+  uint8_t *start, *pos, *end;   /* output buffer owned by the caller */
+  uint64_t last_time;           /* in time units, since trace start   */
+  uint64_t last_alloc_id;
+  uint64_t last_gc_id;
+  uint32_t prev_len;            /* previous allocation's stack        */
+  uint32_t prev_cap;
+  uint32_t *prev_stack;         /* caller-provided, prev_cap entries  */
+} mpt_encoder;
+
+/* [stack_buf] holds [stack_cap] entries and remembers the previous stack. */
+void mpt_enc_init(mpt_encoder *e, uint8_t *buf, size_t len,
+                  uint32_t *stack_buf, uint32_t stack_cap);
+/* Start a new chunk body in [buf]; delta state carries over chunks. */
+void mpt_enc_reset_buffer(mpt_encoder *e, uint8_t *buf, size_t len);
+static inline size_t mpt_enc_space(const mpt_encoder *e)
+{ return (size_t)(e->end - e->pos); }
+static inline size_t mpt_enc_used(const mpt_encoder *e)
+{ return (size_t)(e->pos - e->start); }
+/* Forget the previous stack (after a stream switches owner or on fork). */
+void mpt_enc_forget_stack(mpt_encoder *e);
+
+/* Events.  [time] is in time units since trace start, non-decreasing per
+   encoder.  [stack] holds location ids (>= 1), innermost frame first. */
+void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
+                   uint64_t wosize, uint32_t nsamples, enum mpt_source src,
+                   const uint32_t *stack, uint32_t len);
+void mpt_enc_promote(mpt_encoder *e, uint64_t id);
+void mpt_enc_collect(mpt_encoder *e, uint64_t id);
+void mpt_enc_simple(mpt_encoder *e, enum mpt_event_kind kind,
+                    uint64_t time, uint64_t arg);
+void mpt_enc_major_cycle(mpt_encoder *e, uint64_t time,
+                         const mpt_heap_stats *s);
+/* Definitions, emitted before first use by the stream. */
+void mpt_enc_string(mpt_encoder *e, uint32_t str_id, const char *s, size_t len);
+typedef struct {
+  uint32_t file, function;      /* string ids (encoder) or strings (decoder) */
+  uint32_t line, start_char, end_char;
+} mpt_loc_entry_ids;
+void mpt_enc_location(mpt_encoder *e, uint32_t loc_id, uint64_t address,
+                      const mpt_loc_entry_ids *entries, uint32_t n);
+
+/* Serialise a trace header chunk / end chunk (whole chunk, with its
+   8-byte chunk header) into [buf] of [len] bytes; returns bytes used, or 0
+   if [len] is too small. */
+size_t mpt_write_header_chunk(uint8_t *buf, size_t len,
+                              const mpt_trace_info *info);
+size_t mpt_write_end_chunk(uint8_t *buf, size_t len, uint64_t end_time,
+                           uint64_t total_samples, uint64_t lost_samples);
+/* Fill in the 8-byte chunk header in front of a body of [body_len] bytes. */
+void mpt_chunk_header(uint8_t *hdr, enum mpt_chunk_type type,
+                      uint16_t stream, uint32_t body_len);
+
+/* LZ4: compress [src] into one independent LZ4 frame in [dst].  Returns
+   the frame size, or 0 if [dst_cap] < mpt_frame_bound(len) or on error. */
+size_t mpt_frame_bound(size_t len);
+size_t mpt_frame_compress(uint8_t *dst, size_t dst_cap,
+                          const uint8_t *src, size_t len);
+
+/* ---- Decoder ---- */
+
+typedef struct {
+  const char *file;             /* "" when unknown */
+  const char *function;
+  uint32_t line, start_char, end_char;
+} mpt_loc_entry;
+
+typedef struct {
+  uint64_t address;             /* code address / pc, 0 when unknown     */
+  uint32_t n;                   /* inlined chain, innermost first, >= 0  */
+  const mpt_loc_entry *entries;
+} mpt_location;
+
+typedef struct {
+  enum mpt_event_kind kind;
+  uint32_t stream;              /* domain slot that recorded the event   */
+  uint64_t time_ns;             /* since trace start                     */
+  uint64_t id;                  /* ALLOC, PROMOTE, COLLECT               */
+  uint64_t wosize;              /* ALLOC */
+  uint32_t nsamples;            /* ALLOC */
+  enum mpt_source source;       /* ALLOC */
+  uint32_t stack_len;           /* ALLOC: global location ids,           */
+  const uint32_t *stack;        /*   innermost first; valid until next   */
+  uint64_t arg;                 /* DOMAIN_*, FORK, LOST                  */
+  mpt_heap_stats heap;          /* MAJOR_CYCLE                           */
+} mpt_event;
+
+typedef struct mpt_reader mpt_reader;
+
+enum { MPT_END = 0, MPT_OK = 1, MPT_ERR = -1 };
+
+/* Open a trace file (LZ4 frames or uncompressed; detected by magic).
+   Returns NULL with a message in [err] on failure. */
+mpt_reader *mpt_reader_open(const char *path, char *err, size_t errlen);
+/* Same, from a memory buffer that must outlive the reader (fuzzing). */
+mpt_reader *mpt_reader_open_mem(const uint8_t *data, size_t len,
+                                char *err, size_t errlen);
+const mpt_trace_info *mpt_reader_info(const mpt_reader *r);
+/* Next event: MPT_OK (ev filled), MPT_END, or MPT_ERR (see _error). */
+int mpt_reader_next(mpt_reader *r, mpt_event *ev);
+/* Locations get dense global ids 1..count, merged across streams by
+   content.  Valid for the reader's lifetime. */
+uint32_t mpt_reader_location_count(const mpt_reader *r);
+const mpt_location *mpt_reader_location(const mpt_reader *r, uint32_t id);
+const char *mpt_reader_error(const mpt_reader *r);
+/* Non-zero once the reader has met a cut-off end (no END chunk, or an
+   incomplete last frame/chunk). */
+int mpt_reader_truncated(const mpt_reader *r);
+/* From the END chunk, when present. */
+int mpt_reader_end_info(const mpt_reader *r, uint64_t *end_time_ns,
+                        uint64_t *total_samples, uint64_t *lost_samples);
+void mpt_reader_close(mpt_reader *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
