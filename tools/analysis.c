@@ -1,0 +1,558 @@
+/* analysis.c: event stream -> call tree + completed, filtered samples.
+
+   Data structures
+   - Call tree: nodes (parent, loc, depth, flags) interned through a u64map
+     keyed by (parent << 32 | loc).  A stack is turned into a node by
+     walking from the outermost frame.  Consecutive allocations share most
+     of their stack, so we keep the previous stack and the node reached
+     after each of its frames: only the part below the common suffix
+     (common outer frames) is looked up.  This keeps the per-allocation
+     cost at one integer compare per shared frame.
+   - Per-location cache: match flags for --hide/--focus/--ignore (computed
+     once per location, on first use) and interned key strings.
+   - Live table: u64map from block id to a slot of a pool of an_sample,
+     with a free list; a collection completes the sample and frees the
+     slot; samples still live at the end are completed with
+     t_collect = AN_NEVER.
+   Filters are evaluated on completed samples (see analysis.h). */
+
+#include "analysis.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define LF_DONE 1
+#define LF_HIDE 2
+#define LF_FOCUS 4
+#define LF_IGNORE 8
+
+struct an_ctx {
+  ti_trace *t;
+  const an_filter *f;
+  const ti_header *h;
+  an_stats st;
+  double bytes_per_sample;     /* word_bytes / lambda */
+
+  an_node *nodes;
+  size_t nnodes, nodes_cap;
+  u64map children;
+
+  uint8_t *locflags;
+  size_t locflags_cap;
+  const char **keys[3];
+  size_t keys_cap[3];
+  strpool *strs;
+
+  uint32_t *prev, *path;       /* previous stack and its nodes */
+  size_t prev_len, prev_cap;
+
+  an_sample *pool;
+  size_t pool_len, pool_cap;
+  uint32_t *free_slots;
+  size_t nfree, free_cap;
+  u64map live;
+};
+
+/* ---------------- filters and option parsing ---------------- */
+
+const char an_filter_help[] =
+  "Filters (shared by all analyses; times are seconds from the trace start,\n"
+  "or with a unit: 250ms, 10us, 2m; windows are A,B with either side optional):\n"
+  "  --allocated A,B     blocks allocated in [A,B]\n"
+  "  --live A,B          blocks live at some point of [A,B]\n"
+  "  --collected A,B     blocks collected in [A,B] (so never live at the end)\n"
+  "  --domain N          blocks allocated by domain/stream N (repeatable)\n"
+  "  --source S          minor, major, external or marshal (repeatable)\n"
+  "  --min-size B, --max-size B    block size in bytes (suffixes k, M, G)\n"
+  "  --min-lifetime T, --max-lifetime T   time from allocation to collection\n"
+  "                      (or to the end of the trace for blocks still live)\n"
+  "  --focus RE          keep samples with a frame matching RE (function or\n"
+  "                      file name; POSIX extended regex; repeatable = any)\n"
+  "  --ignore RE         drop samples with a frame matching RE\n"
+  "  --hide RE           remove matching frames from stacks (the allocation\n"
+  "                      site becomes the innermost frame left)\n";
+
+void an_filter_init(an_filter *f)
+{
+  memset(f, 0, sizeof *f);
+  f->max_size = UINT64_MAX;
+  f->max_life = UINT64_MAX;
+}
+
+void an_filter_free(an_filter *f)
+{
+  for (int i = 0; i < f->nfocus; i++) regfree(&f->focus[i]);
+  for (int i = 0; i < f->nignore; i++) regfree(&f->ignore[i]);
+  for (int i = 0; i < f->nhide; i++) regfree(&f->hide[i]);
+  f->nfocus = f->nignore = f->nhide = 0;
+}
+
+int parse_time(const char *s, uint64_t *ns)
+{
+  char *e;
+  double v = strtod(s, &e);
+  if (e == s || !(v >= 0) || !isfinite(v)) return -1;
+  double mult = 1e9;
+  if (*e == 0 || strcmp(e, "s") == 0) mult = 1e9;
+  else if (strcmp(e, "ms") == 0) mult = 1e6;
+  else if (strcmp(e, "us") == 0) mult = 1e3;
+  else if (strcmp(e, "ns") == 0) mult = 1;
+  else if (strcmp(e, "m") == 0 || strcmp(e, "min") == 0) mult = 60e9;
+  else return -1;
+  double r = v * mult;
+  if (r >= 1.8e19) return -1;
+  *ns = (uint64_t)llround(r);
+  return 0;
+}
+
+int parse_window(const char *s, an_window *w)
+{
+  const char *comma = strchr(s, ',');
+  if (!comma) return -1;
+  char lo[64], hi[64];
+  size_t n = (size_t)(comma - s);
+  if (n >= sizeof lo || strlen(comma + 1) >= sizeof hi) return -1;
+  memcpy(lo, s, n);
+  lo[n] = 0;
+  strcpy(hi, comma + 1);
+  w->lo = 0;
+  w->hi = UINT64_MAX;
+  if (lo[0] && parse_time(lo, &w->lo) < 0) return -1;
+  if (hi[0] && parse_time(hi, &w->hi) < 0) return -1;
+  if (w->lo > w->hi) return -1;
+  w->on = 1;
+  return 0;
+}
+
+int parse_size(const char *s, uint64_t *bytes)
+{
+  char *e;
+  double v = strtod(s, &e);
+  if (e == s || !(v >= 0)) return -1;
+  double m = 1;
+  if (*e == 'k' || *e == 'K') m = 1024, e++;
+  else if (*e == 'M') m = 1024.0 * 1024, e++;
+  else if (*e == 'G') m = 1024.0 * 1024 * 1024, e++;
+  if (*e == 'B') e++;
+  if (*e) return -1;
+  if (v * m >= 1.8e19) return -1;
+  *bytes = (uint64_t)(v * m);
+  return 0;
+}
+
+static int add_regex(regex_t *arr, int *n, const char *opt, const char *pat)
+{
+  if (*n >= AN_MAX_PATTERNS) {
+    fprintf(stderr, "ocaml-memprof: too many %s patterns (max %d)\n", opt, AN_MAX_PATTERNS);
+    return -1;
+  }
+  int rc = regcomp(&arr[*n], pat, REG_EXTENDED | REG_NOSUB);
+  if (rc) {
+    char msg[128];
+    regerror(rc, &arr[*n], msg, sizeof msg);
+    fprintf(stderr, "ocaml-memprof: %s '%s': %s\n", opt, pat, msg);
+    return -1;
+  }
+  (*n)++;
+  return 0;
+}
+
+int an_filter_option(an_filter *f, int argc, char **argv, int *i)
+{
+  const char *o = argv[*i];
+  static const char *const with_arg[] = {
+    "--allocated", "--live", "--collected", "--domain", "--source",
+    "--min-size", "--max-size", "--min-lifetime", "--max-lifetime",
+    "--focus", "--ignore", "--hide", NULL };
+  int known = 0;
+  for (int k = 0; with_arg[k]; k++) if (strcmp(o, with_arg[k]) == 0) known = 1;
+  if (!known) return 0;
+  if (*i + 1 >= argc) {
+    fprintf(stderr, "ocaml-memprof: %s needs an argument\n", o);
+    return -1;
+  }
+  const char *a = argv[++*i];
+  int bad = 0;
+  if (!strcmp(o, "--allocated")) bad = parse_window(a, &f->alloc);
+  else if (!strcmp(o, "--live")) bad = parse_window(a, &f->live);
+  else if (!strcmp(o, "--collected")) bad = parse_window(a, &f->collected);
+  else if (!strcmp(o, "--domain")) {
+    char *e;
+    unsigned long d = strtoul(a, &e, 10);
+    if (*e || e == a || d > UINT32_MAX || f->ndomains >= AN_MAX_DOMAINS) bad = -1;
+    else f->domains[f->ndomains++] = (uint32_t)d;
+  } else if (!strcmp(o, "--source")) {
+    static const char *const names[] = { "minor", "major", "external", "marshal" };
+    bad = -1;
+    for (int s = 0; s < MPT_SRC_COUNT; s++)
+      if (!strcmp(a, names[s])) { f->sources |= 1u << s; bad = 0; }
+  } else if (!strcmp(o, "--min-size")) bad = parse_size(a, &f->min_size);
+  else if (!strcmp(o, "--max-size")) bad = parse_size(a, &f->max_size);
+  else if (!strcmp(o, "--min-lifetime")) bad = parse_time(a, &f->min_life);
+  else if (!strcmp(o, "--max-lifetime")) bad = parse_time(a, &f->max_life);
+  else if (!strcmp(o, "--focus")) return add_regex(f->focus, &f->nfocus, o, a) < 0 ? -1 : 1;
+  else if (!strcmp(o, "--ignore")) return add_regex(f->ignore, &f->nignore, o, a) < 0 ? -1 : 1;
+  else if (!strcmp(o, "--hide")) return add_regex(f->hide, &f->nhide, o, a) < 0 ? -1 : 1;
+  if (bad) {
+    fprintf(stderr, "ocaml-memprof: bad argument for %s: '%s'\n", o, a);
+    return -1;
+  }
+  return 1;
+}
+
+/* ---------------- context ---------------- */
+
+an_ctx *an_open(const char *path, const an_filter *f)
+{
+  char err[512];
+  ti_trace *t = ti_open(path, err, sizeof err);
+  if (!t) {
+    fprintf(stderr, "ocaml-memprof: %s\n", err);
+    return NULL;
+  }
+  an_ctx *c = xcalloc(1, sizeof *c);
+  c->t = t;
+  c->f = f;
+  c->h = ti_get_header(t);
+  c->bytes_per_sample = c->h->word_bytes / c->h->sampling_rate;
+  c->nodes_cap = 1024;
+  c->nodes = xmalloc(c->nodes_cap * sizeof *c->nodes);
+  c->nodes[0] = (an_node){ 0, 0, 0, 0 };
+  c->nnodes = 1;
+  u64map_init(&c->children, 1024);
+  u64map_init(&c->live, 1024);
+  c->strs = strpool_new();
+  return c;
+}
+
+void an_close(an_ctx *c)
+{
+  if (!c) return;
+  ti_close(c->t);
+  free(c->nodes);
+  u64map_free(&c->children);
+  u64map_free(&c->live);
+  free(c->locflags);
+  for (int k = 0; k < 3; k++) free(c->keys[k]);
+  strpool_free(c->strs);
+  free(c->prev);
+  free(c->path);
+  free(c->pool);
+  free(c->free_slots);
+  free(c);
+}
+
+const ti_header *an_header(const an_ctx *c) { return c->h; }
+const an_stats *an_get_stats(const an_ctx *c) { return &c->st; }
+ti_trace *an_trace(an_ctx *c) { return c->t; }
+int an_truncated(const an_ctx *c) { return ti_truncated(c->t); }
+uint32_t an_node_count(const an_ctx *c) { return (uint32_t)c->nnodes; }
+const an_node *an_nodes(const an_ctx *c) { return c->nodes; }
+const mpt_location *an_location(const an_ctx *c, uint32_t loc)
+{ return ti_location(c->t, loc); }
+
+double an_bytes(const an_ctx *c, double nsamples)
+{ return nsamples * c->bytes_per_sample; }
+
+double an_objects(const an_ctx *c, double nsamples, uint64_t wosize)
+{ return nsamples / (c->h->sampling_rate * (double)(wosize + 1)); }
+
+/* ---------------- location matching and naming ---------------- */
+
+int an_loc_matches(an_ctx *c, uint32_t loc, const regex_t *re)
+{
+  const mpt_location *l = ti_location(c->t, loc);
+  if (!l) return 0;
+  for (uint32_t i = 0; i < l->n; i++) {
+    const mpt_loc_entry *e = &l->entries[i];
+    if ((e->function && regexec(re, e->function, 0, NULL, 0) == 0) ||
+        (e->file && regexec(re, e->file, 0, NULL, 0) == 0))
+      return 1;
+  }
+  return 0;
+}
+
+static uint8_t loc_flags(an_ctx *c, uint32_t loc)
+{
+  if (loc >= c->locflags_cap) {
+    size_t old = c->locflags_cap;
+    grow_array((void **)&c->locflags, &c->locflags_cap, (size_t)loc + 1, 1);
+    memset(c->locflags + old, 0, c->locflags_cap - old);
+  }
+  uint8_t fl = c->locflags[loc];
+  if (fl & LF_DONE) return fl;
+  fl = LF_DONE;
+  const an_filter *f = c->f;
+  for (int i = 0; i < f->nhide; i++) if (an_loc_matches(c, loc, &f->hide[i])) fl |= LF_HIDE;
+  for (int i = 0; i < f->nfocus; i++) if (an_loc_matches(c, loc, &f->focus[i])) fl |= LF_FOCUS;
+  for (int i = 0; i < f->nignore; i++) if (an_loc_matches(c, loc, &f->ignore[i])) fl |= LF_IGNORE;
+  c->locflags[loc] = fl;
+  return fl;
+}
+
+const char *an_loc_function(an_ctx *c, uint32_t loc)
+{
+  const mpt_location *l = ti_location(c->t, loc);
+  if (!l || l->n == 0 || !l->entries[0].function || !l->entries[0].function[0])
+    return "<unknown>";
+  return l->entries[0].function;
+}
+
+void an_loc_fileline(an_ctx *c, uint32_t loc, const char **file, uint32_t *line)
+{
+  const mpt_location *l = ti_location(c->t, loc);
+  if (!l || l->n == 0) { *file = ""; *line = 0; return; }
+  *file = l->entries[0].file ? l->entries[0].file : "";
+  *line = l->entries[0].line;
+}
+
+static const char *module_of(const mpt_loc_entry *e, char *buf, size_t n)
+{
+  const char *fn = e->function ? e->function : "";
+  const char *dot = strchr(fn, '.');
+  if (dot && dot != fn && strcmp(fn, "??") != 0) {
+    size_t k = (size_t)(dot - fn);
+    if (k >= n) k = n - 1;
+    memcpy(buf, fn, k);
+    buf[k] = 0;
+    return buf;
+  }
+  /* No qualified name: derive the module from the file name. */
+  const char *file = e->file ? e->file : "";
+  const char *base = strrchr(file, '/');
+  base = base ? base + 1 : file;
+  size_t k = strcspn(base, ".");
+  if (k == 0) return "<unknown>";
+  if (k >= n) k = n - 1;
+  memcpy(buf, base, k);
+  buf[k] = 0;
+  buf[0] = (char)toupper((unsigned char)buf[0]);
+  return buf;
+}
+
+const char *an_loc_key(an_ctx *c, uint32_t loc, an_keykind k)
+{
+  if ((size_t)loc >= c->keys_cap[k]) {
+    size_t old = c->keys_cap[k];
+    grow_array((void **)&c->keys[k], &c->keys_cap[k], (size_t)loc + 1, sizeof(char *));
+    memset(c->keys[k] + old, 0, (c->keys_cap[k] - old) * sizeof(char *));
+  }
+  if (c->keys[k][loc]) return c->keys[k][loc];
+  const mpt_location *l = ti_location(c->t, loc);
+  char buf[1024];
+  const char *s;
+  if (!l || l->n == 0) {
+    if (k == AN_BY_LOCATION && l)
+      snprintf(buf, sizeof buf, "<unknown> (0x%llx)", (unsigned long long)l->address);
+    else
+      snprintf(buf, sizeof buf, "<unknown>");
+    s = buf;
+  } else {
+    const mpt_loc_entry *e = &l->entries[0];
+    const char *fn = e->function && e->function[0] ? e->function : "??";
+    if (k == AN_BY_FUNCTION) s = fn;
+    else if (k == AN_BY_MODULE) s = module_of(e, buf, sizeof buf);
+    else {
+      snprintf(buf, sizeof buf, "%s (%s:%u:%u-%u)", fn, e->file ? e->file : "",
+               e->line, e->start_char, e->end_char);
+      s = buf;
+    }
+  }
+  const char *r = strpool_get(c->strs, strpool_intern(c->strs, s, strlen(s)));
+  c->keys[k][loc] = r;
+  return r;
+}
+
+/* ---------------- stacks -> nodes ---------------- */
+
+static uint32_t child(an_ctx *c, uint32_t parent, uint32_t loc, uint8_t lf)
+{
+  uint64_t key = ((uint64_t)parent << 32) | loc;
+  uint32_t *v = u64map_get(&c->children, key);
+  if (v) return *v;
+  grow_array((void **)&c->nodes, &c->nodes_cap, c->nnodes + 1, sizeof *c->nodes);
+  uint32_t id = (uint32_t)c->nnodes++;
+  an_node *p = &c->nodes[parent];
+  uint8_t fl = p->flags;
+  if (lf & LF_FOCUS) fl |= AN_NODE_FOCUS;
+  if (lf & LF_IGNORE) fl |= AN_NODE_IGNORE;
+  c->nodes[id] = (an_node){ parent, loc, p->depth + 1, fl };
+  u64map_put(&c->children, key, id);
+  return id;
+}
+
+static uint32_t stack_node(an_ctx *c, const uint32_t *s, uint32_t len)
+{
+  size_t common = 0, plen = c->prev_len;
+  while (common < len && common < plen &&
+         s[len - 1 - common] == c->prev[plen - 1 - common])
+    common++;
+  if (len > c->prev_cap) {
+    size_t cap = c->prev_cap;
+    grow_array((void **)&c->prev, &c->prev_cap, len, sizeof *c->prev);
+    c->path = xrealloc(c->path, c->prev_cap * sizeof *c->path);
+    (void)cap;
+  }
+  /* path[k] = node after the k+1 outermost frames (indexed from the
+     outer end, so the shared part stays valid when lengths differ). */
+  uint32_t node = common ? c->path[common - 1] : 0;
+  for (size_t k = common; k < len; k++) {
+    uint32_t loc = s[len - 1 - k];
+    uint8_t lf = loc_flags(c, loc);
+    if (!(lf & LF_HIDE)) node = child(c, node, loc, lf);
+    c->path[k] = node;
+  }
+  /* prev is stored outer-end-aligned like the stack itself. */
+  memcpy(c->prev, s, len * sizeof *s);
+  c->prev_len = len;
+  return len ? c->path[len - 1] : 0;
+}
+
+/* ---------------- samples ---------------- */
+
+static int keep_sample(an_ctx *c, const an_sample *s)
+{
+  const an_filter *f = c->f;
+  if (f->alloc.on && (s->t_alloc < f->alloc.lo || s->t_alloc > f->alloc.hi)) return 0;
+  if (f->live.on && (s->t_alloc > f->live.hi || s->t_collect < f->live.lo)) return 0;
+  if (f->collected.on && (s->t_collect == AN_NEVER || s->t_collect < f->collected.lo ||
+                          s->t_collect > f->collected.hi)) return 0;
+  if (f->ndomains) {
+    int ok = 0;
+    for (int i = 0; i < f->ndomains; i++) if (f->domains[i] == s->domain) ok = 1;
+    if (!ok) return 0;
+  }
+  if (f->sources && !(f->sources & (1u << s->source))) return 0;
+  uint64_t size = s->wosize * c->h->word_bytes;
+  if (size < f->min_size || size > f->max_size) return 0;
+  if (f->min_life || f->max_life != UINT64_MAX) {
+    uint64_t end = s->t_collect == AN_NEVER ? c->st.end_time : s->t_collect;
+    uint64_t life = end >= s->t_alloc ? end - s->t_alloc : 0;
+    if (life < f->min_life || life > f->max_life) return 0;
+  }
+  uint8_t nf = c->nodes[s->node].flags;
+  if (f->nfocus && !(nf & AN_NODE_FOCUS)) return 0;
+  if (nf & AN_NODE_IGNORE) return 0;
+  return 1;
+}
+
+static void complete(an_ctx *c, const an_callbacks *cb, const an_sample *s)
+{
+  c->st.samples_total++;
+  if (!keep_sample(c, s)) return;
+  c->st.samples_kept++;
+  if (cb->on_sample) cb->on_sample(cb->u, c, s);
+}
+
+static uint32_t slot_alloc(an_ctx *c)
+{
+  if (c->nfree) return c->free_slots[--c->nfree];
+  grow_array((void **)&c->pool, &c->pool_cap, c->pool_len + 1, sizeof *c->pool);
+  return (uint32_t)c->pool_len++;
+}
+
+static void slot_free(an_ctx *c, uint32_t i)
+{
+  grow_array((void **)&c->free_slots, &c->free_cap, c->nfree + 1, sizeof *c->free_slots);
+  c->free_slots[c->nfree++] = i;
+}
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int an_run(an_ctx *c, const an_callbacks *cb)
+{
+  mpt_event ev;
+  int k;
+  uint64_t n = 0;
+  int tty = isatty(2);
+  double t0 = tty ? now_s() : 0, last = t0;
+  int shown = 0;
+  while ((k = ti_next(c->t, &ev)) == TI_OK) {
+    if (ev.kind >= 1 && ev.kind <= MPT_EV_LOST) c->st.events[ev.kind]++;
+    if (ev.time_ns > c->st.end_time) c->st.end_time = ev.time_ns;
+    if (cb->on_event) cb->on_event(cb->u, c, &ev);
+    switch (ev.kind) {
+    case MPT_EV_ALLOC: {
+      uint32_t old;
+      if (u64map_del(&c->live, ev.id, &old)) {
+        /* Same id allocated twice: the first block's fate is unknown;
+           count it and forget it rather than guessing. */
+        c->st.duplicate_alloc++;
+        slot_free(c, old);
+      }
+      uint32_t slot = slot_alloc(c);
+      an_sample *s = &c->pool[slot];
+      s->node = stack_node(c, ev.stack, ev.stack_len);
+      s->nsamples = ev.nsamples;
+      s->wosize = ev.wosize;
+      s->t_alloc = ev.time_ns;
+      s->t_promote = s->t_collect = AN_NEVER;
+      s->domain = ev.stream;
+      s->source = (uint8_t)ev.source;
+      s->promoted = 0;
+      u64map_put(&c->live, ev.id, slot);
+      break;
+    }
+    case MPT_EV_PROMOTE: {
+      uint32_t *slot = u64map_get(&c->live, ev.id);
+      if (!slot) { c->st.unknown_promote++; break; }
+      c->pool[*slot].promoted = 1;
+      c->pool[*slot].t_promote = ev.time_ns;
+      break;
+    }
+    case MPT_EV_COLLECT: {
+      uint32_t slot;
+      if (!u64map_del(&c->live, ev.id, &slot)) { c->st.unknown_collect++; break; }
+      an_sample s = c->pool[slot];
+      slot_free(c, slot);
+      s.t_collect = ev.time_ns;
+      complete(c, cb, &s);
+      break;
+    }
+    default:
+      break;
+    }
+    if (tty && (++n & 0xFFFFF) == 0) {
+      double t = now_s();
+      if (t - last > 0.5) {
+        uint64_t done, total;
+        ti_progress(c->t, &done, &total);
+        if (total && done)
+          fprintf(stderr, "\r%llu M events, %.0f%%  ", (unsigned long long)(n >> 20),
+                  100.0 * (double)done / (double)total);
+        else
+          fprintf(stderr, "\r%llu M events  ", (unsigned long long)(n >> 20));
+        last = t;
+        shown = 1;
+      }
+    }
+  }
+  if (shown) fprintf(stderr, "\r%40s\r", "");
+  if (k == TI_ERR) {
+    fprintf(stderr, "ocaml-memprof: malformed trace: %s\n", ti_error(c->t));
+    return 1;
+  }
+  if (ti_truncated(c->t))
+    fprintf(stderr, "ocaml-memprof: warning: trace is truncated; read up to its last complete record\n");
+  uint64_t end_ns, total, lost;
+  if (ti_end_info(c->t, &end_ns, &total, &lost) && end_ns > c->st.end_time)
+    c->st.end_time = end_ns;
+  /* Blocks still live at the end, in hash-table order (deterministic for
+     a given trace). */
+  for (size_t i = 0; i <= c->live.mask; i++) {
+    if (c->live.keys[i] == UINT64_MAX) continue;
+    complete(c, cb, &c->pool[c->live.vals[i]]);
+  }
+  return 0;
+}

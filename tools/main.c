@@ -1,0 +1,43 @@
+/* main.c: `ocaml-memprof SUBCOMMAND ...` dispatcher.  The table below is
+   the single list of subcommands, used both for dispatch and for the
+   top-level help. */
+
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+typedef struct {
+  const char *name;
+  int (*run)(int, char **);
+  const char *summary;
+} command;
+
+static const command commands[] = {
+  { "info", cmd_info, "header, event counts, estimated allocation volume" },
+  { NULL, NULL, NULL }
+};
+
+static void usage(FILE *o)
+{
+  fputs("usage: ocaml-memprof COMMAND [OPTIONS] TRACE...\n"
+        "Analyse memory traces of OCaml programs: 5.3.0+memprof traces\n"
+        "(OCAMLRUNPARAM=memprof=PATH) and memtrace CTF files (versions 1-3).\n\n"
+        "Commands:\n", o);
+  for (const command *c = commands; c->name; c++)
+    fprintf(o, "  %-11s %s\n", c->name, c->summary);
+  fputs("\n`ocaml-memprof COMMAND --help` describes a command and its options.\n", o);
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 2) { usage(stderr); return 2; }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return 0;
+  }
+  for (const command *c = commands; c->name; c++)
+    if (!strcmp(argv[1], c->name)) return c->run(argc - 1, argv + 1);
+  fprintf(stderr, "ocaml-memprof: unknown command '%s' (see --help)\n", argv[1]);
+  return 2;
+}

@@ -1,0 +1,32 @@
+/* report.h: output helpers shared by the subcommands.
+
+   Tables are printed three ways: aligned text for people, CSV (RFC 4180
+   quoting) and JSON (strings escaped per RFC 8259), chosen by the common
+   --json / --csv flags.  Output goes to stdout or to the file named by -o,
+   opened through out_open so every subcommand handles -o the same way. */
+
+#ifndef OCAML_MEMPROF_REPORT_H
+#define OCAML_MEMPROF_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum { OUT_TEXT, OUT_CSV, OUT_JSON } out_mode;
+
+void json_str(FILE *o, const char *s);
+void csv_str(FILE *o, const char *s);
+/* Human-readable bytes: "1.23 MB" (decimal units, 3 significant digits). */
+const char *human_bytes(double b, char *buf, size_t n);
+/* Open [path] for writing ("-" or NULL = stdout); exits with a message on
+   failure. */
+FILE *out_open(const char *path);
+/* Close a file from out_open; reports a write error and returns 1. */
+int out_close(FILE *f, const char *path);
+
+/* Usage printing: each subcommand registers its text; `--help` prints it
+   with the shared filter help when [filters] is set. */
+void print_usage(FILE *o, const char *text, int filters);
+/* Fails with "ocaml-memprof CMD: unknown option X" and returns 2. */
+int bad_option(const char *cmd, const char *opt);
+
+#endif

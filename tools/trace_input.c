@@ -1,0 +1,236 @@
+/* trace_input.c: format detection and dispatch to the two decoders.
+
+   A ti_trace is a tagged union of an mpt_reader (the shared codec, which
+   owns our format; we never decode it ourselves) and a ctf_reader.  The
+   header of either is copied into one ti_header at open time so callers
+   see a single description of the trace.  The magic is sniffed from the
+   first 8 bytes; the file is then opened by the chosen decoder, which
+   reads it from the beginning. */
+
+#include "trace_input.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctf_reader.h"
+#include "util.h"
+
+struct ti_trace {
+  ti_format format;
+  mpt_reader *mpt;
+  ctf_reader *ctf;
+  ti_header hdr;
+  uint64_t size;
+};
+
+static const uint8_t lz4_magic[4] = { 0x04, 0x22, 0x4D, 0x18 };
+
+static int is_memprof(const uint8_t *p, size_t n)
+{
+  return (n >= 4 && memcmp(p, lz4_magic, 4) == 0) ||
+         (n >= MPT_MAGIC_LEN && memcmp(p, MPT_MAGIC, MPT_MAGIC_LEN) == 0);
+}
+
+static void fill_from_mpt(ti_trace *t)
+{
+  const mpt_trace_info *i = mpt_reader_info(t->mpt);
+  ti_header *h = &t->hdr;
+  h->format = TI_FORMAT_MEMPROF;
+  h->version = (int)i->format_version;
+  h->sampling_rate = i->sampling_rate;
+  h->word_bytes = i->word_size / 8 ? i->word_size / 8 : 8;
+  h->flags = i->flags;
+  h->pid = i->pid;
+  h->ppid = i->ppid;
+  h->start_wall_ns = i->start_wall_ns;
+  h->executable = i->executable ? i->executable : "";
+  h->hostname = i->hostname ? i->hostname : "";
+  h->ocaml_version = i->ocaml_version ? i->ocaml_version : "";
+  h->command_line = i->command_line ? i->command_line : "";
+  h->runtime_params = "";
+  h->context = "";
+}
+
+static void fill_from_ctf(ti_trace *t)
+{
+  const ctf_header *c = ctf_reader_header(t->ctf);
+  ti_header *h = &t->hdr;
+  h->format = TI_FORMAT_CTF;
+  h->version = c->version;
+  h->sampling_rate = c->sample_rate;
+  h->word_bytes = c->word_size / 8;
+  h->pid = c->pid;
+  h->start_wall_ns = c->start_us * 1000;
+  h->executable = c->executable;
+  h->hostname = c->host;
+  h->ocaml_version = "";
+  h->command_line = "";
+  h->runtime_params = c->runtime_params;
+  h->context = c->context;
+}
+
+/* Common checks on the header the analyses divide by. */
+static ti_trace *finish_open(ti_trace *t, char *err, size_t errlen)
+{
+  if (t->format == TI_FORMAT_MEMPROF) fill_from_mpt(t);
+  else fill_from_ctf(t);
+  if (!(t->hdr.sampling_rate > 0 && t->hdr.sampling_rate <= 1)) {
+    snprintf(err, errlen, "trace header has an invalid sampling rate %g",
+             t->hdr.sampling_rate);
+    ti_close(t);
+    return NULL;
+  }
+  return t;
+}
+
+ti_trace *ti_open(const char *path, char *err, size_t errlen)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    return NULL;
+  }
+  uint8_t m[8];
+  size_t n = fread(m, 1, sizeof m, f);
+  uint64_t size = 0;
+  if (fseek(f, 0, SEEK_END) == 0) {
+    long sz = ftell(f);
+    if (sz > 0) size = (uint64_t)sz;
+  }
+  fclose(f);
+  ti_trace *t = xcalloc(1, sizeof *t);
+  t->size = size;
+  if (is_memprof(m, n)) {
+    t->format = TI_FORMAT_MEMPROF;
+    t->mpt = mpt_reader_open(path, err, errlen);
+    if (!t->mpt) { free(t); return NULL; }
+  } else if (ctf_probe(m, n)) {
+    t->format = TI_FORMAT_CTF;
+    t->ctf = ctf_reader_open(path, err, errlen);
+    if (!t->ctf) { free(t); return NULL; }
+  } else {
+    snprintf(err, errlen, "%s: not a trace (neither the 5.3.0+memprof format nor memtrace CTF)", path);
+    free(t);
+    return NULL;
+  }
+  return finish_open(t, err, errlen);
+}
+
+ti_trace *ti_open_mem(const uint8_t *data, size_t len, char *err, size_t errlen)
+{
+  ti_trace *t = xcalloc(1, sizeof *t);
+  t->size = len;
+  if (is_memprof(data, len)) {
+    t->format = TI_FORMAT_MEMPROF;
+    t->mpt = mpt_reader_open_mem(data, len, err, errlen);
+    if (!t->mpt) { free(t); return NULL; }
+  } else if (ctf_probe(data, len)) {
+    t->format = TI_FORMAT_CTF;
+    t->ctf = ctf_reader_open_mem(data, len, err, errlen);
+    if (!t->ctf) { free(t); return NULL; }
+  } else {
+    snprintf(err, errlen, "not a trace (unknown magic)");
+    free(t);
+    return NULL;
+  }
+  return finish_open(t, err, errlen);
+}
+
+const ti_header *ti_get_header(const ti_trace *t) { return &t->hdr; }
+
+int ti_next(ti_trace *t, mpt_event *ev)
+{
+  if (t->mpt) {
+    int k = mpt_reader_next(t->mpt, ev);
+    return k == MPT_OK ? TI_OK : k == MPT_END ? TI_END : TI_ERR;
+  }
+  int k = ctf_reader_next(t->ctf, ev);
+  return k == CTF_OK ? TI_OK : k == CTF_END ? TI_END : TI_ERR;
+}
+
+uint32_t ti_location_count(const ti_trace *t)
+{
+  return t->mpt ? mpt_reader_location_count(t->mpt)
+                : ctf_reader_location_count(t->ctf);
+}
+
+const mpt_location *ti_location(const ti_trace *t, uint32_t id)
+{
+  return t->mpt ? mpt_reader_location(t->mpt, id)
+                : ctf_reader_location(t->ctf, id);
+}
+
+const char *ti_error(const ti_trace *t)
+{
+  return t->mpt ? mpt_reader_error(t->mpt) : ctf_reader_error(t->ctf);
+}
+
+int ti_truncated(const ti_trace *t)
+{
+  return t->mpt ? mpt_reader_truncated(t->mpt) : ctf_reader_truncated(t->ctf);
+}
+
+int ti_end_info(const ti_trace *t, uint64_t *end_time_ns,
+                uint64_t *total_samples, uint64_t *lost_samples)
+{
+  if (!t->mpt) return 0;
+  return mpt_reader_end_info(t->mpt, end_time_ns, total_samples, lost_samples);
+}
+
+void ti_progress(const ti_trace *t, uint64_t *done, uint64_t *total)
+{
+  if (t->ctf) { ctf_reader_progress(t->ctf, done, total); return; }
+  *done = 0;                    /* the codec does not report its position */
+  *total = t->size;
+}
+
+const void *ti_ctf_stats(const ti_trace *t)
+{
+  return t->ctf ? (const void *)ctf_reader_stats(t->ctf) : NULL;
+}
+
+void ti_close(ti_trace *t)
+{
+  if (!t) return;
+  if (t->mpt) mpt_reader_close(t->mpt);
+  if (t->ctf) ctf_reader_close(t->ctf);
+  free(t);
+}
+
+const char *ti_format_name(ti_format f)
+{
+  return f == TI_FORMAT_MEMPROF ? "5.3.0+memprof" : "memtrace CTF";
+}
+
+const char *ti_source_name(enum mpt_source s)
+{
+  switch (s) {
+  case MPT_SRC_MINOR: return "minor";
+  case MPT_SRC_MAJOR: return "major";
+  case MPT_SRC_CUSTOM: return "external";
+  case MPT_SRC_MARSHAL: return "marshal";
+  default: return "?";
+  }
+}
+
+const char *ti_kind_name(enum mpt_event_kind k)
+{
+  switch (k) {
+  case MPT_EV_ALLOC: return "alloc";
+  case MPT_EV_PROMOTE: return "promote";
+  case MPT_EV_COLLECT: return "collect";
+  case MPT_EV_MINOR_GC: return "minor_gc";
+  case MPT_EV_MAJOR_CYCLE: return "major_cycle";
+  case MPT_EV_COMPACT_BEGIN: return "compact_begin";
+  case MPT_EV_COMPACT_END: return "compact_end";
+  case MPT_EV_DOMAIN_START: return "domain_start";
+  case MPT_EV_DOMAIN_STOP: return "domain_stop";
+  case MPT_EV_TRACE_START: return "trace_start";
+  case MPT_EV_TRACE_STOP: return "trace_stop";
+  case MPT_EV_FORK: return "fork";
+  case MPT_EV_LOST: return "lost";
+  default: return "unknown";
+  }
+}

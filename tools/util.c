@@ -1,0 +1,246 @@
+/* util.c: checked allocation, the u64 hash map and the string interner.
+
+   The map uses linear probing on power-of-two tables kept at most half
+   full; deletion shifts later entries of the probe run back (Knuth's
+   algorithm R) so there are no tombstones.  The interner stores strings in
+   chunks of an arena that is never moved (new chunk when full), and
+   indexes them by an FNV-1a hash in an open-addressing table of ids. */
+
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void oom(void)
+{
+  fputs("ocaml-memprof: out of memory\n", stderr);
+  exit(2);
+}
+
+void *xmalloc(size_t n)
+{
+  void *p = malloc(n ? n : 1);
+  if (!p) oom();
+  return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p) oom();
+  return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+  p = realloc(p, n ? n : 1);
+  if (!p) oom();
+  return p;
+}
+
+char *xstrdup(const char *s)
+{
+  size_t n = strlen(s) + 1;
+  char *d = xmalloc(n);
+  memcpy(d, s, n);
+  return d;
+}
+
+void grow_array(void **p, size_t *cap, size_t need, size_t size)
+{
+  if (need <= *cap) return;
+  size_t c = *cap ? *cap : 16;
+  while (c < need) c *= 2;
+  *p = xrealloc(*p, c * size);
+  *cap = c;
+}
+
+/* ---- u64map ---- */
+
+void u64map_init(u64map *m, size_t initial)
+{
+  size_t c = 16;
+  while (c < initial * 2) c *= 2;
+  m->keys = xmalloc(c * sizeof *m->keys);
+  m->vals = xmalloc(c * sizeof *m->vals);
+  memset(m->keys, 0xff, c * sizeof *m->keys);
+  m->mask = c - 1;
+  m->count = 0;
+}
+
+void u64map_free(u64map *m)
+{
+  free(m->keys);
+  free(m->vals);
+  m->keys = NULL;
+  m->vals = NULL;
+}
+
+uint32_t *u64map_get(const u64map *m, uint64_t key)
+{
+  size_t i = mix64(key) & m->mask;
+  for (;;) {
+    uint64_t k = m->keys[i];
+    if (k == key) return &m->vals[i];
+    if (k == UINT64_MAX) return NULL;
+    i = (i + 1) & m->mask;
+  }
+}
+
+static void u64map_resize(u64map *m)
+{
+  u64map n;
+  u64map_init(&n, (m->mask + 1));
+  for (size_t i = 0; i <= m->mask; i++)
+    if (m->keys[i] != UINT64_MAX) u64map_put(&n, m->keys[i], m->vals[i]);
+  u64map_free(m);
+  *m = n;
+}
+
+void u64map_put(u64map *m, uint64_t key, uint32_t val)
+{
+  if ((m->count + 1) * 2 > m->mask + 1) u64map_resize(m);
+  size_t i = mix64(key) & m->mask;
+  for (;;) {
+    uint64_t k = m->keys[i];
+    if (k == key) { m->vals[i] = val; return; }
+    if (k == UINT64_MAX) {
+      m->keys[i] = key;
+      m->vals[i] = val;
+      m->count++;
+      return;
+    }
+    i = (i + 1) & m->mask;
+  }
+}
+
+int u64map_del(u64map *m, uint64_t key, uint32_t *old)
+{
+  size_t i = mix64(key) & m->mask;
+  for (;;) {
+    uint64_t k = m->keys[i];
+    if (k == UINT64_MAX) return 0;
+    if (k == key) break;
+    i = (i + 1) & m->mask;
+  }
+  if (old) *old = m->vals[i];
+  /* Backward-shift: move later members of the run into the hole when
+     their home slot does not lie cyclically in (hole, j]. */
+  size_t hole = i, j = i;
+  for (;;) {
+    j = (j + 1) & m->mask;
+    uint64_t k = m->keys[j];
+    if (k == UINT64_MAX) break;
+    size_t home = mix64(k) & m->mask;
+    int in_range = (hole <= j) ? (hole < home && home <= j)
+                               : (hole < home || home <= j);
+    if (!in_range) {
+      m->keys[hole] = k;
+      m->vals[hole] = m->vals[j];
+      hole = j;
+    }
+  }
+  m->keys[hole] = UINT64_MAX;
+  m->count--;
+  return 1;
+}
+
+/* ---- strpool ---- */
+
+#define CHUNK_BYTES (64 * 1024)
+
+struct strpool {
+  char **chunks;
+  size_t nchunks, chunks_cap;
+  size_t used;                  /* bytes used in the last chunk */
+  size_t last_size;             /* size of the last chunk       */
+  const char **strs;            /* id -> string                 */
+  uint32_t *lens;
+  size_t count, strs_cap;
+  uint32_t *table;              /* hash slot -> id + 1, 0 = empty */
+  size_t mask;
+};
+
+strpool *strpool_new(void)
+{
+  strpool *p = xcalloc(1, sizeof *p);
+  p->mask = 255;
+  p->table = xcalloc(p->mask + 1, sizeof *p->table);
+  return p;
+}
+
+void strpool_free(strpool *p)
+{
+  if (!p) return;
+  for (size_t i = 0; i < p->nchunks; i++) free(p->chunks[i]);
+  free(p->chunks);
+  free(p->strs);
+  free(p->lens);
+  free(p->table);
+  free(p);
+}
+
+static uint32_t fnv1a(const char *s, size_t len)
+{
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < len; i++) { h ^= (uint8_t)s[i]; h *= 16777619u; }
+  return h;
+}
+
+static char *arena_alloc(strpool *p, size_t n)
+{
+  if (p->nchunks == 0 || p->used + n > p->last_size) {
+    size_t sz = n > CHUNK_BYTES ? n : CHUNK_BYTES;
+    grow_array((void **)&p->chunks, &p->chunks_cap, p->nchunks + 1,
+               sizeof *p->chunks);
+    p->chunks[p->nchunks++] = xmalloc(sz);
+    p->last_size = sz;
+    p->used = 0;
+  }
+  char *r = p->chunks[p->nchunks - 1] + p->used;
+  p->used += n;
+  return r;
+}
+
+uint32_t strpool_intern(strpool *p, const char *s, size_t len)
+{
+  uint32_t h = fnv1a(s, len);
+  size_t i = h & p->mask;
+  while (p->table[i]) {
+    uint32_t id = p->table[i] - 1;
+    if (p->lens[id] == len && memcmp(p->strs[id], s, len) == 0) return id;
+    i = (i + 1) & p->mask;
+  }
+  char *d = arena_alloc(p, len + 1);
+  memcpy(d, s, len);
+  d[len] = 0;
+  size_t cap = p->strs_cap;
+  grow_array((void **)&p->strs, &p->strs_cap, p->count + 1, sizeof *p->strs);
+  if (p->strs_cap != cap)
+    p->lens = xrealloc(p->lens, p->strs_cap * sizeof *p->lens);
+  uint32_t id = (uint32_t)p->count++;
+  p->strs[id] = d;
+  p->lens[id] = (uint32_t)len;
+  p->table[i] = id + 1;
+  if (p->count * 2 > p->mask + 1) {
+    size_t nmask = p->mask * 2 + 1;
+    uint32_t *nt = xcalloc(nmask + 1, sizeof *nt);
+    for (uint32_t k = 0; k < p->count; k++) {
+      size_t j = fnv1a(p->strs[k], p->lens[k]) & nmask;
+      while (nt[j]) j = (j + 1) & nmask;
+      nt[j] = k + 1;
+    }
+    free(p->table);
+    p->table = nt;
+    p->mask = nmask;
+  }
+  return id;
+}
+
+const char *strpool_get(const strpool *p, uint32_t id)
+{
+  return id < p->count ? p->strs[id] : "";
+}
+
+uint32_t strpool_count(const strpool *p) { return (uint32_t)p->count; }

@@ -1,0 +1,59 @@
+/* util.h: small containers shared by the reader and the analyses.
+
+   - u64 -> u32 open-addressing hash map with linear probing and
+     backward-shift deletion (no tombstones, so a long run of inserts and
+     deletes, as in the live-object table, never degrades);
+   - a string interner whose strings live in an append-only arena, so the
+     `const char *` handed out stay valid for the interner's lifetime (the
+     event model's mpt_loc_entry points at them);
+   - checked allocation: out of memory is reported and exits, since no
+     analysis can continue without memory. */
+
+#ifndef OCAML_MEMPROF_UTIL_H
+#define OCAML_MEMPROF_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+/* Grow *p (element size [size]) so that it holds at least [need] elements. */
+void grow_array(void **p, size_t *cap, size_t need, size_t size);
+
+/* ---- u64 -> u32 hash map; key UINT64_MAX is reserved as "empty" ---- */
+typedef struct {
+  uint64_t *keys;
+  uint32_t *vals;
+  size_t mask;          /* capacity - 1, capacity a power of two */
+  size_t count;
+} u64map;
+
+void u64map_init(u64map *m, size_t initial_capacity);
+void u64map_free(u64map *m);
+/* Returns a pointer to the value of [key] or NULL. */
+uint32_t *u64map_get(const u64map *m, uint64_t key);
+/* Inserts (or overwrites) [key]. */
+void u64map_put(u64map *m, uint64_t key, uint32_t val);
+/* Removes [key]; returns 1 if it was present (its value in *old). */
+int u64map_del(u64map *m, uint64_t key, uint32_t *old);
+
+static inline uint64_t mix64(uint64_t x)
+{
+  x ^= x >> 33; x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+/* ---- string interner: equal strings get the same id and pointer ---- */
+typedef struct strpool strpool;
+strpool *strpool_new(void);
+void strpool_free(strpool *p);
+/* Intern [len] bytes; returns the id (0-based, dense). */
+uint32_t strpool_intern(strpool *p, const char *s, size_t len);
+const char *strpool_get(const strpool *p, uint32_t id);
+uint32_t strpool_count(const strpool *p);
+
+#endif
