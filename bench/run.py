@@ -1,0 +1,877 @@
+#!/usr/bin/env python3
+"""Benchmark harness of 5.3.0+memprof (issue 6): `make bench` / `make bench-quick`.
+
+Builds every program of bench/programs with two compilers and runs it under
+each configuration:
+
+  vanilla          vanilla OCaml 5.3.0, built by this script from the pristine
+                   source if not cached (or taken from --vanilla-prefix)
+  gcmemprof@R      same vanilla binary, with the Gc.Memprof OCaml tracer of
+                   bench/programs/gcmemprof_tracer.ml on at rate R
+  memprof-off      5.3.0+memprof, tracing off
+  memprof@R        same 5.3.0+memprof binary, traced through OCAMLRUNPARAM at R
+
+and measures: wall-clock medians over interleaved rounds, instruction counts
+under valgrind, peak RSS, trace bytes per sample, samples observed against
+expected (rate x allocated words) and instructions per sample.  Writes
+bench/results/results.json and bench/results/results.md.  See bench/README.md.
+
+Design: one pass per measurement kind over a flat list of (program, config)
+"cells"; each run's raw numbers are kept in the JSON so that the markdown is
+a pure function of it.  Everything is sequential: the machine has 2 cores
+shared by the team, and concurrent runs would measure each other.
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_DIR = os.path.dirname(BENCH_DIR)
+PROG_DIR = os.path.join(BENCH_DIR, "programs")
+
+# name, source file, extra environment, uses several threads/domains,
+# valgrind tool for instruction counts.  shallow_rec is deep_rec's binary
+# with a 10-frame recursion: the pair gives the per-frame cost.
+PROGRAMS = [
+    ("short_lived", "short_lived", {}, False),
+    ("long_lived", "long_lived", {}, False),
+    ("major_alloc", "major_alloc", {}, False),
+    ("bigarray_custom", "bigarray_custom", {}, False),
+    ("domains4", "domains4", {}, True),
+    ("systhreads", "systhreads", {}, True),
+    ("leaky_server", "leaky_server", {}, False),
+    ("deep_rec", "deep_rec", {"BENCH_DEPTH": "400"}, False),
+    ("shallow_rec", "deep_rec", {"BENCH_DEPTH": "10"}, False),
+]
+DEEP_DEPTH, SHALLOW_DEPTH = 400, 10
+COMMON_SOURCES = ["gcmemprof_tracer.ml", "bench_common.ml"]
+
+
+def log(msg):
+    print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr,
+          flush=True)
+
+
+def die(msg):
+    print("bench: error: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def compiler_version(prefix):
+    exe = os.path.join(prefix, "bin", "ocamlopt")
+    if not os.access(exe, os.X_OK):
+        return None
+    try:
+        out = subprocess.run([exe, "-version"], capture_output=True, text=True,
+                             timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+# ---------------------------------------------------------------- compilers
+
+def ensure_vanilla(args):
+    """Return the prefix of a vanilla 5.3.0, building it from the pristine
+    source into the cache when none is usable."""
+    if args.vanilla_prefix:
+        v = compiler_version(args.vanilla_prefix)
+        if v != "5.3.0":
+            die("--vanilla-prefix %s: ocamlopt -version says %r, want 5.3.0"
+                % (args.vanilla_prefix, v))
+        return args.vanilla_prefix
+    prefix = os.path.join(args.cache_dir, "vanilla-5.3.0")
+    if compiler_version(prefix) == "5.3.0":
+        return prefix
+    src = args.pristine_src
+    try:
+        with open(os.path.join(src, "VERSION")) as f:
+            ver = f.readline().strip()
+    except OSError:
+        die("no vanilla compiler cached in %s and no pristine source at %s "
+            "(give --vanilla-prefix or --pristine-src)" % (prefix, src))
+    if ver != "5.3.0":
+        die("%s/VERSION says %r, want 5.3.0" % (src, ver))
+    build = os.path.join(args.cache_dir, "vanilla-src")
+    logf = os.path.join(args.cache_dir, "vanilla-build.log")
+    log("building vanilla 5.3.0 from %s into %s (log: %s); this takes a while"
+        % (src, prefix, logf))
+    shutil.rmtree(build, ignore_errors=True)
+    shutil.rmtree(prefix, ignore_errors=True)
+    os.makedirs(args.cache_dir, exist_ok=True)
+    # Build in a copy: the pristine tree stays untouched.
+    shutil.copytree(src, build, symlinks=True)
+    with open(logf, "w") as lf:
+        for cmd in (["./configure", "--prefix=" + prefix],
+                    ["make", "-j2"], ["make", "install"]):
+            lf.write("$ %s\n" % " ".join(cmd))
+            lf.flush()
+            r = subprocess.run(cmd, cwd=build, stdout=lf, stderr=subprocess.STDOUT)
+            if r.returncode != 0:
+                die("vanilla build step %r failed, see %s" % (" ".join(cmd), logf))
+    if compiler_version(prefix) != "5.3.0":
+        die("vanilla build finished but %s/bin/ocamlopt is not 5.3.0" % prefix)
+    shutil.rmtree(build, ignore_errors=True)
+    return prefix
+
+
+def find_memprof(args):
+    v = compiler_version(args.memprof_prefix)
+    if v is not None and v.startswith("5.3.0") and "memprof" in v:
+        return args.memprof_prefix, v
+    if args.allow_missing_memprof:
+        log("no 5.3.0+memprof compiler at %s (version %r): configurations "
+            "2 and 3 skipped" % (args.memprof_prefix, v))
+        return None, v
+    die("no 5.3.0+memprof compiler at %s (ocamlopt -version: %r); build it "
+        "first or pass --allow-missing-memprof" % (args.memprof_prefix, v))
+
+
+def build_programs(prefix, outdir):
+    """Compile every program with the compiler at [prefix] into [outdir];
+    returns {source name: executable}."""
+    shutil.rmtree(outdir, ignore_errors=True)
+    os.makedirs(outdir)
+    for f in os.listdir(PROG_DIR):
+        if f.endswith(".ml"):
+            shutil.copy(os.path.join(PROG_DIR, f), outdir)
+    env = dict(os.environ, PATH=os.path.join(prefix, "bin") + ":" + os.environ["PATH"])
+    ocamlopt = os.path.join(prefix, "bin", "ocamlopt")
+    flags = ["-g", "-I", "+unix", "-I", "+threads"]
+
+    def run(cmd):
+        r = subprocess.run(cmd, cwd=outdir, env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            die("build failed: %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
+
+    run([ocamlopt] + flags + ["-c"] + COMMON_SOURCES)
+    exes = {}
+    for src in sorted({p[1] for p in PROGRAMS}):
+        exe = os.path.join(outdir, src + ".exe")
+        run([ocamlopt] + flags + ["unix.cmxa", "threads.cmxa",
+             "gcmemprof_tracer.cmx", "bench_common.cmx", src + ".ml", "-o", exe])
+        exes[src] = exe
+    return exes
+
+
+# ------------------------------------------------------------ configurations
+
+def rate_str(r):
+    return "%g" % r
+
+
+def make_configs(args, have_memprof):
+    cfgs = [{"name": "vanilla", "compiler": "vanilla", "tracer": None, "rate": None}]
+    for r in args.rates:
+        cfgs.append({"name": "gcmemprof@" + rate_str(r), "compiler": "vanilla",
+                     "tracer": "gcmemprof", "rate": r})
+    if have_memprof:
+        cfgs.append({"name": "memprof-off", "compiler": "memprof", "tracer": None,
+                     "rate": None})
+        for r in args.rates:
+            cfgs.append({"name": "memprof@" + rate_str(r), "compiler": "memprof",
+                         "tracer": "memprof", "rate": r})
+    return cfgs
+
+
+def config_env(args, cfg, trace_path):
+    """Environment of one run: only these variables differ between a traced
+    and an untraced run of the same binary."""
+    env = {}
+    if cfg["tracer"] == "gcmemprof":
+        env["BENCH_GCMEMPROF_RATE"] = repr(cfg["rate"])
+        env["BENCH_GCMEMPROF_FILE"] = trace_path
+        env["BENCH_GCMEMPROF_STATS"] = "1"
+    elif cfg["tracer"] == "memprof":
+        p = "memprof=%s,memprof_rate=%s" % (trace_path, repr(cfg["rate"]))
+        if args.memprof_params:
+            p += "," + args.memprof_params
+        env["OCAMLRUNPARAM"] = p
+    return env
+
+
+def base_env():
+    env = dict(os.environ)
+    for k in ("OCAMLRUNPARAM", "CAMLRUNPARAM", "BENCH_GCMEMPROF_RATE",
+              "BENCH_GCMEMPROF_FILE", "BENCH_GCMEMPROF_STATS", "BENCH_STATS",
+              "BENCH_SCALE", "BENCH_DEPTH"):
+        env.pop(k, None)
+    return env
+
+
+# ------------------------------------------------------------------ running
+
+GCMEMPROF_RE = re.compile(r"gcmemprof: samples=(\d+) allocs=(\d+) promotes=(\d+) "
+                          r"collects=(\d+) locations=(\d+) bytes=(\d+)")
+
+
+def run_once(cmd, env, timeout, cwd):
+    t0 = time.perf_counter()
+    try:
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                           timeout=timeout, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        die("timeout after %ds: %s" % (timeout, " ".join(cmd)))
+    wall = time.perf_counter() - t0
+    return r, wall
+
+
+def checksum_of(stdout):
+    lines = [l for l in stdout.splitlines() if l.strip()]
+    return lines[-1] if lines else ""
+
+
+class Runner:
+    def __init__(self, args, exes, work):
+        self.args, self.exes, self.work = args, exes, work
+        self.reference = {}   # program -> checksum line of vanilla
+
+    def trace_path(self, prog, cfg, tag):
+        safe = cfg["name"].replace("@", "_")
+        return os.path.join(self.work, "traces", "%s.%s.%s.trace" % (prog, safe, tag))
+
+    def check(self, prog, cfg, r, what):
+        if r.returncode != 0:
+            die("%s %s (%s) exited %d:\n%s" % (prog, cfg["name"], what, r.returncode,
+                                             r.stderr[-2000:]))
+        cs = checksum_of(r.stdout)
+        ref = self.reference.setdefault((prog, what), cs)
+        if cs != ref:
+            die("%s %s (%s): result %r differs from %r: tracing changed the "
+                "program's behaviour" % (prog, cfg["name"], what, cs, ref))
+
+    def run_prog(self, prog, cfg, scale, tag, wrapper=()):
+        """Run one program under one configuration; returns (completed
+        process, wall seconds, trace path or None)."""
+        name, src, penv, _ = prog
+        trace = self.trace_path(name, cfg, tag) if cfg["tracer"] else None
+        if trace and os.path.exists(trace):
+            os.unlink(trace)
+        env = base_env()
+        env.update(penv)
+        env["BENCH_SCALE"] = repr(scale)
+        env.update(config_env(self.args, cfg, trace or ""))
+        exe = self.exes[cfg["compiler"]][src]
+        r, wall = run_once(list(wrapper) + [exe], env, self.args.timeout, self.work)
+        return r, wall, trace
+
+
+def memprof_trace_stats(tool, trace):
+    """Samples and events of a 5.3.0+memprof trace, from `ocaml-memprof info`.
+    Returns a dict (possibly empty when the tool is missing or its output
+    cannot be read)."""
+    if not tool or not trace or not os.path.exists(trace):
+        return {}
+    r = subprocess.run([tool, "info", trace], capture_output=True, text=True,
+                       timeout=600)
+    if r.returncode != 0:
+        return {"error": (r.stderr or r.stdout).strip().splitlines()[-1:]}
+    return parse_info(r.stdout)
+
+
+def parse_info(text):
+    """Read counts out of `ocaml-memprof info` text: lines "key: number" or
+    "key number" (numbers may carry thousands separators).  Keys are
+    normalised to lower case with underscores."""
+    stats = {}
+    for line in text.splitlines():
+        m = re.match(r"\s*([A-Za-z][A-Za-z0-9 _/().-]*?)\s*[:=]\s*([0-9][0-9,_]*)\b", line)
+        if m:
+            key = re.sub(r"[^a-z0-9]+", "_", m.group(1).lower()).strip("_")
+            try:
+                stats[key] = int(m.group(2).replace(",", "").replace("_", ""))
+            except ValueError:
+                pass
+    return stats
+
+
+def samples_from_info(stats):
+    """The number of samples recorded: an explicit sample count when `info`
+    gives one, else the number of allocation events (a lower bound when one
+    event can carry several samples)."""
+    for k in ("samples", "sampled", "total_samples", "nsamples", "alloc_samples"):
+        if k in stats:
+            return stats[k], k
+    for k in sorted(stats):
+        if "sample" in k and "rate" not in k:
+            return stats[k], k
+    for k in ("allocations", "allocs", "alloc", "alloc_events"):
+        if k in stats:
+            return stats[k], k
+    return None, None
+
+
+# ---------------------------------------------------------------- measuring
+
+def measure_alloc_words(runner, scale):
+    """Allocated words (minor + direct major - promoted, headers included, all
+    domains: the runtime's own count at exit, OCAMLRUNPARAM=v=0x400) and the
+    out-of-heap words the program attached to custom blocks, per program, on
+    the untraced vanilla binary: what samples are expected from."""
+    cfg = {"name": "vanilla", "compiler": "vanilla", "tracer": None, "rate": None}
+    out = {}
+    for prog in PROGRAMS:
+        name, src, penv, _ = prog
+        env = base_env()
+        env.update(penv)
+        env.update({"BENCH_SCALE": repr(scale), "BENCH_STATS": "1",
+                    "OCAMLRUNPARAM": "v=0x400"})
+        r, _ = run_once([runner.exes["vanilla"][src]], env, runner.args.timeout,
+                        runner.work)
+        if r.returncode != 0:
+            die("%s: stats run failed: %s" % (name, r.stderr[-500:]))
+        m = re.search(r"allocated_words: (\d+)", r.stderr)
+        c = re.search(r"bench-stats: custom_words=(\d+)", r.stderr)
+        if not m or not c:
+            die("%s: no allocation statistics in %r" % (name, r.stderr[-500:]))
+        out[name] = {"heap_words": int(m.group(1)), "custom_words": int(c.group(1))}
+    return out
+
+
+def trace_record(runner, cfg, r, trace):
+    """Size and sample count of the trace one run wrote."""
+    rec = {"bytes": os.path.getsize(trace) if trace and os.path.exists(trace) else 0}
+    if cfg["tracer"] == "gcmemprof":
+        m = GCMEMPROF_RE.search(r.stderr)
+        if m:
+            rec.update(samples=int(m.group(1)), allocs=int(m.group(2)),
+                       promotes=int(m.group(3)), collects=int(m.group(4)))
+    elif cfg["tracer"] == "memprof":
+        info = memprof_trace_stats(runner.args.tool, trace)
+        n, key = samples_from_info(info)
+        rec["info"] = info
+        if n is not None:
+            rec["samples"] = n
+            rec["samples_key"] = key
+    return rec
+
+
+def measure_wall(runner, cfgs, rounds, scale, results):
+    """Interleaved rounds: each round runs every (program, config) once, in
+    a fresh random order, so that load drift on the shared machine spreads
+    over all configurations instead of biasing one."""
+    rng = random.Random(20261122)
+    cells = [(p, c) for p in PROGRAMS for c in cfgs]
+    for rnd in range(rounds):
+        rng.shuffle(cells)
+        log("wall round %d/%d (%d runs)" % (rnd + 1, rounds, len(cells)))
+        for prog, cfg in cells:
+            rss_file = os.path.join(runner.work, "rss.txt")
+            r, wall, trace = runner.run_prog(
+                prog, cfg, scale, "wall",
+                wrapper=("/usr/bin/time", "-o", rss_file, "-f", "%M"))
+            runner.check(prog[0], cfg, r, "wall")
+            with open(rss_file) as f:
+                rss_kb = int(f.read().split()[-1])
+            cell = results.setdefault(prog[0], {}).setdefault(cfg["name"], {})
+            cell.setdefault("wall_s", []).append(wall)
+            cell.setdefault("rss_kb", []).append(rss_kb)
+            if cfg["tracer"]:
+                # The trace of the first round is analysed; later rounds'
+                # sizes are kept to show they do not vary.
+                if rnd == 0:
+                    cell["trace"] = trace_record(runner, cfg, r, trace)
+                cell.setdefault("trace_bytes", []).append(
+                    os.path.getsize(trace) if os.path.exists(trace) else 0)
+                keep = runner.args.tool_trace_candidate
+                is_kept = keep and prog[0] == keep[0] and cfg["name"] == keep[1]
+                if os.path.exists(trace) and not (runner.args.keep_traces or is_kept):
+                    os.unlink(trace)
+
+
+IR_RES = [re.compile(r"Collected\s*:\s*([0-9,]+)"),
+          re.compile(r"I\s+refs:\s*([0-9,]+)")]
+
+
+def valgrind_cmd(tool_out, multi):
+    cmd = ["valgrind", "--tool=callgrind", "--cache-sim=no",
+           "--callgrind-out-file=" + tool_out]
+    if multi:
+        # Without fair scheduling the thread interleaving, hence the spin
+        # and barrier work of the domains, varies by up to 2x between runs.
+        cmd.append("--fair-sched=yes")
+    return cmd
+
+
+def measure_instr(runner, cfgs, scale, reps_multi, results):
+    """Instruction counts under valgrind at a reduced scale (valgrind runs
+    ~40x slower).  Single-threaded programs are deterministic (the sampler's
+    generator has a fixed seed), so one run; multi-threaded ones take the
+    median of [reps_multi]."""
+    out_file = os.path.join(runner.work, "valgrind.out")
+    total = len(PROGRAMS) * len(cfgs)
+    done = 0
+    for prog in PROGRAMS:
+        multi = prog[3]
+        for cfg in cfgs:
+            done += 1
+            reps = reps_multi if multi else 1
+            irs, recs = [], []
+            for _ in range(reps):
+                r, wall, trace = runner.run_prog(
+                    prog, cfg, scale, "instr", wrapper=valgrind_cmd(out_file, multi))
+                runner.check(prog[0], cfg, r, "instr")
+                ir = None
+                for rx in IR_RES:
+                    m = rx.search(r.stderr)
+                    if m:
+                        ir = int(m.group(1).replace(",", ""))
+                if ir is None:
+                    die("%s %s: no instruction count in valgrind output:\n%s"
+                        % (prog[0], cfg["name"], r.stderr[-1500:]))
+                irs.append(ir)
+                if cfg["tracer"]:
+                    recs.append(trace_record(runner, cfg, r, trace))
+                    if os.path.exists(trace) and not runner.args.keep_traces:
+                        os.unlink(trace)
+            cell = results.setdefault(prog[0], {}).setdefault(cfg["name"], {})
+            cell["instr"] = irs
+            if recs:
+                # Keep the trace of the run whose count is the median.
+                med = sorted(range(len(irs)), key=lambda i: irs[i])[len(irs) // 2]
+                cell["instr_trace"] = recs[med]
+                cell["instr_median_index"] = med
+            log("instr %d/%d %s %s: %s" % (done, total, prog[0], cfg["name"],
+                                           ",".join("%.3g" % i for i in irs)))
+    if os.path.exists(out_file):
+        os.unlink(out_file)
+
+
+def measure_tool(runner, trace):
+    """Throughput of ocaml-memprof on one large trace: decode+aggregate
+    (`info`) events per second, and the time of every export subcommand it
+    offers among pprof and ctf."""
+    tool = runner.args.tool
+    if not tool or not trace or not os.path.exists(trace):
+        return None
+    res = {"trace": os.path.basename(trace), "trace_bytes": os.path.getsize(trace)}
+    info_times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        r = subprocess.run([tool, "info", trace], capture_output=True, text=True)
+        info_times.append(time.perf_counter() - t0)
+        if r.returncode != 0:
+            res["error"] = r.stderr.strip()[-300:]
+            return res
+    stats = parse_info(r.stdout)
+    events = None
+    for k in ("events", "total_events", "event_count"):
+        if k in stats:
+            events = stats[k]
+            break
+    if events is None:
+        parts = [stats.get(k, 0) for k in ("allocations", "allocs", "promotions",
+                                            "promotes", "collections", "collects")]
+        events = sum(parts) or None
+    res["info_s"] = statistics.median(info_times)
+    res["events"] = events
+    if events:
+        res["events_per_s"] = events / res["info_s"]
+    helptext = subprocess.run([tool, "--help"], capture_output=True, text=True)
+    helptext = helptext.stdout + helptext.stderr
+    for sub in ("pprof", "ctf"):
+        if not re.search(r"\b%s\b" % sub, helptext):
+            continue
+        out = os.path.join(runner.work, "export." + sub)
+        t0 = time.perf_counter()
+        r = subprocess.run([tool, sub, trace, "-o", out], capture_output=True,
+                           text=True)
+        dt = time.perf_counter() - t0
+        res[sub] = {"seconds": dt, "ok": r.returncode == 0,
+                    "bytes": os.path.getsize(out) if os.path.exists(out) else 0}
+        if r.returncode != 0:
+            res[sub]["error"] = (r.stderr or r.stdout).strip()[-300:]
+        if os.path.exists(out):
+            os.unlink(out)
+    return res
+
+
+# ------------------------------------------------------------------ derive
+
+def geomean(xs):
+    xs = [x for x in xs if x is not None and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def untraced_of(cfg):
+    return "vanilla" if cfg["compiler"] == "vanilla" else "memprof-off"
+
+
+def derive(data):
+    """Add medians, ratios, per-sample costs and geometric means."""
+    cfgs, res, words = data["configs"], data["results"], data["alloc_words"]
+    d = {"wall_median_s": {}, "wall_ratio": {}, "instr": {}, "instr_ratio": {},
+         "rss_kb": {}, "rss_ratio": {}, "tracing": {}, "geomean": {}}
+    for prog, cells in res.items():
+        for cname, cell in cells.items():
+            if cell.get("wall_s"):
+                d["wall_median_s"].setdefault(prog, {})[cname] = statistics.median(cell["wall_s"])
+                d["rss_kb"].setdefault(prog, {})[cname] = statistics.median(cell["rss_kb"])
+            if cell.get("instr"):
+                d["instr"].setdefault(prog, {})[cname] = statistics.median(cell["instr"])
+    for key, rkey in (("wall_median_s", "wall_ratio"), ("instr", "instr_ratio"),
+                      ("rss_kb", "rss_ratio")):
+        for prog, row in d[key].items():
+            base = row.get("vanilla")
+            if base:
+                d[rkey][prog] = {c: v / base for c, v in row.items()}
+        d["geomean"][rkey] = {
+            c["name"]: geomean([d[rkey].get(p, {}).get(c["name"]) for p in d[rkey]])
+            for c in cfgs}
+    # Tracing statistics, for the full-scale (wall) and valgrind-scale runs.
+    for cfg in cfgs:
+        if not cfg["tracer"]:
+            continue
+        for prog, cells in res.items():
+            cell = cells.get(cfg["name"], {})
+            t = {}
+            for which, rec, wkey in (("wall", cell.get("trace"), "full"),
+                                     ("instr", cell.get("instr_trace"), "instr")):
+                if not rec:
+                    continue
+                w = words[wkey][prog]
+                exp = cfg["rate"] * (w["heap_words"] + w["custom_words"])
+                obs = rec.get("samples")
+                e = {"bytes": rec["bytes"], "expected_samples": exp,
+                     "observed_samples": obs}
+                if obs:
+                    e["bytes_per_sample"] = rec["bytes"] / obs
+                    e["obs_over_exp"] = obs / exp if exp else None
+                    # Poisson band: the count of samples is Poisson(exp).
+                    e["z"] = (obs - exp) / math.sqrt(exp) if exp else None
+                    if "allocs" in rec:
+                        e["allocs"] = rec["allocs"]
+                        e["bytes_per_alloc_event"] = rec["bytes"] / rec["allocs"] if rec["allocs"] else None
+                if which == "instr" and obs:
+                    base = d["instr"].get(prog, {}).get(untraced_of(cfg))
+                    mine = d["instr"].get(prog, {}).get(cfg["name"])
+                    if base and mine:
+                        e["instr_per_sample"] = (mine - base) / obs
+                t[which] = e
+            if t:
+                d["tracing"].setdefault(cfg["name"], {})[prog] = t
+    # Per-frame cost: deep minus shallow per-sample cost over the depth gap.
+    d["per_frame"] = {}
+    for cname, progs in d["tracing"].items():
+        deep = progs.get("deep_rec", {}).get("instr", {}).get("instr_per_sample")
+        shallow = progs.get("shallow_rec", {}).get("instr", {}).get("instr_per_sample")
+        if deep is not None and shallow is not None:
+            d["per_frame"][cname] = (deep - shallow) / (DEEP_DEPTH - SHALLOW_DEPTH)
+    # Aggregates per tracing configuration over programs.
+    d["tracing_summary"] = {}
+    for cname, progs in d["tracing"].items():
+        shallow_progs = [p for p in progs if p not in ("deep_rec",)]
+        ips = [progs[p]["instr"].get("instr_per_sample") for p in shallow_progs
+               if "instr" in progs[p]]
+        bps = [progs[p]["wall"].get("bytes_per_sample") for p in progs
+               if "wall" in progs[p]]
+        ips = [x for x in ips if x is not None]
+        bps = [x for x in bps if x is not None]
+        d["tracing_summary"][cname] = {
+            "instr_per_sample_median_shallow": statistics.median(ips) if ips else None,
+            "bytes_per_sample_median": statistics.median(bps) if bps else None,
+            "bytes_per_sample_max": max(bps) if bps else None,
+        }
+    data["derived"] = d
+
+
+# ------------------------------------------------------------------ report
+
+def fmt(x, spec):
+    return "–" if x is None else format(x, spec)
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |",
+           "|" + "|".join("---" if i == 0 else "--:" for i in range(len(header))) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def render_md(data):
+    d, cfgs, meta = data["derived"], data["configs"], data["meta"]
+    names = [c["name"] for c in cfgs]
+    progs = [p[0] for p in PROGRAMS]
+    L = []
+    L.append("# 5.3.0+memprof benchmark results (%s mode)\n" % meta["mode"])
+    L.append("Generated by `bench/run.py` on %s. Machine: %d CPUs, load average "
+             "%s at start, %s at end. Vanilla: `%s` (%s). 5.3.0+memprof: `%s` (%s). "
+             "Full-scale runs: %d interleaved rounds at BENCH_SCALE=%g; instruction "
+             "counts: valgrind callgrind at BENCH_SCALE=%g. See `bench/README.md` "
+             "for how to read these tables.\n" % (
+                 meta["date"], meta["cpus"], meta["load_start"], meta["load_end"],
+                 meta["vanilla_prefix"], meta["vanilla_version"],
+                 meta["memprof_prefix"], meta["memprof_version"], meta["rounds"],
+                 meta["scale"], meta["instr_scale"]))
+    if not meta["memprof_version"] or "memprof" not in (meta["memprof_version"] or ""):
+        L.append("**The 5.3.0+memprof compiler was not available: configurations "
+                 "2 and 3 are missing from this run.**\n")
+
+    def ratio_table(title, key, rkey, absfmt, absname, scale=1.0):
+        L.append("## %s\n" % title)
+        L.append("Ratio vs vanilla (lower is better); last row: geometric mean over programs.\n")
+        rows = []
+        for p in progs:
+            row = d[rkey].get(p, {})
+            rows.append([p] + [fmt(row.get(n), ".3f") for n in names])
+        gm = d["geomean"][rkey]
+        rows.append(["**geomean**"] + ["**%s**" % fmt(gm.get(n), ".3f") for n in names])
+        L.append(table(["program"] + names, rows) + "\n")
+        L.append("Absolute values (%s):\n" % absname)
+        rows = []
+        for p in progs:
+            row = d[key].get(p, {})
+            rows.append([p] + [fmt(None if row.get(n) is None else row[n] * scale, absfmt)
+                               for n in names])
+        L.append(table(["program"] + names, rows) + "\n")
+
+    ratio_table("Wall-clock time", "wall_median_s", "wall_ratio", ".3f",
+                "median seconds")
+    ratio_table("Instructions (valgrind)", "instr", "instr_ratio", ".1f",
+                "millions of instructions, median", 1e-6)
+    ratio_table("Peak RSS", "rss_kb", "rss_ratio", ".1f", "MiB, median", 1 / 1024)
+
+    L.append("## Samples and trace size\n")
+    L.append("Per tracing configuration and program, full-scale run (first round): "
+             "samples observed vs expected (rate × allocated words, heap words with "
+             "headers plus custom blocks' external words, measured on vanilla); z = "
+             "(obs − exp)/√exp, |z| ≤ 3 is inside the Poisson band; trace bytes per "
+             "sample (promotions and collections included). Instructions per sample: "
+             "(instructions traced − untraced, same binary)/samples, at valgrind "
+             "scale.\n")
+    rows = []
+    for c in cfgs:
+        if not c["tracer"]:
+            continue
+        for p in progs:
+            t = d["tracing"].get(c["name"], {}).get(p, {})
+            w, i = t.get("wall", {}), t.get("instr", {})
+            z = w.get("z")
+            rows.append([c["name"], p, fmt(w.get("observed_samples"), "d"),
+                         fmt(w.get("expected_samples"), ".0f"),
+                         fmt(w.get("obs_over_exp"), ".3f"),
+                         fmt(z, "+.1f") + ("" if z is None or abs(z) <= 3 else " ⚠"),
+                         fmt(w.get("bytes"), "d"),
+                         fmt(w.get("bytes_per_sample"), ".2f"),
+                         fmt(i.get("observed_samples"), "d"),
+                         fmt(i.get("instr_per_sample"), ".0f")])
+    L.append(table(["config", "program", "samples", "expected", "obs/exp", "z",
+                    "trace bytes", "bytes/sample", "samples (valgrind)",
+                    "instr/sample"], rows) + "\n")
+
+    L.append("## Per-sample and per-frame cost\n")
+    L.append("Median instructions per sample over the shallow-stack programs (all but "
+             "deep_rec); per captured frame: (instr/sample of deep_rec, %d frames − "
+             "shallow_rec, %d frames)/%d.\n" % (DEEP_DEPTH, SHALLOW_DEPTH,
+                                                 DEEP_DEPTH - SHALLOW_DEPTH))
+    rows = []
+    for c in cfgs:
+        if not c["tracer"]:
+            continue
+        s = d["tracing_summary"].get(c["name"], {})
+        rows.append([c["name"], fmt(s.get("instr_per_sample_median_shallow"), ".0f"),
+                     fmt(d["per_frame"].get(c["name"]), ".1f"),
+                     fmt(s.get("bytes_per_sample_median"), ".2f"),
+                     fmt(s.get("bytes_per_sample_max"), ".2f")])
+    L.append(table(["config", "instr/sample (shallow, median)", "instr/frame",
+                    "bytes/sample (median)", "bytes/sample (max)"], rows) + "\n")
+
+    tool = data.get("tool")
+    L.append("## Tools\n")
+    if tool and "events_per_s" in tool:
+        L.append("`ocaml-memprof` on `%s` (%d bytes, %s events): `info` (decode + "
+                 "aggregate) %.3f s = **%.1f M events/s**." % (
+                     tool["trace"], tool["trace_bytes"], tool["events"],
+                     tool["info_s"], tool["events_per_s"] / 1e6))
+        for sub in ("pprof", "ctf"):
+            if sub in tool:
+                L.append(" `%s` export: %.3f s%s." % (
+                    sub, tool[sub]["seconds"],
+                    "" if tool[sub]["ok"] else " (failed: %s)" % tool[sub].get("error")))
+        L.append("\n")
+    else:
+        L.append("Not measured%s.\n" % (": " + str(tool.get("error")) if tool else
+                                         " (no ocaml-memprof or no trace)"))
+
+    L.append("## Targets (issue 6)\n")
+    L.append(targets_table(data) + "\n")
+    return "\n".join(L)
+
+
+def targets_table(data):
+    d, cfgs = data["derived"], data["configs"]
+    gw, gi = d["geomean"]["wall_ratio"], d["geomean"]["instr_ratio"]
+    rows = []
+
+    def ok(v, limit):
+        return "–" if v is None else ("met" if v <= limit else "**missed**")
+
+    v = gi.get("memprof-off")
+    if v is not None and gi.get("vanilla"):
+        pct = (v - 1) * 100
+        rows.append(["tracing off, instructions vs vanilla (geomean)", "≤ +0.5 %",
+                     "%+.2f %%" % pct, ok(pct, 0.5)])
+    for c in cfgs:
+        if c["tracer"] != "memprof":
+            continue
+        s = d["tracing_summary"].get(c["name"], {})
+        x = s.get("instr_per_sample_median_shallow")
+        if c["rate"] >= 1e-4:
+            rows.append(["%s: instr per sample, shallow" % c["name"], "≤ 600",
+                         fmt(x, ".0f"), ok(x, 600)])
+        pf = d["per_frame"].get(c["name"])
+        if c["rate"] >= 1e-4:
+            rows.append(["%s: instr per captured frame" % c["name"], "≤ 15",
+                         fmt(pf, ".1f"), ok(pf, 15)])
+        if c["rate"] in (1e-4, 1e-3):
+            lim = 1.0 if c["rate"] == 1e-4 else 8.0
+            w = gw.get(c["name"])
+            pct = None if w is None else (w - 1) * 100
+            rows.append(["%s: wall overhead vs vanilla (geomean)" % c["name"],
+                         "≤ +%g %%" % lim, fmt(pct, "+.1f") + (" %" if pct is not None else ""),
+                         ok(pct, lim)])
+        b = s.get("bytes_per_sample_max")
+        rows.append(["%s: trace bytes per sample (max over programs)" % c["name"],
+                     "≤ 10", fmt(b, ".2f"), ok(b, 10)])
+    tool = data.get("tool") or {}
+    eps = tool.get("events_per_s")
+    rows.append(["ocaml-memprof decode+aggregate", "≥ 20 M events/s",
+                 fmt(None if eps is None else eps / 1e6, ".1f"),
+                 "–" if eps is None else ("met" if eps >= 20e6 else "**missed**")])
+    # The baseline, for comparison with the reference figures of the issue.
+    for c in cfgs:
+        if c["tracer"] != "gcmemprof":
+            continue
+        s = d["tracing_summary"].get(c["name"], {})
+        w = gw.get(c["name"])
+        rows.append(["baseline %s (reference: memtrace ~3,200 instr/sample, ~110/frame, "
+                     "+6 %% wall at 1e-4, +35 %% at 1e-3, 12–24 B/sample)" % c["name"],
+                     "–", "%s instr/sample, %s instr/frame, %s wall, %s B/sample" % (
+                         fmt(s.get("instr_per_sample_median_shallow"), ".0f"),
+                         fmt(d["per_frame"].get(c["name"]), ".1f"),
+                         "–" if w is None else "%+.1f %%" % ((w - 1) * 100),
+                         fmt(s.get("bytes_per_sample_median"), ".1f")), "–"])
+    return table(["target", "goal", "measured", "status"], rows)
+
+
+# -------------------------------------------------------------------- main
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: small scale, 2 rates, 3 rounds (a few minutes)")
+    ap.add_argument("--vanilla-prefix", default=os.environ.get("VANILLA_PREFIX"),
+                    help="installed vanilla 5.3.0 to use instead of building one")
+    ap.add_argument("--pristine-src", default=os.environ.get("PRISTINE_SRC", "/tmp/up/package"),
+                    help="pristine OCaml 5.3.0 source tree to build vanilla from")
+    ap.add_argument("--cache-dir", default=os.environ.get(
+        "BENCH_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "memprof-bench")),
+        help="where the vanilla compiler is built and cached")
+    ap.add_argument("--memprof-prefix", default=os.environ.get(
+        "MEMPROF_PREFIX", os.path.join(REPO_DIR, "_install")))
+    ap.add_argument("--allow-missing-memprof", action="store_true",
+                    help="run configurations 1 and 4 only if 5.3.0+memprof is absent")
+    ap.add_argument("--tool", default=os.environ.get(
+        "MEMPROF_TOOL", os.path.join(REPO_DIR, "tools", "ocaml-memprof")))
+    ap.add_argument("--rates", type=float, nargs="+")
+    ap.add_argument("--rounds", type=int)
+    ap.add_argument("--scale", type=float)
+    ap.add_argument("--instr-scale", type=float)
+    ap.add_argument("--instr-reps-multi", type=int)
+    ap.add_argument("--no-instr", action="store_true", help="skip valgrind")
+    ap.add_argument("--memprof-params", default="memprof_frames=1024",
+                    help="extra OCAMLRUNPARAM keys for traced runs (the deep-stack "
+                         "program needs more than 400 frames)")
+    ap.add_argument("--only", help="comma-separated subset of programs")
+    ap.add_argument("--out", default=os.path.join(BENCH_DIR, "results"))
+    ap.add_argument("--work", default=os.path.join(BENCH_DIR, "_build"))
+    ap.add_argument("--keep-traces", action="store_true")
+    ap.add_argument("--timeout", type=int, default=900)
+    args = ap.parse_args()
+
+    q = args.quick
+    args.rates = args.rates or ([1e-4, 1e-3] if q else [1e-6, 1e-5, 1e-4, 1e-3])
+    args.rounds = args.rounds or (3 if q else 5)
+    args.scale = args.scale or (0.2 if q else 1.0)
+    args.instr_scale = args.instr_scale or (0.01 if q else 0.05)
+    args.instr_reps_multi = args.instr_reps_multi or (1 if q else 3)
+    if not (os.path.isfile(args.tool) and os.access(args.tool, os.X_OK)):
+        args.tool = None
+    global PROGRAMS
+    if args.only:
+        keep = args.only.split(",")
+        unknown = set(keep) - {p[0] for p in PROGRAMS}
+        if unknown:
+            die("unknown program(s): " + ", ".join(sorted(unknown)))
+        PROGRAMS = [p for p in PROGRAMS if p[0] in keep]
+    if shutil.which("valgrind") is None and not args.no_instr:
+        die("valgrind not found (apt-get install valgrind, or --no-instr)")
+    if not os.access("/usr/bin/time", os.X_OK):
+        die("/usr/bin/time not found (apt-get install time)")
+
+    t_start = time.time()
+    load_start = "%.2f" % os.getloadavg()[0]
+    vanilla = ensure_vanilla(args)
+    memprof, memprof_version = find_memprof(args)
+    os.makedirs(os.path.join(args.work, "traces"), exist_ok=True)
+    exes = {"vanilla": build_programs(vanilla, os.path.join(args.work, "vanilla"))}
+    if memprof:
+        exes["memprof"] = build_programs(memprof, os.path.join(args.work, "memprof"))
+    log("built %d programs with %d compiler(s)" % (len(exes["vanilla"]), len(exes)))
+    cfgs = make_configs(args, memprof is not None)
+    # The trace analysed for tool throughput: the biggest producer at the
+    # highest rate, kept from the first wall round.
+    args.tool_trace_candidate = None
+    if memprof and args.tool:
+        args.tool_trace_candidate = ("short_lived", "memprof@" + rate_str(max(args.rates)))
+    runner = Runner(args, exes, args.work)
+
+    data = {"meta": {
+        "mode": "quick" if q else "full",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cpus": os.cpu_count(), "load_start": load_start,
+        "vanilla_prefix": vanilla, "vanilla_version": compiler_version(vanilla),
+        "memprof_prefix": args.memprof_prefix, "memprof_version": memprof_version,
+        "rounds": args.rounds, "scale": args.scale, "instr_scale": args.instr_scale,
+        "rates": args.rates, "memprof_params": args.memprof_params,
+        "tool": args.tool,
+        "git": subprocess.run(["git", "-C", REPO_DIR, "rev-parse", "HEAD"],
+                              capture_output=True, text=True).stdout.strip()},
+        "programs": [{"name": p[0], "source": p[1], "env": p[2], "multi": p[3]}
+                     for p in PROGRAMS],
+        "configs": cfgs, "results": {}}
+    log("allocation volumes (vanilla, v=0x400)")
+    data["alloc_words"] = {"full": measure_alloc_words(runner, args.scale)}
+    data["alloc_words"]["instr"] = measure_alloc_words(runner, args.instr_scale)
+    measure_wall(runner, cfgs, args.rounds, args.scale, data["results"])
+    if not args.no_instr:
+        measure_instr(runner, cfgs, args.instr_scale, args.instr_reps_multi,
+                      data["results"])
+    if args.tool_trace_candidate:
+        p, c = args.tool_trace_candidate
+        tr = runner.trace_path(p, {"name": c}, "wall")
+        data["tool"] = measure_tool(runner, tr)
+        if os.path.exists(tr) and not args.keep_traces:
+            os.unlink(tr)
+    data["meta"]["load_end"] = "%.2f" % os.getloadavg()[0]
+    data["meta"]["elapsed_s"] = time.time() - t_start
+    derive(data)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+    with open(os.path.join(args.out, "results.md"), "w") as f:
+        f.write(render_md(data))
+    log("done in %.0f s: %s/results.md" % (data["meta"]["elapsed_s"], args.out))
+
+
+if __name__ == "__main__":
+    main()
