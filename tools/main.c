@@ -15,6 +15,7 @@ typedef struct {
 
 static const command commands[] = {
   { "info", cmd_info, "header, event counts, estimated allocation volume" },
+  { "top", cmd_top, "allocation sites ranked by bytes, samples, live, promoted" },
   { NULL, NULL, NULL }
 };
 
