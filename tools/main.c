@@ -16,6 +16,7 @@ typedef struct {
 static const command commands[] = {
   { "info", cmd_info, "header, event counts, estimated allocation volume" },
   { "top", cmd_top, "allocation sites ranked by bytes, samples, live, promoted" },
+  { "ctf", cmd_ctf, "export as memtrace CTF v2 (memtrace_viewer)" },
   { NULL, NULL, NULL }
 };
 

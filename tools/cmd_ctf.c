@@ -1,0 +1,162 @@
+/* cmd_ctf.c: `ocaml-memprof ctf`: export any trace as memtrace CTF v2.
+
+   Streams events straight from the reader to ctf_writer; all domains are
+   merged into the single v2 stream.  What the conversion must repair so
+   that memtrace and memtrace_viewer accept the result (spec section 16):
+   - ids: the writer numbers allocations 0,1,2...; a map from input id to
+     a small live record (output id, source, promoted) translates
+     promotions and collections, and drops those of unknown blocks;
+   - time: merged streams are not globally ordered, so times are clamped
+     to be non-decreasing, which keeps every collection after its
+     allocation;
+   - promotions only of minor blocks, at most once; collections once;
+   - location codes: the location's address when it is usable (non-zero,
+     below 2^62, not already taken), else a synthetic code; so a CTF input
+     keeps its codes and re-encodes byte for byte.
+   Non-allocation events (GC cycles, domains) have no CTF equivalent. */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "ctf_writer.h"
+#include "report.h"
+#include "trace_input.h"
+#include "util.h"
+
+typedef struct {
+  uint64_t out_id;
+  uint8_t minor, promoted;
+} live_rec;
+
+typedef struct {
+  ti_trace *t;
+  uint64_t *code_of;           /* location id -> CTF code (0 = not yet) */
+  size_t code_cap;
+  u64map code_loc;             /* CTF code -> location id */
+  uint64_t next_synth;
+} codes;
+
+static uint64_t code_for(codes *k, uint32_t loc)
+{
+  if (loc >= k->code_cap) {
+    size_t old = k->code_cap;
+    grow_array((void **)&k->code_of, &k->code_cap, (size_t)loc + 1, sizeof *k->code_of);
+    memset(k->code_of + old, 0, (k->code_cap - old) * sizeof *k->code_of);
+  }
+  if (k->code_of[loc]) return k->code_of[loc];
+  const mpt_location *l = ti_location(k->t, loc);
+  uint64_t c = l ? l->address : 0;
+  if (c == 0 || c >= (1ULL << 62) || u64map_get(&k->code_loc, c)) {
+    do c = k->next_synth++; while (u64map_get(&k->code_loc, c));
+  }
+  k->code_of[loc] = c;
+  u64map_put(&k->code_loc, c, loc);
+  return c;
+}
+
+static const mpt_location *lookup(void *u, uint64_t code)
+{
+  codes *k = u;
+  uint32_t *loc = u64map_get(&k->code_loc, code);
+  return loc ? ti_location(k->t, *loc) : NULL;
+}
+
+static const char usage[] =
+  "usage: ocaml-memprof ctf -o OUT.ctf TRACE\n"
+  "Write TRACE as a memtrace CTF version-2 file (one stream, all domains\n"
+  "merged), readable by released memtrace tools and memtrace_viewer.\n"
+  "GC, domain and other non-allocation events have no CTF equivalent and are\n"
+  "left out; this export takes no filters.\n";
+
+int cmd_ctf(int argc, char **argv)
+{
+  const char *path = NULL, *out = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      print_usage(stdout, usage, 0);
+      return 0;
+    } else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
+    else if (argv[i][0] == '-' && argv[i][1]) return bad_option("ctf", argv[i]);
+    else if (!path) path = argv[i];
+    else return bad_option("ctf", argv[i]);
+  }
+  if (!path || !out) { print_usage(stderr, usage, 0); return 2; }
+  char err[512];
+  ti_trace *t = ti_open(path, err, sizeof err);
+  if (!t) { fprintf(stderr, "ocaml-memprof: %s\n", err); return 1; }
+  const ti_header *h = ti_get_header(t);
+  codes k;
+  memset(&k, 0, sizeof k);
+  k.t = t;
+  k.next_synth = (1ULL << 62) - (1ULL << 40);
+  u64map_init(&k.code_loc, 1024);
+  ctf_winfo wi = {
+    h->sampling_rate, h->word_bytes * 8, h->pid, h->start_wall_ns / 1000,
+    h->executable, h->hostname, h->runtime_params,
+    h->format == TI_FORMAT_CTF ? h->context : h->command_line
+  };
+  FILE *o = out_open(out);
+  ctf_writer *w = ctf_writer_open(o, &wi, lookup, &k);
+  u64map live;
+  u64map_init(&live, 1024);
+  live_rec *pool = NULL;
+  size_t npool = 0, pcap = 0;
+  uint32_t *freel = NULL;
+  size_t nfree = 0, fcap = 0;
+  uint64_t *stack = NULL;
+  size_t scap = 0;
+  uint64_t dropped = 0, start = wi.start_us;
+  mpt_event ev;
+  int rc;
+  while ((rc = ti_next(t, &ev)) == TI_OK) {
+    uint64_t tus = start + ev.time_ns / 1000;
+    if (ev.kind == MPT_EV_ALLOC) {
+      grow_array((void **)&stack, &scap, ev.stack_len, sizeof *stack);
+      for (uint32_t i = 0; i < ev.stack_len; i++)
+        stack[i] = code_for(&k, ev.stack[ev.stack_len - 1 - i]);
+      int src = ev.source == MPT_SRC_MINOR ? 0 : ev.source == MPT_SRC_CUSTOM ? 2 : 1;
+      uint64_t oid = ctf_writer_alloc(w, tus, ev.wosize, ev.nsamples, src, stack, ev.stack_len);
+      uint32_t slot, old;
+      if (u64map_del(&live, ev.id, &old)) { /* reused id: forget the old block */
+        grow_array((void **)&freel, &fcap, nfree + 1, sizeof *freel);
+        freel[nfree++] = old;
+      }
+      if (nfree) slot = freel[--nfree];
+      else {
+        grow_array((void **)&pool, &pcap, npool + 1, sizeof *pool);
+        slot = (uint32_t)npool++;
+      }
+      pool[slot] = (live_rec){ oid, src == 0, 0 };
+      u64map_put(&live, ev.id, slot);
+    } else if (ev.kind == MPT_EV_PROMOTE) {
+      uint32_t *slot = u64map_get(&live, ev.id);
+      if (!slot || !pool[*slot].minor || pool[*slot].promoted) { dropped++; continue; }
+      pool[*slot].promoted = 1;
+      ctf_writer_promote(w, tus, pool[*slot].out_id);
+    } else if (ev.kind == MPT_EV_COLLECT) {
+      uint32_t slot;
+      if (!u64map_del(&live, ev.id, &slot)) { dropped++; continue; }
+      ctf_writer_collect(w, tus, pool[slot].out_id);
+      grow_array((void **)&freel, &fcap, nfree + 1, sizeof *freel);
+      freel[nfree++] = slot;
+    }
+  }
+  int status = 0;
+  if (rc == TI_ERR) {
+    fprintf(stderr, "ocaml-memprof: malformed trace: %s\n", ti_error(t));
+    status = 1;
+  } else if (ti_truncated(t)) {
+    fprintf(stderr, "ocaml-memprof: warning: trace is truncated; exported up to its last complete record\n");
+  }
+  if (dropped)
+    fprintf(stderr, "ocaml-memprof: note: %llu promotions/collections of unknown blocks left out\n",
+            (unsigned long long)dropped);
+  if (ctf_writer_close(w) < 0) status = 1;
+  if (out_close(o, out)) status = 1;
+  free(pool); free(freel); free(stack); free(k.code_of);
+  u64map_free(&live);
+  u64map_free(&k.code_loc);
+  ti_close(t);
+  return status;
+}
