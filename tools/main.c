@@ -17,6 +17,8 @@ static const command commands[] = {
   { "info", cmd_info, "header, event counts, estimated allocation volume" },
   { "top", cmd_top, "allocation sites ranked by bytes, samples, live, promoted" },
   { "ctf", cmd_ctf, "export as memtrace CTF v2 (memtrace_viewer)" },
+  { "folded", cmd_folded, "folded stacks for flamegraph.pl, inferno, speedscope" },
+  { "pprof", cmd_pprof, "gzip profile.proto for go tool pprof" },
   { NULL, NULL, NULL }
 };
 
