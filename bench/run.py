@@ -34,6 +34,8 @@ import subprocess
 import sys
 import time
 
+import check_gcmemprof_trace
+
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
 PROG_DIR = os.path.join(BENCH_DIR, "programs")
@@ -319,7 +321,7 @@ def measure_alloc_words(runner, scale):
     return out
 
 
-def trace_record(runner, cfg, r, trace):
+def trace_record(runner, cfg, r, trace, verify=False):
     """Size and sample count of the trace one run wrote."""
     rec = {"bytes": os.path.getsize(trace) if trace and os.path.exists(trace) else 0}
     if cfg["tracer"] == "gcmemprof":
@@ -327,6 +329,18 @@ def trace_record(runner, cfg, r, trace):
         if m:
             rec.update(samples=int(m.group(1)), allocs=int(m.group(2)),
                        promotes=int(m.group(3)), collects=int(m.group(4)))
+        if verify:
+            # The baseline must really write what it counts: decode the
+            # file and compare with the tracer's own summary.
+            try:
+                with open(trace, "rb") as f:
+                    _, summary = check_gcmemprof_trace.decode(f.read())
+            except (OSError, check_gcmemprof_trace.Bad) as e:
+                die("%s: Gc.Memprof tracer wrote a bad trace: %s" % (trace, e))
+            if not m or summary != m.group(0).split("gcmemprof: ")[-1]:
+                die("%s: trace (%s) does not match the tracer's summary (%s)"
+                    % (trace, summary, m and m.group(0)))
+            rec["verified"] = True
     elif cfg["tracer"] == "memprof":
         info = memprof_trace_stats(runner.args.tool, trace)
         rec["info"] = info
@@ -409,7 +423,7 @@ def measure_instr(runner, cfgs, scale, reps_multi, results):
                         % (prog[0], cfg["name"], r.stderr[-1500:]))
                 irs.append(ir)
                 if cfg["tracer"]:
-                    recs.append(trace_record(runner, cfg, r, trace))
+                    recs.append(trace_record(runner, cfg, r, trace, verify=True))
                     if os.path.exists(trace) and not runner.args.keep_traces:
                         os.unlink(trace)
             cell = results.setdefault(prog[0], {}).setdefault(cfg["name"], {})
@@ -804,7 +818,8 @@ def main():
     ap.add_argument("--tool-rate", type=float,
                     help="sampling rate of the trace the tool is timed on")
     ap.add_argument("--only", help="comma-separated subset of programs")
-    ap.add_argument("--out", default=os.path.join(BENCH_DIR, "results"))
+    ap.add_argument("--out", help="output directory (default: bench/results, "
+                    "quick mode: bench/results/quick, which git ignores)")
     ap.add_argument("--work", default=os.path.join(BENCH_DIR, "_build"))
     ap.add_argument("--keep-traces", action="store_true")
     ap.add_argument("--timeout", type=int, default=900)
@@ -817,6 +832,7 @@ def main():
     args.instr_scale = args.instr_scale or (0.01 if q else 0.05)
     args.instr_reps_multi = args.instr_reps_multi or (1 if q else 3)
     args.tool_rate = args.tool_rate or (1e-2 if q else 3e-2)
+    args.out = args.out or os.path.join(BENCH_DIR, "results", "quick" if q else "")
     if not (os.path.isfile(args.tool) and os.access(args.tool, os.X_OK)):
         args.tool = None
     global PROGRAMS

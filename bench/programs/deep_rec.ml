@@ -4,6 +4,11 @@
    shallow reference for the same code, and the difference between the two
    gives the per-frame cost of capturing and recording stacks. *)
 
+(* The two allocating leaves alternate, so consecutive samples share the
+   400 outer frames but differ in the innermost one, as in real programs. *)
+let[@inline never] leaf_a i = List.length [ i; i + 1 ]
+let[@inline never] leaf_b i = Array.length [| i; i + 1; i + 2 |]
+
 (* Not tail-recursive on purpose, and kept out of line so that every level
    is a real frame. *)
 let[@inline never] rec descend depth n =
@@ -13,10 +18,8 @@ let[@inline never] rec descend depth n =
       acc := !acc + (i * i) land 7;
       (* One small allocation every 32 iterations: enough samples to
          measure, few enough that deep stacks stay affordable at 1e-3. *)
-      if i land 31 = 0 then begin
-        let l = [ i; i + 1 ] in
-        acc := !acc + List.length l
-      end
+      if i land 31 = 0 then
+        acc := !acc + (if i land 32 = 0 then leaf_a i else leaf_b i)
     done;
     !acc
   end else 1 + descend (depth - 1) n
