@@ -19,6 +19,8 @@ static const command commands[] = {
   { "ctf", cmd_ctf, "export as memtrace CTF v2 (memtrace_viewer)" },
   { "folded", cmd_folded, "folded stacks for flamegraph.pl, inferno, speedscope" },
   { "pprof", cmd_pprof, "gzip profile.proto for go tool pprof" },
+  { "timeline", cmd_timeline, "live heap, allocation rate, GC heap size over time (SVG, CSV)" },
+  { "leaks", cmd_leaks, "sites whose live volume grows steadily; survivors of a window" },
   { NULL, NULL, NULL }
 };
 

@@ -1,0 +1,248 @@
+/* cmd_leaks.c: `ocaml-memprof leaks`: sites whose live volume grows
+   steadily ("allocation races": allocation outpacing collection), and
+   blocks allocated in a window that are still live at the end.
+
+   Per site (key = function, location or module of the allocation site),
+   found through a map keyed by the interned key pointer:
+   - a tcurve of live-bytes differences (+b at allocation, -b at
+     collection), so levels are the site's estimated live bytes over time;
+   - a tcurve of survivors by allocation time (+b at allocation of blocks
+     live at the end), so any window can be evaluated after the run;
+   - counts and first/last allocation time of surviving samples.
+   All curves are brought to one bin width at the end.
+
+   Scoring: least-squares line through the site's live-bytes levels at the
+   bin ends over the run.  slope s (bytes/s) and r^2 measure steady growth;
+   score = max(s, 0) * duration * r^2 is the growth in bytes explained by a
+   straight line, so a one-off allocation kept forever (flat) or noisy
+   churn (r^2 ~ 0) scores low while a leak scores its leaked volume. */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate.h"
+#include "commands.h"
+#include "report.h"
+#include "util.h"
+
+#define LEAK_BINS 128          /* also stated in the usage text */
+#define WIDTH0 1000
+
+typedef struct {
+  const char *key;
+  tcurve live, surv;
+  double alloc_samples, live_end_samples;
+  uint64_t first_surv, last_surv;   /* allocation times of survivors */
+  double slope, r2, score, window_bytes, end_bytes;
+} site;
+
+typedef struct {
+  an_keykind by;
+  site *s;
+  size_t n, cap;
+  u64map idx;
+} leaks_acc;
+
+static void on_sample(void *u, an_ctx *c, const an_sample *smp)
+{
+  leaks_acc *a = u;
+  if (!smp->node) return;           /* no backtrace: no site */
+  const char *key = an_loc_key(c, an_nodes(c)[smp->node].loc, a->by);
+  uint32_t *ix = u64map_get(&a->idx, (uint64_t)(uintptr_t)key);
+  site *s;
+  if (ix) s = &a->s[*ix];
+  else {
+    grow_array((void **)&a->s, &a->cap, a->n + 1, sizeof *a->s);
+    s = &a->s[a->n];
+    memset(s, 0, sizeof *s);
+    s->key = key;
+    s->first_surv = AN_NEVER;
+    tcurve_init(&s->live, LEAK_BINS, WIDTH0);
+    tcurve_init(&s->surv, LEAK_BINS, WIDTH0);
+    u64map_put(&a->idx, (uint64_t)(uintptr_t)key, (uint32_t)a->n++);
+  }
+  double b = an_bytes(c, smp->nsamples);
+  s->alloc_samples += smp->nsamples;
+  tcurve_add(&s->live, smp->t_alloc, b);
+  if (smp->t_collect != AN_NEVER) {
+    tcurve_add(&s->live, smp->t_collect, -b);
+  } else {
+    s->live_end_samples += smp->nsamples;
+    tcurve_add(&s->surv, smp->t_alloc, b);
+    if (smp->t_alloc < s->first_surv) s->first_surv = smp->t_alloc;
+    if (smp->t_alloc > s->last_surv || s->last_surv == 0) s->last_surv = smp->t_alloc;
+  }
+}
+
+static int by_score(const void *x, const void *y)
+{
+  const site *a = x, *b = y;
+  if (a->score != b->score) return a->score < b->score ? 1 : -1;
+  if (a->end_bytes != b->end_bytes) return a->end_bytes < b->end_bytes ? 1 : -1;
+  return strcmp(a->key, b->key);
+}
+
+static const char usage[] =
+  "usage: ocaml-memprof leaks [OPTIONS] TRACE\n"
+  "Rank allocation sites by steady growth of their estimated live bytes: a\n"
+  "least-squares line through the live volume at 128 instants of the run gives\n"
+  "slope (bytes/s) and r^2; score = max(slope,0) * duration * r^2 (bytes).\n"
+  "Also lists, per site, bytes allocated in --window and still live at the end.\n"
+  "  --by function|location|module   site grouping (function)\n"
+  "  --window A,B      allocation window for survivors (default: second half)\n"
+  "  --min-score B     hide sites scoring below B bytes (1 sample's worth)\n"
+  "  -n N              rows (10; 0 = all)\n"
+  "  --json, --csv     machine-readable output;  -o FILE  write to FILE\n";
+
+int cmd_leaks(int argc, char **argv)
+{
+  an_filter f;
+  an_filter_init(&f);
+  leaks_acc a;
+  memset(&a, 0, sizeof a);
+  a.by = AN_BY_FUNCTION;
+  const char *path = NULL, *out = NULL;
+  an_window win = { 0, 0, 0 };
+  long limit = 10;
+  double min_score = -1;
+  out_mode mode = OUT_TEXT;
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i];
+    int k = an_filter_option(&f, argc, argv, &i);
+    if (k < 0) return 2;
+    if (k) continue;
+    if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+      print_usage(stdout, usage, 1);
+      return 0;
+    } else if (!strcmp(o, "--json")) mode = OUT_JSON;
+    else if (!strcmp(o, "--csv")) mode = OUT_CSV;
+    else if (i + 1 < argc && !strcmp(o, "--by")) {
+      const char *v = argv[++i];
+      if (!strcmp(v, "function")) a.by = AN_BY_FUNCTION;
+      else if (!strcmp(v, "location")) a.by = AN_BY_LOCATION;
+      else if (!strcmp(v, "module")) a.by = AN_BY_MODULE;
+      else return bad_option("leaks", v);
+    } else if (i + 1 < argc && !strcmp(o, "--window")) {
+      if (parse_window(argv[++i], &win) < 0) return bad_option("leaks", argv[i]);
+    } else if (i + 1 < argc && !strcmp(o, "--min-score")) {
+      uint64_t v;
+      if (parse_size(argv[++i], &v) < 0) return bad_option("leaks", argv[i]);
+      min_score = (double)v;
+    } else if (i + 1 < argc && !strcmp(o, "-n")) {
+      char *e;
+      limit = strtol(argv[++i], &e, 10);
+      if (*e || limit < 0) return bad_option("leaks", argv[i]);
+    } else if (i + 1 < argc && !strcmp(o, "-o")) out = argv[++i];
+    else if (o[0] == '-' && o[1]) return bad_option("leaks", o);
+    else if (!path) path = o;
+    else return bad_option("leaks", o);
+  }
+  if (!path) { print_usage(stderr, usage, 1); return 2; }
+  an_ctx *c = an_open(path, &f);
+  if (!c) return 1;
+  u64map_init(&a.idx, 256);
+  an_callbacks cb = { &a, NULL, on_sample };
+  int rc = an_run(c, &cb);
+  if (rc) { an_close(c); return rc; }
+
+  uint64_t end = an_get_stats(c)->end_time;
+  uint64_t W = WIDTH0;
+  while (end / W >= LEAK_BINS) W *= 2;
+  uint32_t m = (uint32_t)(end / W) + 1;       /* bins within the run */
+  if (!win.on) { win.lo = end / 2; win.hi = end; }
+  if (min_score < 0) min_score = an_bytes(c, 1);
+  double lv[LEAK_BINS], sv[LEAK_BINS];
+  double dur = end / 1e9;
+  for (size_t i = 0; i < a.n; i++) {
+    site *s = &a.s[i];
+    tcurve_coarsen(&s->live, W);
+    tcurve_coarsen(&s->surv, W);
+    tcurve_levels(&s->live, lv);
+    double tm = 0, lm = 0;
+    for (uint32_t j = 0; j < m; j++) { tm += (j + 1) * (double)W / 1e9; lm += lv[j]; }
+    tm /= m; lm /= m;
+    double stt = 0, stl = 0, sll = 0;
+    for (uint32_t j = 0; j < m; j++) {
+      double dt = (j + 1) * (double)W / 1e9 - tm, dl = lv[j] - lm;
+      stt += dt * dt; stl += dt * dl; sll += dl * dl;
+    }
+    s->slope = stt > 0 ? stl / stt : 0;
+    s->r2 = stt > 0 && sll > 0 ? (stl * stl) / (stt * sll) : 0;
+    s->score = (s->slope > 0 ? s->slope : 0) * dur * s->r2;
+    s->end_bytes = an_bytes(c, s->live_end_samples);
+    /* Survivors allocated in the window, to bin resolution. */
+    memcpy(sv, s->surv.d, sizeof sv);
+    s->window_bytes = 0;
+    for (uint32_t j = 0; j < LEAK_BINS; j++) {
+      uint64_t b0 = j * W, b1 = (j + 1) * W - 1;
+      if (b1 >= win.lo && b0 <= win.hi) s->window_bytes += sv[j];
+    }
+  }
+  qsort(a.s, a.n, sizeof *a.s, by_score);
+  size_t shown = 0;
+  for (size_t i = 0; i < a.n && (limit == 0 || (long)shown < limit); i++)
+    if (a.s[i].score >= min_score) shown++;
+
+  FILE *o = out_open(out);
+  if (mode == OUT_JSON) {
+    fprintf(o, "{\"file\": "); json_str(o, path);
+    fprintf(o, ", \"duration_s\": %.6f, \"window\": [%.6f, %.6f], \"sites\": [",
+            dur, win.lo / 1e9, win.hi == UINT64_MAX ? dur : win.hi / 1e9);
+    for (size_t i = 0; i < shown; i++) {
+      site *s = &a.s[i];
+      fprintf(o, "%s\n  {\"site\": ", i ? "," : "");
+      json_str(o, s->key);
+      fprintf(o, ", \"score\": %.0f, \"slope_bytes_per_s\": %.1f, \"r2\": %.4f, "
+              "\"live_end_bytes\": %.0f, \"live_end_samples\": %.0f, \"alloc_samples\": %.0f, "
+              "\"window_survivor_bytes\": %.0f, \"first_survivor_s\": %.6f, \"last_survivor_s\": %.6f}",
+              s->score, s->slope, s->r2, s->end_bytes, s->live_end_samples, s->alloc_samples,
+              s->window_bytes, s->first_surv == AN_NEVER ? 0 : s->first_surv / 1e9,
+              s->last_surv / 1e9);
+    }
+    fprintf(o, "\n]}\n");
+  } else if (mode == OUT_CSV) {
+    fprintf(o, "site,score,slope_bytes_per_s,r2,live_end_bytes,live_end_samples,alloc_samples,"
+               "window_survivor_bytes,first_survivor_s,last_survivor_s\n");
+    for (size_t i = 0; i < shown; i++) {
+      site *s = &a.s[i];
+      csv_str(o, s->key);
+      fprintf(o, ",%.0f,%.1f,%.4f,%.0f,%.0f,%.0f,%.0f,%.6f,%.6f\n", s->score, s->slope, s->r2,
+              s->end_bytes, s->live_end_samples, s->alloc_samples, s->window_bytes,
+              s->first_surv == AN_NEVER ? 0 : s->first_surv / 1e9, s->last_surv / 1e9);
+    }
+  } else {
+    char b1[32], b2[32], b3[32], b4[32];
+    fprintf(o, "%s: %zu sites, run of %.3f s; live volume sampled at %u instants\n",
+            path, a.n, dur, m);
+    fprintf(o, "%10s %12s %6s %10s %14s %17s  %s\n", "score", "slope/s", "r2", "live@end",
+            "survivors", "allocated (s)", "site");
+    for (size_t i = 0; i < shown; i++) {
+      site *s = &a.s[i];
+      char span[40];
+      if (s->first_surv == AN_NEVER) snprintf(span, sizeof span, "-");
+      else snprintf(span, sizeof span, "%.3f-%.3f", s->first_surv / 1e9, s->last_surv / 1e9);
+      fprintf(o, "%10s %12s %6.3f %10s %5.0f/%-8.0f %17s  %s\n",
+              human_bytes(s->score, b1, sizeof b1), human_bytes(s->slope, b2, sizeof b2),
+              s->r2, human_bytes(s->end_bytes, b3, sizeof b3), s->live_end_samples,
+              s->alloc_samples, span, s->key);
+    }
+    fprintf(o, "\nAllocated in [%.3f s, %.3f s] and still live at the end:\n",
+            win.lo / 1e9, win.hi == UINT64_MAX ? dur : win.hi / 1e9);
+    /* Reuse the order by score but print only sites with survivors. */
+    size_t printed = 0;
+    for (size_t i = 0; i < a.n && (limit == 0 || (long)printed < limit); i++) {
+      if (a.s[i].window_bytes <= 0) continue;
+      fprintf(o, "%10s  %s\n", human_bytes(a.s[i].window_bytes, b4, sizeof b4), a.s[i].key);
+      printed++;
+    }
+    if (!printed) fprintf(o, "  (none)\n");
+  }
+  rc = out_close(o, out);
+  for (size_t i = 0; i < a.n; i++) { tcurve_free(&a.s[i].live); tcurve_free(&a.s[i].surv); }
+  free(a.s);
+  u64map_free(&a.idx);
+  an_filter_free(&f);
+  an_close(c);
+  return rc;
+}

@@ -1,0 +1,278 @@
+/* gen_trace.c: synthetic traces with known contents, for the tests and the
+   throughput benchmark.
+
+   It simulates a program and Memprof's sampling exactly: every allocated
+   word (header included) is sampled with probability lambda, drawn as
+   geometric gaps from a fixed-seed xorshift generator, so the number of
+   samples of each site is Binomial(words, lambda) and the tests can check
+   estimates against the true volumes with statistical bands.
+
+   The program (steps every 100 us of simulated time):
+     Static.init  at t=0, 1000 blocks of 1000 words (major heap), kept;
+     Leak.grow    each step a 20-word block (minor), never freed: a leak;
+     Churn.tmp    each step a 10-word block (minor) freed 10 steps later,
+                  allocated by domain 1 (stream 1) in the memprof format;
+   a minor GC every 100 steps (promotes the leaked samples), a major cycle
+   every 1000 steps (heap statistics), one compaction at mid-run.
+   True volumes are printed on stdout as `site words` lines.
+
+   Output: the 5.3.0+memprof format through the shared codec's encoder API
+   (raw or LZ4-framed with --compress), or memtrace CTF v2 through
+   tools/ctf_writer.  --no-leak removes Leak.grow so that long benchmark
+   traces keep a bounded live set. */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctf_writer.h"
+#include "memprof_trace_codec.h"
+
+/* ---- the simulated program ---- */
+
+enum { L_MAIN = 1, L_LEAK_RUN, L_LEAK_GROW, L_CHURN_RUN, L_CHURN_TMP, L_STATIC, NLOCS };
+static const struct { const char *fn, *file; uint32_t line; } sites[NLOCS] = {
+  [L_MAIN] = { "Main.main", "main.ml", 50 },
+  [L_LEAK_RUN] = { "Leak.run", "leak.ml", 10 },
+  [L_LEAK_GROW] = { "Leak.grow", "leak.ml", 3 },
+  [L_CHURN_RUN] = { "Churn.run", "churn.ml", 12 },
+  [L_CHURN_TMP] = { "Churn.tmp", "churn.ml", 4 },
+  [L_STATIC] = { "Static.init", "static.ml", 7 },
+};
+static const uint32_t st_leak[] = { L_LEAK_GROW, L_LEAK_RUN, L_MAIN };   /* innermost first */
+static const uint32_t st_churn[] = { L_CHURN_TMP, L_CHURN_RUN, L_MAIN };
+static const uint32_t st_static[] = { L_STATIC, L_MAIN };
+
+static uint64_t rng = 0x9E3779B97F4A7C15ULL;
+static double uniform(void)
+{
+  rng ^= rng >> 12; rng ^= rng << 25; rng ^= rng >> 27;
+  return ((rng * 2685821657736338717ULL) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static double lambda = 1e-3;
+static uint64_t word_pos, next_sample;
+static uint64_t geom(void)
+{
+  double u = uniform();
+  if (u <= 0) u = 1e-300;
+  return 1 + (uint64_t)floor(log(u) / log1p(-lambda));
+}
+/* Samples in a block of [words] words (header included). */
+static uint32_t sample_block(uint64_t words)
+{
+  uint32_t n = 0;
+  uint64_t end = word_pos + words;
+  while (next_sample < end) { n++; next_sample += geom(); }
+  word_pos = end;
+  return n;
+}
+
+/* ---- output back-ends ---- */
+
+typedef struct {
+  int ctf, compress;
+  FILE *out;
+  /* memprof format: one encoder per stream */
+  mpt_encoder enc[2];
+  uint8_t buf[2][1 << 16];
+  uint32_t stack[2][64];
+  int defined[2][NLOCS];
+  uint8_t frame[1 << 18];
+  /* CTF */
+  ctf_writer *cw;
+  uint64_t start_us;
+} sink;
+
+static mpt_loc_entry ctf_entries[NLOCS];
+static mpt_location ctf_locs[NLOCS];
+
+static const mpt_location *ctf_lookup(void *u, uint64_t code)
+{
+  (void)u;
+  return code >= 0x1000 && code < 0x1000 + NLOCS ? &ctf_locs[code - 0x1000] : NULL;
+}
+
+static void put_bytes(sink *s, const uint8_t *p, size_t n)
+{
+  if (!s->compress) { fwrite(p, 1, n, s->out); return; }
+  size_t k = mpt_frame_compress(s->frame, sizeof s->frame, p, n);
+  if (!k) { fprintf(stderr, "gen_trace: compression failed\n"); exit(1); }
+  fwrite(s->frame, 1, k, s->out);
+}
+
+static void flush_stream(sink *s, int st)
+{
+  mpt_encoder *e = &s->enc[st];
+  size_t used = mpt_enc_used(e);
+  if (!used) return;
+  static uint8_t chunk[MPT_CHUNK_HEADER_BYTES + (1 << 16)];
+  mpt_chunk_header(chunk, MPT_CHUNK_EVENTS, (uint16_t)st, (uint32_t)used);
+  memcpy(chunk + MPT_CHUNK_HEADER_BYTES, s->buf[st], used);
+  put_bytes(s, chunk, MPT_CHUNK_HEADER_BYTES + used);
+  mpt_enc_reset_buffer(e, s->buf[st], sizeof s->buf[st]);
+}
+
+static void need(sink *s, int st, size_t n)
+{
+  if (mpt_enc_space(&s->enc[st]) < n) flush_stream(s, st);
+}
+
+/* Strings 2k-1 (function) and 2k (file) and location k, per stream. */
+static void define(sink *s, int st, uint32_t loc)
+{
+  if (s->defined[st][loc]) return;
+  s->defined[st][loc] = 1;
+  need(s, st, 2 * (MPT_MAX_STRING + 16) + MPT_MAX_DEF_BYTES);
+  mpt_encoder *e = &s->enc[st];
+  mpt_enc_string(e, 2 * loc - 1, sites[loc].fn, strlen(sites[loc].fn));
+  mpt_enc_string(e, 2 * loc, sites[loc].file, strlen(sites[loc].file));
+  mpt_loc_entry_ids en = { 2 * loc, 2 * loc - 1, sites[loc].line, 2, 20 };
+  mpt_enc_location(e, loc, 0x1000 + loc, &en, 1);
+}
+
+static uint64_t sink_alloc(sink *s, int st, uint64_t t_us, uint64_t id, uint64_t wosize,
+                           uint32_t ns, enum mpt_source src, const uint32_t *stack, uint32_t len)
+{
+  if (s->ctf) {
+    uint64_t codes[8];
+    for (uint32_t i = 0; i < len; i++) codes[i] = 0x1000 + stack[len - 1 - i];
+    return ctf_writer_alloc(s->cw, s->start_us + t_us, wosize, ns,
+                            src == MPT_SRC_MINOR ? 0 : 1, codes, len);
+  }
+  for (uint32_t i = 0; i < len; i++) define(s, st, stack[i]);
+  need(s, st, MPT_MAX_EVENT_BYTES(len));
+  mpt_enc_alloc(&s->enc[st], t_us, id, wosize, ns, src, stack, len);
+  return id;
+}
+
+static void sink_gc(sink *s, int st, uint64_t t_us, uint64_t id, int promote)
+{
+  if (s->ctf) {
+    if (promote) ctf_writer_promote(s->cw, s->start_us + t_us, id);
+    else ctf_writer_collect(s->cw, s->start_us + t_us, id);
+    return;
+  }
+  need(s, st, MPT_MAX_EVENT_BYTES(0) * 2);
+  /* Promotions and collections take the stream's current time: a minor-GC
+     event sets it. */
+  mpt_enc_simple(&s->enc[st], MPT_EV_MINOR_GC, t_us, 0);
+  if (promote) mpt_enc_promote(&s->enc[st], id);
+  else mpt_enc_collect(&s->enc[st], id);
+}
+
+/* ---- main ---- */
+
+int main(int argc, char **argv)
+{
+  const char *format = NULL, *out = NULL;
+  long steps = 100000;
+  int leak = 1, compress = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--format") && i + 1 < argc) format = argv[++i];
+    else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
+    else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--rate") && i + 1 < argc) lambda = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--seed") && i + 1 < argc) rng = strtoull(argv[++i], NULL, 0) | 1;
+    else if (!strcmp(argv[i], "--no-leak")) leak = 0;
+    else if (!strcmp(argv[i], "--compress")) compress = 1;
+    else { fprintf(stderr, "gen_trace: bad argument %s\n", argv[i]); return 2; }
+  }
+  if (!format || !out || (strcmp(format, "memprof") && strcmp(format, "ctf")) ||
+      steps <= 0 || !(lambda > 0 && lambda <= 1)) {
+    fprintf(stderr, "usage: gen_trace --format memprof|ctf -o OUT [--steps N] [--rate R]"
+                    " [--seed S] [--no-leak] [--compress]\n");
+    return 2;
+  }
+  static sink s;
+  s.ctf = !strcmp(format, "ctf");
+  s.compress = compress && !s.ctf;
+  s.out = fopen(out, "wb");
+  if (!s.out) { perror(out); return 1; }
+  s.start_us = 1700000000000000ULL;
+  next_sample = geom();
+
+  if (s.ctf) {
+    for (int k = 1; k < NLOCS; k++) {
+      ctf_entries[k] = (mpt_loc_entry){ sites[k].file, sites[k].fn, sites[k].line, 2, 20 };
+      ctf_locs[k] = (mpt_location){ 0x1000 + (uint64_t)k, 1, &ctf_entries[k] };
+    }
+    ctf_winfo wi = { lambda, 64, 4242, s.start_us, "synthetic", "testhost", "", "gen_trace" };
+    s.cw = ctf_writer_open(s.out, &wi, ctf_lookup, NULL);
+  } else {
+    mpt_trace_info info = { MPT_FORMAT_VERSION, 64, 0, lambda, 64, 1000, 4242, 1,
+                            s.start_us * 1000, "synthetic", "testhost", "5.3.0+memprof",
+                            "synthetic --leak" };
+    static uint8_t hb[MPT_MAGIC_LEN + MPT_CHUNK_HEADER_BYTES + 128 + 4 * (MPT_MAX_STRING + 10)];
+    size_t n = mpt_write_header_chunk(hb, sizeof hb, &info);
+    if (!n) { fprintf(stderr, "gen_trace: header too large\n"); return 1; }
+    put_bytes(&s, hb, n);
+    for (int st = 0; st < 2; st++)
+      mpt_enc_init(&s.enc[st], s.buf[st], sizeof s.buf[st], s.stack[st], 64);
+    mpt_enc_simple(&s.enc[1], MPT_EV_DOMAIN_START, 0, 1);
+  }
+
+  uint64_t true_words[NLOCS] = { 0 }, samples = 0, next_id = 1;
+  /* Static data at t = 0. */
+  for (int b = 0; b < 1000; b++) {
+    uint32_t ns = sample_block(1001);
+    true_words[L_STATIC] += 1001;
+    if (ns) { sink_alloc(&s, 0, 0, next_id++, 1000, ns, MPT_SRC_MAJOR, st_static, 2); samples += ns; }
+  }
+  uint64_t churn_ring[10] = { 0 };
+  int churn_live[10] = { 0 };
+  uint64_t *pending = malloc(sizeof *pending * 200);
+  int npending = 0;
+  for (long i = 0; i < steps; i++) {
+    uint64_t t = (uint64_t)i * 100;
+    if (leak) {
+      uint32_t ns = sample_block(21);
+      true_words[L_LEAK_GROW] += 21;
+      if (ns) {
+        uint64_t id = sink_alloc(&s, 0, t, next_id++, 20, ns, MPT_SRC_MINOR, st_leak, 3);
+        pending[npending++] = id;
+        samples += ns;
+      }
+    }
+    int slot = (int)(i % 10);
+    if (churn_live[slot]) { sink_gc(&s, 1, t, churn_ring[slot], 0); churn_live[slot] = 0; }
+    uint32_t ns = sample_block(11);
+    true_words[L_CHURN_TMP] += 11;
+    if (ns) {
+      churn_ring[slot] = sink_alloc(&s, 1, t, next_id++, 10, ns, MPT_SRC_MINOR, st_churn, 3);
+      churn_live[slot] = 1;
+      samples += ns;
+    }
+    if (i % 100 == 99) {                   /* minor GC: leaked samples survive */
+      for (int k = 0; k < npending; k++) sink_gc(&s, 0, t, pending[k], 1);
+      npending = 0;
+    }
+    if (!s.ctf && i % 1000 == 999) {
+      mpt_heap_stats hs = { 1000000 + (uint64_t)i * 21, 900000 + (uint64_t)i * 20,
+                            (uint64_t)i / 100, (uint64_t)i / 1000, i >= steps / 2, 0 };
+      need(&s, 0, 128);
+      mpt_enc_major_cycle(&s.enc[0], t, &hs);
+      if (i / 1000 == steps / 2000) {
+        mpt_enc_simple(&s.enc[0], MPT_EV_COMPACT_BEGIN, t, 0);
+        mpt_enc_simple(&s.enc[0], MPT_EV_COMPACT_END, t + 50, 0);
+      }
+    }
+  }
+  uint64_t end_us = (uint64_t)steps * 100;
+  if (s.ctf) {
+    if (ctf_writer_close(s.cw)) { fprintf(stderr, "gen_trace: write error\n"); return 1; }
+  } else {
+    flush_stream(&s, 0);
+    flush_stream(&s, 1);
+    uint8_t eb[64];
+    size_t n = mpt_write_end_chunk(eb, sizeof eb, end_us, samples, 0);
+    put_bytes(&s, eb, n);
+  }
+  if (fclose(s.out)) { perror(out); return 1; }
+  free(pending);
+  for (int k = 1; k < NLOCS; k++)
+    if (true_words[k]) printf("%s %llu\n", sites[k].fn, (unsigned long long)true_words[k]);
+  printf("samples %llu\n", (unsigned long long)samples);
+  return 0;
+}
