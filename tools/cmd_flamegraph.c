@@ -120,7 +120,7 @@ static const char page_js[] =
   "  g.appendChild(r);\n"
   "  if(w>30){var t=document.createElementNS('http://www.w3.org/2000/svg','text');t.setAttribute('x',x+3);"
   "t.setAttribute('y',y+12);var s=n.name,m=Math.floor((w-6)/6.7);t.textContent=s.length>m?s.slice(0,Math.max(0,m-2))+'..':s;g.appendChild(t);}\n"
-  "  g.setAttribute('data-name',n.name);g.setAttribute('data-value',n.value);\n"
+  "  g.setAttribute('data-name',n.name);g.setAttribute('data-value',n.value);g.setAttribute('data-depth',d);\n"
   "  g.onmousemove=function(e){tip.style.display='block';tip.style.left=(e.clientX+12)+'px';tip.style.top=(e.clientY+12)+'px';\n"
   "   tip.textContent=n.name+'\\n'+fmt(n.value)+'  '+(100*n.value/total).toFixed(2)+'% of all, '+(100*n.value/(z.value||1)).toFixed(2)+'% of zoom';};\n"
   "  g.onmouseout=function(){tip.style.display='none';};\n"
@@ -140,14 +140,14 @@ static const char page_js[] =
   "document.getElementById('vicicle').onclick=function(){setView('icicle');};\n"
   "document.getElementById('reset').onclick=function(){zoom=null;render();};\n"
   "document.getElementById('q').oninput=function(){var v=this.value;try{re=v?new RegExp(v):null;}catch(e){re=null;}render();};\n"
-  "window.onresize=render;render();\n"
+  "window.onresize=render;setView(location.hash==='#icicle'?'icicle':'flame');\n"
   "</script></body></html>\n";
 
 static const char usage[] =
   "usage: ocaml-memprof flamegraph [OPTIONS] TRACE\n"
   "Write a self-contained interactive HTML flame graph (flame view rooted at\n"
   "main, icicle view rooted at allocation sites; click to zoom, regex search,\n"
-  "tooltips).\n"
+  "tooltips).  Open FILE#icicle to start in the icicle view.\n"
   "  --value alloc|live|samples   frame width: estimated allocated bytes\n"
   "                    (default), bytes live at --live-at, or samples\n"
   "  --live-at end|peak|TIME   for --value live (end)\n"

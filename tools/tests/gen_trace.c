@@ -114,9 +114,12 @@ static void flush_stream(sink *s, int st)
   mpt_enc_reset_buffer(e, s->buf[st], sizeof s->buf[st]);
 }
 
+/* Chunks are cut at 4 KiB, as a runtime flushing regularly would, so that
+   a file cut anywhere still holds most of its events. */
 static void need(sink *s, int st, size_t n)
 {
-  if (mpt_enc_space(&s->enc[st]) < n) flush_stream(s, st);
+  if (mpt_enc_space(&s->enc[st]) < n || mpt_enc_used(&s->enc[st]) > 4096)
+    flush_stream(s, st);
 }
 
 /* Strings 2k-1 (function) and 2k (file) and location k, per stream. */

@@ -1,0 +1,431 @@
+#!/usr/bin/env python3
+"""ocaml-memprof test suite (`make -C tools check`).
+
+Checks numbers, not just exit codes:
+- the shared upstream memtrace traces: event counts against the table in
+  shared/testdata/memtrace-upstream/README.md and against mtctf_check.py;
+  ctf export re-encodes v2 files byte for byte and the v3 sample into the
+  v2 sample; exports pass mtctf_check (reader checks and viewer rules);
+- synthetic traces from tests/gen_trace (5.3.0+memprof format through the
+  shared codec, raw and LZ4; memtrace CTF): top's estimates against the true
+  volumes within 4.5 standard deviations of the binomial sampling, leaks
+  ranks the leaking site first, filters select exactly what they should,
+  timeline shows the GC heap and the compaction, folded/pprof totals equal
+  top's, diff finds the leak;
+- the HTML flame graph rendered in headless Chromium shows the frames;
+- robustness: truncated and corrupted files give exit status 0 (with a
+  truncation warning) or 1 with a one-line error, never a crash.
+Prints "N passed, N failed" last; exits non-zero on any failure.
+"""
+import gzip
+import json
+import math
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOLS = os.path.dirname(HERE)
+TOOL = os.path.join(TOOLS, "ocaml-memprof")
+GEN = os.path.join(TOOLS, "build", "gen_trace")
+SHARED = os.environ.get("SHARED_DIR", os.path.join(TOOLS, "..", "..", "shared"))
+UP = os.path.join(SHARED, "testdata", "memtrace-upstream")
+CHECKER = os.path.join(SHARED, "spec", "tools", "mtctf_check.py")
+OUT = os.path.join(HERE, "out")
+
+passed = failed = 0
+
+
+def check(name, cond, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+        print("ok   " + name)
+    else:
+        failed += 1
+        print("FAIL " + name + (": " + detail if detail else ""))
+
+
+def run(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, **kw)
+
+
+def tool(*args):
+    return run([TOOL] + list(args))
+
+
+def tool_json(*args):
+    r = tool(*args)
+    if r.returncode != 0:
+        raise RuntimeError("%s failed: %s" % (args, r.stderr.strip()))
+    return json.loads(r.stdout)
+
+
+# README table: packets, loc pkts, allocs, short, long, promotions,
+# collections, location events, max bt, largest packet.
+UPSTREAM = {
+    "memtrace_master_test_ocamlopt.v3.ctf": (3, 31, 15, 1676, 257, 1566, 1950, 547, 11984),
+    "memtrace_v0.2.3_test_ocamlopt.v2.ctf": (2, 31, 15, 1676, 257, 1566, 1950, 547, 11982),
+    "memtrace_v0.2.3_examples_ocamlopt.v1.ctf": (1, 193, 106, 84270, 12007, 78758, 6356, 639, 28707),
+    "memtrace_v0.2.3_examples_lists_and_sets.v1.ctf": (1, 3, 1, 756, 216, 755, 22, 9982, 16729),
+    "memtrace_maketrace_examples_ocamlopt-1e4.v2.ctf": (2, 55, 27, 8217, 1160, 7692, 3480, 622, 28573),
+    "memtrace_maketrace_examples_ocamlopt-1e5.v2.ctf": (2, 25, 12, 827, 103, 772, 1493, 481, 7549),
+    "memtrace_viewer_master_test_server_test_trace.v2.ctf": (2, 3, 1, 54, 28, 26, 19, 46, 1226),
+}
+
+
+def checker_counts(path):
+    r = run([sys.executable, CHECKER, "check", path])
+    m = dict(re.findall(r"(\w+)=(\d+)", r.stdout))
+    return r.returncode, {k: int(v) for k, v in m.items()}, r.stdout
+
+
+def test_upstream():
+    if not os.path.isdir(UP):
+        check("upstream traces present at " + UP, False)
+        return
+    for name, (ver, pk, lpk, al, pr, co, le, mbt, lp) in sorted(UPSTREAM.items()):
+        path = os.path.join(UP, name)
+        j = tool_json("info", "--json", path)
+        ev, c = j["events"], j["ctf"]
+        got = (j["version"], c["packets"], c["location_packets"], ev["alloc"], ev["promote"],
+               ev["collect"], c["location_events"], c["max_backtrace"], c["largest_packet"])
+        check("info counts = README: " + name, got == (ver, pk, lpk, al, pr, co, le, mbt, lp),
+              "%s != %s" % (got, (ver, pk, lpk, al, pr, co, le, mbt, lp)))
+        rc, cc, _ = checker_counts(path)
+        check("info counts = mtctf_check: " + name,
+              rc == 0 and (cc["allocs"], cc["promotions"], cc["collections"], cc["verified"])
+              == (ev["alloc"], ev["promote"], ev["collect"], c["verified_packets"]))
+        # Estimated bytes: samples / rate * 8.
+        check("info estimate = samples/rate*8: " + name,
+              abs(j["estimated_allocated_bytes"] - j["samples"] / j["sampling_rate"] * 8) < 1)
+        out = os.path.join(OUT, "export-" + name)
+        r = tool("ctf", "-o", out, path)
+        rc, cc2, text = checker_counts(out)
+        check("ctf export passes mtctf_check: " + name,
+              r.returncode == 0 and rc == 0 and "viewer rules: ok" in text
+              and cc2["allocs"] == al and cc2["promotions"] == pr and cc2["collections"] == co,
+              r.stderr + text[-300:])
+        if ver == 2:
+            check("ctf export byte-identical: " + name,
+                  open(out, "rb").read() == open(path, "rb").read())
+        # top totals agree with info and with the pprof export.
+        t = tool_json("top", "--json", "-n", "0", path)
+        check("top total = info estimate: " + name,
+              abs(t["total"]["alloc_bytes"] - j["estimated_allocated_bytes"]) < 1)
+    v3 = os.path.join(OUT, "export-memtrace_master_test_ocamlopt.v3.ctf")
+    v2 = os.path.join(UP, "memtrace_v0.2.3_test_ocamlopt.v2.ctf")
+    check("v3 sample exported as v2 equals the v2 sample",
+          os.path.exists(v3) and open(v3, "rb").read() == open(v2, "rb").read())
+
+
+def go_total(pb, index):
+    if not shutil.which("go"):
+        return None
+    r = run(["go", "tool", "pprof", "-top", "-unit=B", "-sample_index=" + index, pb],
+            cwd=OUT, env=dict(os.environ, HOME=os.environ.get("HOME", "/tmp")))
+    m = re.search(r"Total samples = (\d+)B", r.stdout)
+    return int(m.group(1)) if m else ("error: " + r.stderr[-300:] + r.stdout[-300:])
+
+
+def test_pprof(path, label):
+    pb = os.path.join(OUT, label + ".pb.gz")
+    r = tool("pprof", "-o", pb, path)
+    check("pprof writes gzip: " + label, r.returncode == 0 and gzip.open(pb).read(2) != b"")
+    t = tool_json("top", "--json", "-n", "0", path)
+    if not shutil.which("go"):
+        check("go tool pprof available", False)
+        return
+    a = go_total(pb, "alloc_space")
+    i = go_total(pb, "inuse_space")
+    rows = max(1, len(t["rows"]))
+    # pprof values are rounded per stack; allow 1 byte per stack of slack.
+    ok_a = isinstance(a, int) and abs(a - t["total"]["alloc_bytes"]) <= 1 + 1e-9 * a + 1000
+    ok_i = isinstance(i, int) and abs(i - t["total"]["live_bytes"]) <= 1 + 1e-9 * (i or 1) + 1000
+    check("go tool pprof alloc_space total = top: " + label, ok_a,
+          "%s vs %s (%d rows)" % (a, t["total"]["alloc_bytes"], rows))
+    check("go tool pprof inuse_space total = top live: " + label, ok_i,
+          "%s vs %s" % (i, t["total"]["live_bytes"]))
+
+
+TRUE_WORDS = {}
+
+
+def gen(fmt, out, *extra):
+    r = run([GEN, "--format", fmt, "-o", out] + list(extra))
+    if r.returncode != 0:
+        raise RuntimeError("gen_trace failed: " + r.stderr)
+    truth = {}
+    for line in r.stdout.split("\n"):
+        if line.strip():
+            k, v = line.split()
+            truth[k] = int(v)
+    return truth
+
+
+def within(est_bytes, true_words, rate, sigmas=4.5):
+    """Samples ~ Binomial(words, rate); estimate = samples/rate*8."""
+    sd_samples = math.sqrt(true_words * rate * (1 - rate))
+    sd_bytes = sd_samples / rate * 8
+    return abs(est_bytes - true_words * 8) <= sigmas * sd_bytes
+
+
+def rows_by_key(j):
+    return {r["key"]: r for r in j["rows"]}
+
+
+def test_synthetic():
+    rate = 1e-3
+    files = {
+        "memprof": os.path.join(OUT, "leak.mpt"),
+        "memprof-lz4": os.path.join(OUT, "leak-lz4.mpt"),
+        "ctf": os.path.join(OUT, "leak.ctf"),
+    }
+    truth = gen("memprof", files["memprof"])
+    gen("memprof", files["memprof-lz4"], "--compress")
+    gen("ctf", files["ctf"])
+    rc, cc, text = checker_counts(files["ctf"])
+    check("synthetic CTF passes mtctf_check", rc == 0 and "viewer rules: ok" in text, text)
+    tops = {}
+    for label, path in files.items():
+        j = tool_json("top", "--json", path)
+        tops[label] = j
+        rows = rows_by_key(j)
+        for site, words in truth.items():
+            if site == "samples":
+                continue
+            check("top %s within 4.5 sd of true volume (%s)" % (site, label),
+                  site in rows and within(rows[site]["alloc_bytes"], words, rate),
+                  "%s vs %d" % (rows.get(site, {}).get("alloc_bytes"), words * 8))
+        check("top sample total = generator's (%s)" % label,
+              j["total"]["samples"] == truth["samples"])
+        check("top live at end: churn 0, leak and static all (%s)" % label,
+              rows["Churn.tmp"]["live_bytes"] == 0
+              and rows["Leak.grow"]["live_bytes"] == rows["Leak.grow"]["alloc_bytes"]
+              and rows["Static.init"]["live_bytes"] == rows["Static.init"]["alloc_bytes"])
+        check("top promoted: only the leak (%s)" % label,
+              rows["Leak.grow"]["promoted_bytes"] == rows["Leak.grow"]["alloc_bytes"]
+              and rows["Churn.tmp"]["promoted_bytes"] == 0)
+        lk = tool_json("leaks", "--json", path)
+        check("leaks ranks Leak.grow first (%s)" % label,
+              lk["sites"] and lk["sites"][0]["site"] == "Leak.grow"
+              and lk["sites"][0]["r2"] > 0.95, json.dumps(lk["sites"][:2]))
+        s0 = lk["sites"][0]
+        # Leak: 21 words per 100 us -> 1.68 MB/s.
+        check("leaks slope of Leak.grow ~ 1.68 MB/s (%s)" % label,
+              abs(s0["slope_bytes_per_s"] - 1.68e6) < 0.1 * 1.68e6, str(s0["slope_bytes_per_s"]))
+        check("leaks window survivors ~ half of the leak (%s)" % label,
+              abs(s0["window_survivor_bytes"] - s0["live_end_bytes"] / 2) < 0.1 * s0["live_end_bytes"])
+        check("leaks: no other site scores (%s)" % label, len(lk["sites"]) == 1)
+        # folded total = top total.
+        r = tool("folded", path)
+        tot = sum(int(l.rsplit(" ", 1)[1]) for l in r.stdout.splitlines())
+        check("folded total = top total (%s)" % label,
+              abs(tot - j["total"]["alloc_bytes"]) <= 3, "%d vs %s" % (tot, j["total"]["alloc_bytes"]))
+        check("folded stacks are root first (%s)" % label,
+              any(l.startswith("Main.main;Leak.run;Leak.grow ") for l in r.stdout.splitlines()))
+    check("memprof, LZ4 and CTF give identical top",
+          tops["memprof"]["rows"] == tops["memprof-lz4"]["rows"] == tops["ctf"]["rows"])
+    test_filters(files["memprof"], truth)
+    test_pprof(files["memprof"], "synthetic-memprof")
+    test_timeline(files["memprof"])
+    test_flamegraph(files["memprof"])
+    test_diff(files["memprof"])
+    test_info_memprof(files["memprof"], files["memprof-lz4"], truth)
+    test_ctf_from_memprof(files["memprof"], tops["memprof"])
+    return files
+
+
+def keys(*args):
+    return set(rows_by_key(tool_json("top", "--json", "-n", "0", *args)))
+
+
+def test_filters(path, truth):
+    check("--focus Leak keeps only Leak.grow", keys("--focus", "^Leak", path) == {"Leak.grow"})
+    check("--ignore Leak drops Leak.grow",
+          keys("--ignore", "^Leak", path) == {"Churn.tmp", "Static.init"})
+    check("--hide Leak.grow moves the site to Leak.run",
+          keys("--hide", "Leak.grow", path) == {"Leak.run", "Churn.tmp", "Static.init"})
+    check("--source major = Static.init", keys("--source", "major", path) == {"Static.init"})
+    check("--domain 1 = Churn.tmp (domain 1)", keys("--domain", "1", path) == {"Churn.tmp"})
+    check("--collected = only churn", keys("--collected", ",", path) == {"Churn.tmp"})
+    check("--max-lifetime 2ms = only churn", keys("--max-lifetime", "2ms", path) == {"Churn.tmp"})
+    check("--min-size 4k = Static.init (8000-byte blocks)",
+          keys("--min-size", "4k", path) == {"Static.init"})
+    j = tool_json("top", "--json", "--allocated", "5,10", "--focus", "Leak", path)
+    full = tool_json("top", "--json", "--focus", "Leak", path)
+    frac = j["total"]["samples"] / full["total"]["samples"]
+    check("--allocated 5,10 keeps about half of the leak", 0.45 < frac < 0.55, str(frac))
+    j = tool_json("top", "--json", "--live", "2.5s,2.6s", "--focus", "Churn", path)
+    # churn blocks live in a 100 ms window: ~1000 allocs (+10 straddling) *
+    # 11 words * rate 1e-3 ~ 11 samples.
+    check("--live window on churn gives ~11 samples", 2 <= j["total"]["samples"] <= 25,
+          str(j["total"]["samples"]))
+    j = tool_json("top", "--json", "--callers", "Leak.grow", path)
+    check("--callers Leak.grow = Leak.run", [r["key"] for r in j["rows"]] == ["Leak.run"])
+    j = tool_json("top", "--json", "--callees", "Leak.run", path)
+    check("--callees Leak.run = Leak.grow", [r["key"] for r in j["rows"]] == ["Leak.grow"])
+    j = tool_json("top", "--json", "--by", "module", path)
+    check("--by module", {r["key"] for r in j["rows"]} == {"Leak", "Churn", "Static"})
+    j = tool_json("top", "--json", "--by", "location", path)
+    check("--by location names file:line",
+          any(r["key"] == "Leak.grow (leak.ml:3:2-20)" for r in j["rows"]))
+    j = tool_json("top", "--json", "--live-at", "peak", path)
+    check("--live-at peak: live total near the end (leak grows all run)",
+          j["total"]["live_bytes"] >= 0.95 * tool_json("top", "--json", path)["total"]["live_bytes"])
+    j = tool_json("top", "--json", "--live-at", "5s", "--focus", "Leak", path)
+    check("--live-at 5s: about half of the leak", 0.45 < j["total"]["live_bytes"] /
+          full["total"]["live_bytes"] < 0.55)
+    r = tool("top", "--focus", "(", path)
+    check("bad regex: exit 2 and one-line error", r.returncode == 2 and len(r.stderr.splitlines()) == 1)
+
+
+def test_timeline(path):
+    r = tool("timeline", "--csv", path)
+    rows = [l.split(",") for l in r.stdout.splitlines()[1:]]
+    check("timeline CSV has rows", r.returncode == 0 and len(rows) >= 100, str(len(rows)))
+    live = [float(x[1]) for x in rows]
+    check("timeline live grows (leak) and starts with the static data",
+          live[-1] > live[len(live) // 2] > live[2] > 7e6)
+    heap = [x[3] for x in rows if x[3]]
+    check("timeline heap size from major cycles", len(heap) > 50 and float(heap[-1]) > float(heap[0]))
+    svg = os.path.join(OUT, "timeline.svg")
+    r = tool("timeline", "-o", svg, path)
+    text = open(svg).read()
+    check("timeline SVG has live, heap, rate and one compaction mark",
+          r.returncode == 0 and 'class="live"' in text and 'class="heap"' in text
+          and 'class="rate"' in text and text.count('class="compaction"') == 1
+          and text.count('class="major"') == 100)
+
+
+def test_flamegraph(path):
+    html = os.path.join(OUT, "flame.html")
+    r = tool("flamegraph", "-o", html, path)
+    check("flamegraph writes HTML", r.returncode == 0 and "<svg" in open(html).read())
+    chrome = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chrome:
+        check("headless chromium available for the flame graph test", False)
+        return
+    for view, depth in (("", {"Main.main": 1, "Leak.run": 2, "Leak.grow": 3}),
+                        ("#icicle", {"Leak.grow": 1, "Leak.run": 2, "Main.main": 3})):
+        d = run([chrome, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                 "file://" + html + view], timeout=120)
+        frames = re.findall(r'data-name="([^"]*)" data-value="([^"]*)" data-depth="(\d+)"', d.stdout)
+        got = {}
+        for n, v, dp in frames:
+            got.setdefault(n, set()).add(int(dp))
+        ok = all(dp in got.get(n, set()) for n, dp in depth.items())
+        leak = [float(v) for n, v, _ in frames if n == "Leak.grow"]
+        check("chromium renders %s view with the expected frames" % (view or "flame"),
+              ok and leak and leak[0] > 1e7, str(got)[:300])
+
+
+def test_diff(path):
+    noleak = os.path.join(OUT, "noleak.mpt")
+    gen("memprof", noleak, "--no-leak")
+    j = tool_json("diff", "--json", noleak, path)
+    check("diff ranks Leak.grow first", j["rows"][0]["site"] == "Leak.grow"
+          and j["rows"][0]["alloc_a"] == 0 and j["rows"][0]["live_delta"] > 1e7)
+
+
+def test_info_memprof(path, lz4, truth):
+    j = tool_json("info", "--json", path)
+    check("info memprof: format, domains, GC events",
+          j["format"] == "5.3.0+memprof" and len(j["domains"]) == 2
+          and j["events"].get("major_cycle") == 100 and j["events"].get("compact_begin") == 1
+          and not j["truncated"] and j["samples"] == truth["samples"])
+    j2 = tool_json("info", "--json", lz4)
+    check("info memprof LZ4 = raw", j2["events"] == j["events"] and j2["samples"] == j["samples"])
+
+
+def test_ctf_from_memprof(path, top_memprof):
+    out = os.path.join(OUT, "from-memprof.ctf")
+    r = tool("ctf", "-o", out, path)
+    rc, cc, text = checker_counts(out)
+    check("memprof -> CTF passes mtctf_check with viewer rules",
+          r.returncode == 0 and rc == 0 and "viewer rules: ok" in text, r.stderr + text)
+    j = tool_json("top", "--json", out)
+    check("memprof -> CTF keeps top's numbers", j["rows"] == top_memprof["rows"])
+
+
+def test_robustness(files):
+    rnd = random.Random(42)
+    cases = []
+    srcs = list(files.values())
+    if os.path.isdir(UP):
+        srcs.append(os.path.join(UP, "memtrace_maketrace_examples_ocamlopt-1e5.v2.ctf"))
+    for src in srcs:
+        data = open(src, "rb").read()
+        for k in range(12):
+            cut = rnd.randrange(1, len(data))
+            cases.append(("cut %s at %d" % (os.path.basename(src), cut), data[:cut]))
+        for k in range(12):
+            b = bytearray(data)
+            for _ in range(rnd.randrange(1, 8)):
+                b[rnd.randrange(len(b))] = rnd.randrange(256)
+            cases.append(("corrupt %s #%d" % (os.path.basename(src), k), bytes(b)))
+    cases.append(("empty file", b""))
+    cases.append(("garbage", bytes(rnd.randrange(256) for _ in range(1000))))
+    bad = []
+    truncated_ok = 0
+    p = os.path.join(OUT, "case.bin")
+    for name, data in cases:
+        open(p, "wb").write(data)
+        for cmd in (["info"], ["top"], ["leaks"]):
+            r = tool(*(cmd + [p]))
+            errs = [l for l in r.stderr.splitlines() if not l.startswith("ocaml-memprof: warning") and not l.startswith("ocaml-memprof: note")]
+            if r.returncode == 0:
+                if "truncated" in r.stderr:
+                    truncated_ok += 1
+            elif r.returncode != 1 or len(errs) != 1:
+                bad.append("%s %s: rc=%d stderr=%r" % (cmd[0], name, r.returncode, r.stderr[:200]))
+    check("%d truncated/corrupted inputs x 3 commands: exit 0 or 1 with one-line error" % len(cases),
+          not bad, "; ".join(bad[:5]))
+    check("some cut files are read to their last complete record with a warning",
+          truncated_ok > 0, str(truncated_ok))
+    # A cut memprof file reads its prefix: fewer events, no error.
+    data = open(files["memprof-lz4"], "rb").read()
+    open(p, "wb").write(data[: len(data) * 2 // 3])
+    r = tool("info", "--json", p)
+    ok = r.returncode == 0 and "truncated" in r.stderr
+    if ok:
+        j = json.loads(r.stdout)
+        ok = j["truncated"] and 0 < j["events"]["alloc"]
+    check("cut LZ4 memprof trace: prefix read, truncated flagged", ok, r.stderr)
+    r = tool("info", os.path.join(OUT, "does-not-exist"))
+    check("missing file: exit 1, one line", r.returncode == 1 and len(r.stderr.splitlines()) == 1)
+
+
+def test_cli():
+    for cmd in ("info", "top", "folded", "ctf", "pprof", "flamegraph", "timeline", "leaks", "diff"):
+        r = tool(cmd, "--help")
+        check("%s --help" % cmd, r.returncode == 0 and "usage: ocaml-memprof " + cmd in r.stdout)
+    r = tool("nosuch")
+    check("unknown command: exit 2", r.returncode == 2)
+    r = tool("top", "--bogus", "x")
+    check("unknown option: exit 2", r.returncode == 2)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    for exe in (TOOL, GEN):
+        if not os.access(exe, os.X_OK):
+            print("missing %s (run make first)" % exe)
+            print("0 passed, 1 failed")
+            return 1
+    test_cli()
+    test_upstream()
+    for name in ("memtrace_v0.2.3_test_ocamlopt.v2.ctf",):
+        if os.path.isdir(UP):
+            test_pprof(os.path.join(UP, name), "upstream-v2")
+    files = test_synthetic()
+    test_robustness(files)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
