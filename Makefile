@@ -1,0 +1,124 @@
+# 5.3.0+memprof: build pristine OCaml 5.3.0 + our runtime files and patch
+# series, install it, build the ocaml-memprof tools, test and benchmark.
+#
+# Every step is a stamp under _build/, so a second `make` does no work.
+# The assembled tree (_build/stage) is synced into the build tree
+# (_build/src) by content: only files whose bytes changed get new
+# timestamps, and upstream's own make rebuilds just what depends on them.
+
+-include config.mk
+PREFIX ?= $(CURDIR)/_install
+OCAML_SOURCE ?= npm
+CACHE_DIR ?= $(HOME)/.cache/ocaml-memprof
+JOBS ?= 2
+
+B := _build
+PRISTINE := $(B)/pristine
+STAGE := $(B)/stage
+SRC := $(B)/src
+DIST := ocaml-5.3.0+memprof
+
+OUR_FILES := $(wildcard runtime/*.c runtime/caml/*.h runtime/patches/* \
+  stdlib-patches/* build-aux/assemble.sh)
+
+.PHONY: all compiler tools install demo test test-ours test-upstream \
+  test-upstream-traced dist bench bench-quick opam-repo opam-test clean distclean
+
+all: compiler tools
+
+config.mk:
+	./configure
+
+$(B)/pristine.stamp: build-aux/fetch-ocaml-source.sh build-aux/upstream-digests.sha256 config.mk
+	@mkdir -p $(B)
+	build-aux/fetch-ocaml-source.sh '$(OCAML_SOURCE)' '$(CACHE_DIR)' $(PRISTINE)
+	@touch $@
+
+$(B)/stage.stamp: $(B)/pristine.stamp $(OUR_FILES)
+	build-aux/assemble.sh $(PRISTINE) $(CURDIR) $(STAGE)
+	@touch $@
+
+# Sync by checksum; the stamp's time moves only when some file changed.
+$(B)/src.stamp: $(B)/stage.stamp
+	@mkdir -p $(SRC)
+	@changes=$$(rsync -rlc --itemize-changes $(STAGE)/ $(SRC)/); \
+	if [ -n "$$changes" ] || [ ! -f $@ ]; then \
+	  echo "$$changes" | sed -n 's/^>f[^ ]* /sync: /p' | head -n 20; touch $@; fi
+
+$(SRC)/Makefile.config: $(B)/src.stamp config.mk
+	cd $(SRC) && ./configure --prefix='$(PREFIX)' -C > ../configure.log 2>&1 || \
+	  { tail -n 30 $(B)/configure.log; echo "upstream configure failed: see $(B)/configure.log"; exit 1; }
+
+$(B)/build.stamp: $(B)/src.stamp $(SRC)/Makefile.config
+	$(MAKE) -C $(SRC) -j$(JOBS)
+	@touch $@
+
+$(B)/install.stamp: $(B)/build.stamp
+	$(MAKE) -C $(SRC) install
+	@touch $@
+
+compiler: $(B)/install.stamp
+	@$(PREFIX)/bin/ocamlopt -version
+
+tools: $(B)/install.stamp
+	$(MAKE) -C tools PREFIX='$(PREFIX)'
+	$(MAKE) -C tools install PREFIX='$(PREFIX)'
+
+install: all
+
+# The demo: an unchanged program, traced through OCAMLRUNPARAM only.
+demo: all
+	@mkdir -p $(B)/demo
+	$(PREFIX)/bin/ocamlfind ocamlopt -version >/dev/null 2>&1 || true
+	$(PREFIX)/bin/ocamlopt -g -o $(B)/demo/demo testsuite/demo/demo.ml
+	OCAMLRUNPARAM='memprof=$(B)/demo/demo.trace,memprof_rate=1e-4' $(B)/demo/demo
+	$(PREFIX)/bin/ocaml-memprof info $(B)/demo/demo.trace
+	$(PREFIX)/bin/ocaml-memprof top --limit 8 $(B)/demo/demo.trace
+
+# The distribution tarball: the assembled, patched tree, deterministic.
+dist: $(DIST).tar.gz
+$(DIST).tar.gz: $(B)/stage.stamp
+	tar --sort=name --mtime='2025-01-08 00:00Z' --owner=0 --group=0 --numeric-owner \
+	  --transform 's,^\.,$(DIST),' -C $(STAGE) -cf - . | gzip -n9 > $@.tmp
+	mv $@.tmp $@
+	@sha256sum $@
+
+# ---- Tests ----
+# Last line: "N passed, N failed" over all suites.
+test: all
+	@testsuite/run-all.sh '$(PREFIX)' '$(CURDIR)/$(SRC)'
+
+test-ours: all
+	@testsuite/run.sh '$(PREFIX)'
+
+test-upstream: all
+	@testsuite/run-upstream.sh '$(CURDIR)/$(SRC)' plain
+
+test-upstream-traced: all
+	@testsuite/run-upstream.sh '$(CURDIR)/$(SRC)' traced
+
+# ---- Benchmarks, opam ----
+bench: all
+	$(MAKE) -C bench PREFIX='$(PREFIX)' PRISTINE='$(CURDIR)/$(PRISTINE)' full
+
+bench-quick: all
+	$(MAKE) -C bench PREFIX='$(PREFIX)' PRISTINE='$(CURDIR)/$(PRISTINE)' quick
+
+opam-repo: dist
+	opam-switch/prepare-mirror.sh '$(CURDIR)/$(DIST).tar.gz' '$(CACHE_DIR)'
+
+opam-test: opam-repo all
+	opam-switch/test-switch.sh '$(PREFIX)'
+
+# Maintainers: record the pristine digests of every upstream file the patch
+# series touches (what a --with-ocaml-source directory is checked against).
+pin-digests: $(B)/pristine.stamp
+	cd $(PRISTINE) && cat $(CURDIR)/runtime/patches/*.patch $(CURDIR)/stdlib-patches/*.patch 2>/dev/null | \
+	  sed -n 's,^--- a/\([^	 ]*\).*,\1,p' | sort -u | xargs sha256sum > $(CURDIR)/build-aux/upstream-digests.sha256
+
+clean:
+	rm -rf $(B) $(DIST).tar.gz
+	-$(MAKE) -C tools clean
+
+distclean: clean
+	rm -rf _install config.mk

@@ -1,0 +1,62 @@
+/* memprof_tracer.h: the 5.3.0+memprof native tracer's interface to the rest
+   of the runtime.  Every function here is a hook called from one place in
+   an upstream file (see runtime/patches/README.md); the logic lives in
+   memprof_tracer.c and memprof_trace_writer.c.
+
+   When tracing is off, each hook costs a load and a branch, and the minor
+   heap trigger stays at young_start, so OCaml allocation fast paths are
+   untouched. */
+
+#ifndef CAML_MEMPROF_TRACER_H
+#define CAML_MEMPROF_TRACER_H
+
+#ifdef CAML_INTERNALS
+
+#include "config.h"
+#include "misc.h"
+#include "mlvalues.h"
+#include "domain_state.h"
+#include "roots.h"
+
+/* OCAMLRUNPARAM: if the option starting at [*opt] is one of ours
+   ("memprof=..." or "memprof_KEY=..."), record it, advance [*opt] past it
+   and its ',' and return 1; otherwise return 0 and leave [*opt] alone.
+   Called before upstream's one-letter parser, which would otherwise read
+   "memprof=..." as the 'm' option. */
+int caml_memprof_tracer_parse_option(char_os **opt);
+
+/* Start tracing if OCAMLRUNPARAM asked for it (from caml_sys_init, once
+   the executable name and argv are known). */
+void caml_memprof_tracer_init(const char_os *exe_name, char_os **argv);
+
+/* Minor heap: recompute state->memprof_tracer_trigger (called wherever
+   upstream recomputes its own memprof trigger).  Keeps a pending sample
+   point while it is still ahead or being processed. */
+void caml_memprof_tracer_set_trigger(caml_domain_state *state);
+
+/* Minor heap: young_ptr went below memprof_tracer_trigger in the
+   allocation [wosize] (a combined allocation of [nallocs] blocks when
+   from OCaml), already performed at young_ptr.  Samples without
+   allocating or running OCaml code. */
+void caml_memprof_tracer_sample_young(caml_domain_state *state,
+                                      uintnat wosize, int flags, int nallocs,
+                                      unsigned char *encoded_alloc_lens);
+
+/* Any other sampled allocation: same arguments as caml_memprof_sample_block. */
+void caml_memprof_tracer_sample_block(value block, size_t allocated_words,
+                                      size_t sampled_words, int source);
+
+/* GC interface. */
+void caml_memprof_tracer_after_minor_gc(caml_domain_state *state);
+void caml_memprof_tracer_after_major_gc(caml_domain_state *state);
+/* Weak scan (compaction): update the addresses of tracked blocks. */
+void caml_memprof_tracer_scan_weak(scanning_action f, void *fdata,
+                                   caml_domain_state *state);
+void caml_memprof_tracer_compaction(caml_domain_state *state, int begin);
+
+/* Domains. */
+void caml_memprof_tracer_new_domain(caml_domain_state *state);
+void caml_memprof_tracer_delete_domain(caml_domain_state *state);
+
+#endif /* CAML_INTERNALS */
+#endif /* CAML_MEMPROF_TRACER_H */

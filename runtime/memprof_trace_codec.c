@@ -1,0 +1,807 @@
+/* memprof_trace_codec.c: the one encoder/decoder of the 5.3.0+memprof trace
+   format (docs/trace-format.md).
+
+   Design
+   - A trace is a byte stream of chunks: an 8-byte chunk header (u32 payload
+     length, u8 type, u8 zero, u16 stream) then the payload.  The stream
+     starts with the magic "OCMPTRCE" and a HEADER chunk; EVENTS chunks carry
+     one stream's (domain slot's) events; an END chunk closes a clean trace.
+   - On disk, the stream is either stored as is, or cut into independent LZ4
+     frames each holding whole chunks, so a file cut anywhere decodes up to
+     its last complete frame (and `lz4 -d` unpacks it).
+   - Events are a tag byte and LEB128 varints.  Times, object ids and
+     callstacks are deltas against per-stream state held by the encoder and
+     mirrored by the decoder: a callstack is sent as "keep the outermost K
+     frames of the previous stack, then these new inner frames", so deep,
+     slowly-changing stacks cost a few bytes per sample.
+   - Location and string ids are per stream (each domain defines what it
+     uses, with no cross-domain synchronisation in the runtime); the decoder
+     merges them into one global, content-deduplicated location table.
+
+   Nothing here knows about the OCaml runtime: it is compiled into the
+   runtime, the tools and the tests alike. */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <lz4frame.h>
+#include "caml/memprof_trace_codec.h"
+
+/* Encoded tags (on the wire only; decoders expose mpt_event_kind). */
+enum {
+  TAG_ALLOC = 0x10,             /* 0x10 + source                      */
+  TAG_PROMOTE = 0x20,
+  TAG_COLLECT = 0x21,
+  TAG_LOCATION = 0x30,
+  TAG_STRING = 0x31,
+  TAG_MAJOR_CYCLE = 0x40,
+  TAG_SIMPLE = 0x50             /* 0x50 + mpt_event_kind, with arg    */
+};
+
+/* ---------------------------------------------------------------- */
+/* Encoder                                                          */
+
+void mpt_enc_init(mpt_encoder *e, uint8_t *buf, size_t len,
+                  uint32_t *stack_buf, uint32_t stack_cap)
+{
+  memset(e, 0, sizeof *e);
+  mpt_enc_reset_buffer(e, buf, len);
+  e->prev_stack = stack_buf;
+  e->prev_cap = stack_cap;
+}
+
+void mpt_enc_reset_buffer(mpt_encoder *e, uint8_t *buf, size_t len)
+{
+  e->start = e->pos = buf;
+  e->end = buf + len;
+}
+
+void mpt_enc_forget_stack(mpt_encoder *e) { e->prev_len = 0; }
+
+static inline void put_time(mpt_encoder *e, uint64_t time)
+{
+  /* Times never go backwards within a stream: clamp rather than wrap. */
+  uint64_t dt = time >= e->last_time ? time - e->last_time : 0;
+  if (time > e->last_time) e->last_time = time;
+  e->pos = mpt_put_uvarint(e->pos, dt);
+}
+
+void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
+                   uint64_t wosize, uint32_t nsamples, enum mpt_source src,
+                   const uint32_t *stack, uint32_t len)
+{
+  if (len > e->prev_cap) len = e->prev_cap;
+  /* Outermost frames shared with the previous stack. */
+  uint32_t common = 0, prev = e->prev_len;
+  while (common < len && common < prev
+         && stack[len - 1 - common] == e->prev_stack[prev - 1 - common])
+    common++;
+  uint32_t fresh = len - common;
+  uint8_t *p = e->pos;
+  *p++ = (uint8_t)(TAG_ALLOC + src);
+  e->pos = p; put_time(e, time); p = e->pos;
+  p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(id - e->last_alloc_id)));
+  e->last_alloc_id = id;
+  p = mpt_put_uvarint(p, wosize);
+  p = mpt_put_uvarint(p, nsamples);
+  p = mpt_put_uvarint(p, common);
+  p = mpt_put_uvarint(p, fresh);
+  for (uint32_t i = 0; i < fresh; i++) p = mpt_put_uvarint(p, stack[i]);
+  e->pos = p;
+  /* Remember the whole stack: keep the shared part, shift it if needed. */
+  if (len != prev)
+    memmove(e->prev_stack + fresh, e->prev_stack + (prev - common),
+            common * sizeof(uint32_t));
+  memcpy(e->prev_stack, stack, fresh * sizeof(uint32_t));
+  e->prev_len = len;
+}
+
+static void enc_gc_id(mpt_encoder *e, int tag, uint64_t id)
+{
+  *e->pos++ = (uint8_t)tag;
+  e->pos = mpt_put_uvarint(e->pos, mpt_zigzag((int64_t)(id - e->last_gc_id)));
+  e->last_gc_id = id;
+}
+
+void mpt_enc_promote(mpt_encoder *e, uint64_t id) { enc_gc_id(e, TAG_PROMOTE, id); }
+void mpt_enc_collect(mpt_encoder *e, uint64_t id) { enc_gc_id(e, TAG_COLLECT, id); }
+
+void mpt_enc_simple(mpt_encoder *e, enum mpt_event_kind kind,
+                    uint64_t time, uint64_t arg)
+{
+  *e->pos++ = (uint8_t)(TAG_SIMPLE + kind);
+  put_time(e, time);
+  e->pos = mpt_put_uvarint(e->pos, arg);
+}
+
+void mpt_enc_major_cycle(mpt_encoder *e, uint64_t time, const mpt_heap_stats *s)
+{
+  *e->pos++ = TAG_MAJOR_CYCLE;
+  put_time(e, time);
+  uint8_t *p = e->pos;
+  p = mpt_put_uvarint(p, s->heap_words);
+  p = mpt_put_uvarint(p, s->live_words);
+  p = mpt_put_uvarint(p, s->minor_collections);
+  p = mpt_put_uvarint(p, s->major_collections);
+  p = mpt_put_uvarint(p, s->compactions);
+  p = mpt_put_uvarint(p, s->promoted_words);
+  e->pos = p;
+}
+
+void mpt_enc_string(mpt_encoder *e, uint32_t str_id, const char *s, size_t len)
+{
+  if (len > MPT_MAX_STRING) len = MPT_MAX_STRING;
+  *e->pos++ = TAG_STRING;
+  e->pos = mpt_put_uvarint(e->pos, str_id);
+  e->pos = mpt_put_uvarint(e->pos, len);
+  memcpy(e->pos, s, len);
+  e->pos += len;
+}
+
+void mpt_enc_location(mpt_encoder *e, uint32_t loc_id, uint64_t address,
+                      const mpt_loc_entry_ids *en, uint32_t n)
+{
+  if (n > MPT_MAX_INLINED) n = MPT_MAX_INLINED;
+  uint8_t *p = e->pos;
+  *p++ = TAG_LOCATION;
+  p = mpt_put_uvarint(p, loc_id);
+  p = mpt_put_uvarint(p, address);
+  p = mpt_put_uvarint(p, n);
+  for (uint32_t i = 0; i < n; i++) {
+    p = mpt_put_uvarint(p, en[i].file);
+    p = mpt_put_uvarint(p, en[i].function);
+    p = mpt_put_uvarint(p, en[i].line);
+    p = mpt_put_uvarint(p, en[i].start_char);
+    p = mpt_put_uvarint(p, en[i].end_char);
+  }
+  e->pos = p;
+}
+
+static inline void put_u16(uint8_t *p, uint16_t v) { p[0] = v; p[1] = v >> 8; }
+static inline void put_u32(uint8_t *p, uint32_t v)
+{ put_u16(p, (uint16_t)v); put_u16(p + 2, (uint16_t)(v >> 16)); }
+static inline void put_u64(uint8_t *p, uint64_t v)
+{ put_u32(p, (uint32_t)v); put_u32(p + 4, (uint32_t)(v >> 32)); }
+
+void mpt_chunk_header(uint8_t *hdr, enum mpt_chunk_type type,
+                      uint16_t stream, uint32_t body_len)
+{
+  put_u32(hdr, body_len);
+  hdr[4] = (uint8_t)type;
+  hdr[5] = 0;
+  put_u16(hdr + 6, stream);
+}
+
+static uint8_t *put_str(uint8_t *p, const char *s)
+{
+  size_t n = s ? strlen(s) : 0;
+  if (n > MPT_MAX_STRING) n = MPT_MAX_STRING;
+  p = mpt_put_uvarint(p, n);
+  memcpy(p, s, n);
+  return p + n;
+}
+
+size_t mpt_write_header_chunk(uint8_t *buf, size_t len,
+                              const mpt_trace_info *in)
+{
+  if (len < MPT_MAGIC_LEN + MPT_CHUNK_HEADER_BYTES + 128 + 4 * (MPT_MAX_STRING + 10))
+    return 0;
+  memcpy(buf, MPT_MAGIC, MPT_MAGIC_LEN);
+  uint8_t *body = buf + MPT_MAGIC_LEN + MPT_CHUNK_HEADER_BYTES, *p = body;
+  uint64_t rate_bits;
+  memcpy(&rate_bits, &in->sampling_rate, 8);
+  put_u16(p, MPT_FORMAT_VERSION); p += 2;
+  *p++ = (uint8_t)in->word_size;
+  p = mpt_put_uvarint(p, in->flags);
+  put_u64(p, rate_bits); p += 8;
+  p = mpt_put_uvarint(p, in->max_frames);
+  p = mpt_put_uvarint(p, in->time_unit_ns);
+  p = mpt_put_uvarint(p, in->pid);
+  p = mpt_put_uvarint(p, in->ppid);
+  p = mpt_put_uvarint(p, in->start_wall_ns);
+  p = put_str(p, in->executable);
+  p = put_str(p, in->hostname);
+  p = put_str(p, in->ocaml_version);
+  p = put_str(p, in->command_line);
+  mpt_chunk_header(buf + MPT_MAGIC_LEN, MPT_CHUNK_HEADER, 0, (uint32_t)(p - body));
+  return (size_t)(p - buf);
+}
+
+size_t mpt_write_end_chunk(uint8_t *buf, size_t len, uint64_t end_time,
+                           uint64_t total_samples, uint64_t lost_samples)
+{
+  if (len < MPT_CHUNK_HEADER_BYTES + 30) return 0;
+  uint8_t *body = buf + MPT_CHUNK_HEADER_BYTES, *p = body;
+  p = mpt_put_uvarint(p, end_time);
+  p = mpt_put_uvarint(p, total_samples);
+  p = mpt_put_uvarint(p, lost_samples);
+  mpt_chunk_header(buf, MPT_CHUNK_END, 0, (uint32_t)(p - body));
+  return (size_t)(p - buf);
+}
+
+static const LZ4F_preferences_t frame_prefs = {
+  .frameInfo = { .blockSizeID = LZ4F_max4MB, .blockMode = LZ4F_blockIndependent,
+                 .contentChecksumFlag = LZ4F_contentChecksumEnabled },
+  .compressionLevel = 1,
+};
+
+size_t mpt_frame_bound(size_t len) { return LZ4F_compressFrameBound(len, &frame_prefs); }
+
+size_t mpt_frame_compress(uint8_t *dst, size_t dst_cap,
+                          const uint8_t *src, size_t len)
+{
+  if (dst_cap < mpt_frame_bound(len)) return 0;
+  size_t r = LZ4F_compressFrame(dst, dst_cap, src, len, &frame_prefs);
+  return LZ4F_isError(r) ? 0 : r;
+}
+
+/* ---------------------------------------------------------------- */
+/* Decoder                                                          */
+
+/* The decoder reads the file through one of two byte sources: the raw
+   stream, or LZ4 frames decompressed one at a time.  Either way it hands
+   whole chunks to the event parser; [chunk] is the current chunk payload. */
+
+typedef struct {               /* per stream: ids are local to a stream */
+  uint32_t *loc_map;           /* local location id -> global id (0: undefined) */
+  uint32_t nloc;
+  char **strings;              /* local string id -> string (NULL: undefined)   */
+  uint32_t nstr;
+  uint64_t last_time, last_alloc_id, last_gc_id;
+  uint32_t *stack; uint32_t stack_len;  /* previous allocation's global ids */
+} stream_state;
+
+typedef struct {               /* content-hash set of global locations */
+  uint32_t *slots; uint32_t cap;
+} loc_index;
+
+struct mpt_reader {
+  FILE *file;                  /* NULL when reading memory */
+  const uint8_t *mem; size_t mem_len, mem_pos;
+  int compressed;
+  LZ4F_dctx *dctx;
+  uint8_t *plain; size_t plain_len, plain_pos, plain_cap; /* decoded stream */
+  int input_done;
+  /* current chunk */
+  const uint8_t *cp, *cend; uint32_t cstream;
+  uint64_t chunk_base_time;
+  mpt_trace_info info;
+  char *strs[4];
+  stream_state *streams; uint32_t nstreams;
+  mpt_location *locs; uint32_t nlocs, locs_cap;   /* index 0 unused */
+  loc_index index;
+  uint32_t *stack_out;
+  int truncated, ended, failed;
+  uint64_t end_time, total_samples, lost_samples;
+  char error[256];
+};
+
+static int fail(mpt_reader *r, const char *msg)
+{
+  if (!r->failed) {
+    r->failed = 1;
+    snprintf(r->error, sizeof r->error, "%s", msg);
+  }
+  return MPT_ERR;
+}
+
+/* Read up to [n] more bytes of the file into r->raw at [at]. */
+static size_t read_input(mpt_reader *r, uint8_t *at, size_t n)
+{
+  if (r->file) return fread(at, 1, n, r->file);
+  size_t k = r->mem_len - r->mem_pos;
+  if (k > n) k = n;
+  memcpy(at, r->mem + r->mem_pos, k);
+  r->mem_pos += k;
+  return k;
+}
+
+static int grow(uint8_t **buf, size_t *cap, size_t need)
+{
+  if (need <= *cap) return 1;
+  size_t c = *cap ? *cap : 65536;
+  while (c < need) c *= 2;
+  uint8_t *b = realloc(*buf, c);
+  if (!b) return 0;
+  *buf = b; *cap = c;
+  return 1;
+}
+
+/* Decode exactly one LZ4 frame, appending its output to r->plain.  A frame
+   cut short by the end of the file is dropped whole (truncation): only
+   complete frames count.  Returns 1, 0 at end of input, -1 on error. */
+static int decode_frame(mpt_reader *r)
+{
+  size_t start_len = r->plain_len, consumed = 0;
+  uint8_t in[65536];
+  LZ4F_resetDecompressionContext(r->dctx);
+  for (;;) {
+    size_t k = read_input(r, in, sizeof in);
+    if (k == 0) {
+      r->input_done = 1;
+      if (consumed) r->truncated = 1;
+      r->plain_len = start_len;
+      return 0;
+    }
+    size_t off = 0;
+    while (off < k) {
+      if (r->plain_len - start_len > ((size_t)64 << 20))
+        return fail(r, "an LZ4 frame decodes to more than 64 MiB"), -1;
+      if (!grow(&r->plain, &r->plain_cap, r->plain_len + 65536))
+        return fail(r, "out of memory"), -1;
+      size_t dst = r->plain_cap - r->plain_len, src = k - off;
+      size_t hint = LZ4F_decompress(r->dctx, r->plain + r->plain_len, &dst,
+                                    in + off, &src, NULL);
+      if (LZ4F_isError(hint)) {
+        char m[200];
+        snprintf(m, sizeof m, "corrupt LZ4 frame: %s", LZ4F_getErrorName(hint));
+        return fail(r, m), -1;
+      }
+      r->plain_len += dst; off += src; consumed += src;
+      if (hint == 0) {              /* frame complete: give back the rest */
+        if (off < k) {
+          if (r->file) {
+            if (fseek(r->file, -(long)(k - off), SEEK_CUR) != 0)
+              return fail(r, "cannot seek in trace file"), -1;
+          } else r->mem_pos -= k - off;
+        }
+        return 1;
+      }
+    }
+  }
+}
+
+/* Make at least [need] decoded bytes available at plain_pos.  Returns 1, or
+   0 at a clean or truncated end of input (r->truncated tells), or -1. */
+static int want(mpt_reader *r, size_t need)
+{
+  while (r->plain_len - r->plain_pos < need) {
+    if (r->input_done) {
+      if (r->plain_len > r->plain_pos) r->truncated = 1;
+      return 0;
+    }
+    memmove(r->plain, r->plain + r->plain_pos, r->plain_len - r->plain_pos);
+    r->plain_len -= r->plain_pos; r->plain_pos = 0;
+    if (r->compressed) {
+      if (decode_frame(r) < 0) return -1;
+      continue;
+    }
+    if (!grow(&r->plain, &r->plain_cap, r->plain_len + 65536))
+      return fail(r, "out of memory"), -1;
+    size_t k = read_input(r, r->plain + r->plain_len, r->plain_cap - r->plain_len);
+    if (k == 0) r->input_done = 1;
+    r->plain_len += k;
+  }
+  return 1;
+}
+
+static inline uint32_t get_u32(const uint8_t *p)
+{ return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static inline uint64_t get_u64(const uint8_t *p)
+{ return get_u32(p) | (uint64_t)get_u32(p + 4) << 32; }
+
+/* Bounded readers over the current chunk; set r->failed on overrun. */
+static uint64_t get_var(mpt_reader *r)
+{
+  uint64_t v = 0; int shift = 0;
+  while (r->cp < r->cend) {
+    uint8_t b = *r->cp++;
+    if (shift == 63 && b > 1) break;
+    v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) return v;
+    shift += 7;
+    if (shift > 63) break;
+  }
+  fail(r, "malformed varint or event cut short inside a chunk");
+  r->cp = r->cend;
+  return 0;
+}
+
+static char *get_str(mpt_reader *r)
+{
+  uint64_t n = get_var(r);
+  if (r->failed) return NULL;
+  if (n > MPT_MAX_STRING || n > (uint64_t)(r->cend - r->cp)) {
+    fail(r, "string length out of bounds");
+    return NULL;
+  }
+  char *s = malloc(n + 1);
+  if (!s) { fail(r, "out of memory"); return NULL; }
+  memcpy(s, r->cp, n); s[n] = 0;
+  r->cp += n;
+  return s;
+}
+
+/* Next chunk into cp/cend: 1, 0 at end, -1 on error. */
+static int next_chunk(mpt_reader *r, int *type)
+{
+  int w = want(r, MPT_CHUNK_HEADER_BYTES);
+  if (w <= 0) return w;
+  const uint8_t *h = r->plain + r->plain_pos;
+  uint32_t len = get_u32(h);
+  *type = h[4];
+  r->cstream = h[6] | (uint32_t)h[7] << 8;
+  if (len > MPT_MAX_CHUNK_PAYLOAD) return fail(r, "chunk longer than the format allows");
+  if (*type < MPT_CHUNK_HEADER || *type > MPT_CHUNK_END || h[5] != 0)
+    return fail(r, "unknown chunk type");
+  w = want(r, MPT_CHUNK_HEADER_BYTES + (size_t)len);
+  if (w <= 0) return w;
+  r->cp = r->plain + r->plain_pos + MPT_CHUNK_HEADER_BYTES;
+  r->cend = r->cp + len;
+  r->plain_pos += MPT_CHUNK_HEADER_BYTES + len;
+  return 1;
+}
+
+static int read_header(mpt_reader *r)
+{
+  int w = want(r, MPT_MAGIC_LEN);
+  if (w <= 0 || memcmp(r->plain + r->plain_pos, MPT_MAGIC, MPT_MAGIC_LEN))
+    return fail(r, "not a 5.3.0+memprof trace (bad magic)");
+  r->plain_pos += MPT_MAGIC_LEN;
+  int type;
+  if (next_chunk(r, &type) <= 0 || type != MPT_CHUNK_HEADER)
+    return fail(r, "trace header missing or cut short");
+  if (r->cend - r->cp < 11) return fail(r, "trace header too short");
+  mpt_trace_info *in = &r->info;
+  in->format_version = r->cp[0] | r->cp[1] << 8;
+  if (in->format_version != MPT_FORMAT_VERSION) {
+    snprintf(r->error, sizeof r->error,
+             "unsupported trace format version %u (this reader knows %d)",
+             in->format_version, MPT_FORMAT_VERSION);
+    r->failed = 1;
+    return MPT_ERR;
+  }
+  in->word_size = r->cp[2];
+  r->cp += 3;
+  in->flags = (uint32_t)get_var(r);
+  if (r->cend - r->cp < 8) return fail(r, "trace header too short");
+  uint64_t bits = get_u64(r->cp); r->cp += 8;
+  memcpy(&in->sampling_rate, &bits, 8);
+  in->max_frames = (uint32_t)get_var(r);
+  in->time_unit_ns = (uint32_t)get_var(r);
+  in->pid = get_var(r);
+  in->ppid = get_var(r);
+  in->start_wall_ns = get_var(r);
+  for (int i = 0; i < 4; i++) r->strs[i] = get_str(r);
+  if (r->failed) return MPT_ERR;
+  if (!(in->sampling_rate > 0 && in->sampling_rate <= 1))
+    return fail(r, "sampling rate in header is not in (0, 1]");
+  if (in->time_unit_ns == 0 || in->time_unit_ns > 1000000000)
+    return fail(r, "time unit in header out of range");
+  in->executable = r->strs[0]; in->hostname = r->strs[1];
+  in->ocaml_version = r->strs[2]; in->command_line = r->strs[3];
+  if (r->compressed) in->flags |= MPT_FLAG_COMPRESSED;
+  return MPT_OK;
+}
+
+static mpt_reader *open_common(mpt_reader *r, char *err, size_t errlen)
+{
+  uint8_t magic[4];
+  size_t k = read_input(r, magic, 4);
+  static const uint8_t lz4_magic[4] = { 0x04, 0x22, 0x4d, 0x18 };
+  r->compressed = (k == 4 && memcmp(magic, lz4_magic, 4) == 0);
+  if (r->compressed) {
+    if (LZ4F_isError(LZ4F_createDecompressionContext(&r->dctx, LZ4F_VERSION))) {
+      snprintf(err, errlen, "cannot create LZ4 context");
+      mpt_reader_close(r); return NULL;
+    }
+  }
+  /* Give the four bytes back to the byte source. */
+  if (r->file) { if (fseek(r->file, 0, SEEK_SET) != 0) k = 0; }
+  else r->mem_pos = 0;
+  if (k < 4) {
+    snprintf(err, errlen, "not a 5.3.0+memprof trace (file shorter than 4 bytes)");
+    mpt_reader_close(r); return NULL;
+  }
+  if (read_header(r) != MPT_OK) {
+    snprintf(err, errlen, "%s", r->error);
+    mpt_reader_close(r); return NULL;
+  }
+  r->locs_cap = 1024;
+  r->locs = calloc(r->locs_cap, sizeof *r->locs);
+  r->nlocs = 1;
+  r->stack_out = malloc(MPT_MAX_FRAMES * sizeof(uint32_t));
+  if (!r->locs || !r->stack_out) {
+    snprintf(err, errlen, "out of memory");
+    mpt_reader_close(r); return NULL;
+  }
+  return r;
+}
+
+mpt_reader *mpt_reader_open(const char *path, char *err, size_t errlen)
+{
+  mpt_reader *r = calloc(1, sizeof *r);
+  if (!r) { snprintf(err, errlen, "out of memory"); return NULL; }
+  r->file = fopen(path, "rb");
+  if (!r->file) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    free(r); return NULL;
+  }
+  return open_common(r, err, errlen);
+}
+
+mpt_reader *mpt_reader_open_mem(const uint8_t *data, size_t len,
+                                char *err, size_t errlen)
+{
+  mpt_reader *r = calloc(1, sizeof *r);
+  if (!r) { snprintf(err, errlen, "out of memory"); return NULL; }
+  r->mem = data; r->mem_len = len;
+  return open_common(r, err, errlen);
+}
+
+const mpt_trace_info *mpt_reader_info(const mpt_reader *r) { return &r->info; }
+const char *mpt_reader_error(const mpt_reader *r) { return r->error; }
+int mpt_reader_truncated(const mpt_reader *r) { return r->truncated || !r->ended; }
+uint32_t mpt_reader_location_count(const mpt_reader *r) { return r->nlocs - 1; }
+
+const mpt_location *mpt_reader_location(const mpt_reader *r, uint32_t id)
+{
+  return (id >= 1 && id < r->nlocs) ? &r->locs[id] : NULL;
+}
+
+int mpt_reader_end_info(const mpt_reader *r, uint64_t *end_time_ns,
+                        uint64_t *total_samples, uint64_t *lost_samples)
+{
+  if (!r->ended) return 0;
+  if (end_time_ns) *end_time_ns = r->end_time;
+  if (total_samples) *total_samples = r->total_samples;
+  if (lost_samples) *lost_samples = r->lost_samples;
+  return 1;
+}
+
+static stream_state *stream(mpt_reader *r, uint32_t s)
+{
+  if (s >= r->nstreams) {
+    uint32_t n = s + 1;
+    stream_state *st = realloc(r->streams, n * sizeof *st);
+    if (!st) return NULL;
+    memset(st + r->nstreams, 0, (n - r->nstreams) * sizeof *st);
+    r->streams = st; r->nstreams = n;
+  }
+  stream_state *st = &r->streams[s];
+  if (!st->stack && !(st->stack = malloc(MPT_MAX_FRAMES * sizeof(uint32_t))))
+    return NULL;
+  return st;
+}
+
+static uint64_t loc_hash(const mpt_location *l)
+{
+  uint64_t h = 1469598103934665603ull ^ l->n;
+  for (uint32_t i = 0; i < l->n; i++) {
+    const mpt_loc_entry *e = &l->entries[i];
+    for (const char *s = e->file; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    for (const char *s = e->function; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    h = (h ^ e->line) * 1099511628211ull;
+    h = (h ^ ((uint64_t)e->start_char << 20 | e->end_char)) * 1099511628211ull;
+  }
+  return h;
+}
+
+static int loc_equal(const mpt_location *a, const mpt_location *b)
+{
+  if (a->n != b->n) return 0;
+  for (uint32_t i = 0; i < a->n; i++) {
+    const mpt_loc_entry *x = &a->entries[i], *y = &b->entries[i];
+    if (x->line != y->line || x->start_char != y->start_char
+        || x->end_char != y->end_char || strcmp(x->file, y->file)
+        || strcmp(x->function, y->function)) return 0;
+  }
+  return 1;
+}
+
+/* Intern [l] (entries malloc'd, owned) into the global table. */
+static uint32_t intern_location(mpt_reader *r, mpt_location *l)
+{
+  if (2 * (r->nlocs + 1) > r->index.cap) {
+    uint32_t cap = r->index.cap ? 2 * r->index.cap : 4096;
+    uint32_t *slots = calloc(cap, sizeof *slots);
+    if (!slots) return 0;
+    for (uint32_t id = 1; id < r->nlocs; id++) {
+      uint32_t h = (uint32_t)loc_hash(&r->locs[id]) & (cap - 1);
+      while (slots[h]) h = (h + 1) & (cap - 1);
+      slots[h] = id;
+    }
+    free(r->index.slots);
+    r->index.slots = slots; r->index.cap = cap;
+  }
+  uint32_t h = (uint32_t)loc_hash(l) & (r->index.cap - 1);
+  while (r->index.slots[h]) {
+    uint32_t id = r->index.slots[h];
+    if (loc_equal(&r->locs[id], l)) { free((void *)l->entries); return id; }
+    h = (h + 1) & (r->index.cap - 1);
+  }
+  if (r->nlocs == r->locs_cap) {
+    mpt_location *nl = realloc(r->locs, 2 * r->locs_cap * sizeof *nl);
+    if (!nl) return 0;
+    r->locs = nl; r->locs_cap *= 2;
+  }
+  r->locs[r->nlocs] = *l;
+  r->index.slots[h] = r->nlocs;
+  return r->nlocs++;
+}
+
+static int define_string(mpt_reader *r, stream_state *st)
+{
+  uint64_t id = get_var(r);
+  char *s = get_str(r);
+  if (r->failed) return MPT_ERR;
+  if (id == 0 || id > 16u << 20) { free(s); return fail(r, "string id out of range"); }
+  if (id >= st->nstr) {
+    uint32_t n = (uint32_t)id * 2;
+    char **a = realloc(st->strings, n * sizeof *a);
+    if (!a) { free(s); return fail(r, "out of memory"); }
+    memset(a + st->nstr, 0, (n - st->nstr) * sizeof *a);
+    st->strings = a; st->nstr = n;
+  }
+  if (st->strings[id]) { free(s); return fail(r, "string id defined twice"); }
+  st->strings[id] = s;
+  return MPT_OK;
+}
+
+static const char *stream_string(mpt_reader *r, stream_state *st, uint64_t id)
+{
+  if (id == 0) return "";
+  if (id >= st->nstr || !st->strings[id]) {
+    fail(r, "location refers to an undefined string");
+    return "";
+  }
+  return st->strings[id];
+}
+
+static int define_location(mpt_reader *r, stream_state *st)
+{
+  uint64_t id = get_var(r);
+  mpt_location l;
+  l.address = get_var(r);
+  uint64_t n = get_var(r);
+  if (r->failed) return MPT_ERR;
+  if (id == 0 || id > 16u << 20) return fail(r, "location id out of range");
+  if (n > MPT_MAX_INLINED) return fail(r, "location has too many inlined entries");
+  mpt_loc_entry *en = calloc(n ? n : 1, sizeof *en);
+  if (!en) return fail(r, "out of memory");
+  for (uint64_t i = 0; i < n; i++) {
+    /* Strings are shared with the stream's table, which lives as long as
+       the reader: the location keeps pointers into it. */
+    en[i].file = stream_string(r, st, get_var(r));
+    en[i].function = stream_string(r, st, get_var(r));
+    en[i].line = (uint32_t)get_var(r);
+    en[i].start_char = (uint32_t)get_var(r);
+    en[i].end_char = (uint32_t)get_var(r);
+  }
+  if (r->failed) { free(en); return MPT_ERR; }
+  l.n = (uint32_t)n; l.entries = en;
+  uint32_t g = intern_location(r, &l);
+  if (!g) { free(en); return fail(r, "out of memory"); }
+  if (id >= st->nloc) {
+    uint32_t cap = (uint32_t)id * 2;
+    uint32_t *m = realloc(st->loc_map, cap * sizeof *m);
+    if (!m) return fail(r, "out of memory");
+    memset(m + st->nloc, 0, (cap - st->nloc) * sizeof *m);
+    st->loc_map = m; st->nloc = cap;
+  }
+  if (st->loc_map[id]) return fail(r, "location id defined twice");
+  st->loc_map[id] = g;
+  return MPT_OK;
+}
+
+static void get_time(mpt_reader *r, stream_state *st, mpt_event *ev)
+{
+  st->last_time += get_var(r);
+  ev->time_ns = st->last_time * r->info.time_unit_ns;
+}
+
+int mpt_reader_next(mpt_reader *r, mpt_event *ev)
+{
+  if (r->failed) return MPT_ERR;
+  for (;;) {
+    if (r->cp >= r->cend) {
+      if (r->ended) return MPT_END;
+      int type, c = next_chunk(r, &type);
+      if (c < 0) return MPT_ERR;
+      if (c == 0) return r->failed ? MPT_ERR : MPT_END;
+      if (type == MPT_CHUNK_HEADER) return fail(r, "second trace header");
+      if (type == MPT_CHUNK_END) {
+        r->end_time = get_var(r) * r->info.time_unit_ns;
+        r->total_samples = get_var(r);
+        r->lost_samples = get_var(r);
+        r->ended = 1;
+        r->cp = r->cend;
+        return r->failed ? MPT_ERR : MPT_END;
+      }
+      if (r->cstream > 4096) return fail(r, "stream id out of range");
+      continue;
+    }
+    stream_state *st = stream(r, r->cstream);
+    if (!st) return fail(r, "out of memory");
+    memset(ev, 0, sizeof *ev);
+    ev->stream = r->cstream;
+    uint8_t tag = *r->cp++;
+    if (tag >= TAG_ALLOC && tag < TAG_ALLOC + MPT_SRC_COUNT) {
+      ev->kind = MPT_EV_ALLOC;
+      ev->source = (enum mpt_source)(tag - TAG_ALLOC);
+      get_time(r, st, ev);
+      st->last_alloc_id += (uint64_t)mpt_unzigzag(get_var(r));
+      ev->id = st->last_alloc_id;
+      ev->wosize = get_var(r);
+      uint64_t ns = get_var(r), common = get_var(r), fresh = get_var(r);
+      if (r->failed) return MPT_ERR;
+      if (ns == 0 || ns > UINT32_MAX) return fail(r, "allocation with a bad sample count");
+      if (common > st->stack_len || fresh > MPT_MAX_FRAMES - common)
+        return fail(r, "callstack refers beyond the previous stack or is too deep");
+      ev->nsamples = (uint32_t)ns;
+      uint32_t len = (uint32_t)(common + fresh);
+      for (uint64_t i = 0; i < fresh; i++) {
+        uint64_t local = get_var(r);
+        if (local == 0 || local >= st->nloc || !st->loc_map[local])
+          return fail(r, "callstack uses an undefined location");
+        r->stack_out[i] = st->loc_map[local];
+      }
+      if (r->failed) return MPT_ERR;
+      memcpy(r->stack_out + fresh, st->stack + (st->stack_len - common),
+             common * sizeof(uint32_t));
+      memcpy(st->stack, r->stack_out, len * sizeof(uint32_t));
+      st->stack_len = len;
+      ev->stack = r->stack_out; ev->stack_len = len;
+      return MPT_OK;
+    }
+    switch (tag) {
+    case TAG_PROMOTE: case TAG_COLLECT:
+      ev->kind = tag == TAG_PROMOTE ? MPT_EV_PROMOTE : MPT_EV_COLLECT;
+      st->last_gc_id += (uint64_t)mpt_unzigzag(get_var(r));
+      ev->id = st->last_gc_id;
+      ev->time_ns = st->last_time * r->info.time_unit_ns;
+      return r->failed ? MPT_ERR : MPT_OK;
+    case TAG_STRING:
+      if (define_string(r, st) != MPT_OK) return MPT_ERR;
+      continue;
+    case TAG_LOCATION:
+      if (define_location(r, st) != MPT_OK) return MPT_ERR;
+      continue;
+    case TAG_MAJOR_CYCLE:
+      ev->kind = MPT_EV_MAJOR_CYCLE;
+      get_time(r, st, ev);
+      ev->heap.heap_words = get_var(r);
+      ev->heap.live_words = get_var(r);
+      ev->heap.minor_collections = get_var(r);
+      ev->heap.major_collections = get_var(r);
+      ev->heap.compactions = get_var(r);
+      ev->heap.promoted_words = get_var(r);
+      return r->failed ? MPT_ERR : MPT_OK;
+    default:
+      if (tag > TAG_SIMPLE + MPT_EV_MAJOR_CYCLE && tag <= TAG_SIMPLE + MPT_EV_LOST) {
+        ev->kind = (enum mpt_event_kind)(tag - TAG_SIMPLE);
+        get_time(r, st, ev);
+        ev->arg = get_var(r);
+        return r->failed ? MPT_ERR : MPT_OK;
+      }
+      if (tag == TAG_SIMPLE + MPT_EV_MINOR_GC) {
+        ev->kind = MPT_EV_MINOR_GC;
+        get_time(r, st, ev);
+        ev->arg = get_var(r);
+        return r->failed ? MPT_ERR : MPT_OK;
+      }
+      {
+        char m[64];
+        snprintf(m, sizeof m, "unknown event tag 0x%02x", tag);
+        return fail(r, m);
+      }
+    }
+  }
+}
+
+void mpt_reader_close(mpt_reader *r)
+{
+  if (!r) return;
+  if (r->file) fclose(r->file);
+  if (r->dctx) LZ4F_freeDecompressionContext(r->dctx);
+  for (uint32_t s = 0; s < r->nstreams; s++) {
+    stream_state *st = &r->streams[s];
+    for (uint32_t i = 0; i < st->nstr; i++) free(st->strings[i]);
+    free(st->strings); free(st->loc_map); free(st->stack);
+  }
+  for (uint32_t i = 1; i < r->nlocs; i++) free((void *)r->locs[i].entries);
+  for (int i = 0; i < 4; i++) free(r->strs[i]);
+  free(r->streams); free(r->locs); free(r->index.slots);
+  free(r->plain); free(r->stack_out);
+  free(r);
+}

@@ -1,0 +1,984 @@
+/* memprof_tracer.c: native memory tracing for 5.3.0+memprof.
+
+   What it does
+   OCAMLRUNPARAM=memprof=PATH (or Gc.Memprof_trace.start) turns on
+   statmemprof-style Poisson sampling of every allocation, at rate lambda
+   per word, done here in C: no OCaml callback runs and nothing is
+   allocated on the OCaml heap per sample.  Each sample becomes an ALLOC
+   event with its callstack; the sampled block is then tracked, and its
+   promotion and collection become events too.  GC context (minor
+   collections with tracked blocks, major cycle ends with heap statistics,
+   compactions), domain start/stop, tracing start/stop and fork are
+   recorded alongside.  The encoding is memprof_trace_codec.c's; the file
+   is memprof_trace_writer.c's.
+
+   Independence from Gc.Memprof
+   Upstream memprof.c keeps its own trigger, RNG and tables.  We keep a
+   second minor-heap trigger in the domain state (memprof_tracer_trigger);
+   caml_reset_young_limit takes the highest of the three triggers, and
+   caml_alloc_small_dispatch calls us after upstream's memprof has done its
+   own sampling (its callbacks may run a GC, so only then is young_ptr
+   final).  Both samplers thus see every allocation with their own rates.
+
+   Data structures (one tracer_domain per domain slot, kept across the
+   lives of the domains that use the slot, since a slot is one stream of
+   the trace and its location table must stay valid)
+   - encoder and event buffer (the body of the next EVENTS chunk), plus a
+     compression buffer; a full buffer is compressed and written by the
+     domain itself, so the event path takes no global lock;
+   - location table: backtrace slot -> location id, and debuginfo string
+     pointer -> string id, both open addressing; a location is defined in
+     the stream the first time the stream uses it;
+   - previous raw callstack and its location ids: frames shared with the
+     previous sample (counted from main) are neither looked up nor
+     re-encoded;
+   - sampling state: xoshiro256+ RNG, the minor trigger's validity, the
+     countdown (in words) to the next sample outside the minor heap;
+   - tracked blocks: [young] (sampled in this domain's minor heap, checked
+     after each minor GC: forwarded = promoted, else collected) and
+     [major] (checked at each major cycle end: unmarked = collected; their
+     addresses are updated by compaction through the weak-root scan).
+
+   Synchronisation
+   - Each tracer_domain has a mutex, taken by its own domain around each
+     sample and each GC batch, and by whoever stops/flushes the trace (exit
+     from another domain, Gc.Memprof_trace.stop, the toggle signal).  It is
+     uncontended in the common case.
+   - [active] and [generation] are atomics: a generation is one trace
+     file; a domain whose state belongs to an older generation resets its
+     stream (locations, deltas, tracked blocks) before its next event.
+   - Object ids come from a global counter, 256 at a time per domain, so
+     they are unique across domains.
+   - Blocks tracked by a terminating domain are handed to a global orphan
+     list (mutex) and adopted by a live domain at its next major cycle end.
+   - Fork: an atfork child handler re-initialises every mutex (only the
+     forking thread survives) and either starts a fresh trace for the child
+     (%p in the path) or stops tracing; never writes to the parent's file.
+*/
+
+#define CAML_INTERNALS
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "caml/alloc.h"
+#include "caml/backtrace.h"
+#include "caml/backtrace_prim.h"
+#include "caml/domain.h"
+#include "caml/domain_state.h"
+#include "caml/fail.h"
+#include "caml/frame_descriptors.h"
+#include "caml/gc_stats.h"
+#include "caml/major_gc.h"
+#include "caml/memory.h"
+#include "caml/memprof.h"
+#include "caml/minor_gc.h"
+#include "caml/mlvalues.h"
+#include "caml/osdeps.h"
+#include "caml/shared_heap.h"
+#include "caml/version.h"
+#ifndef NATIVE_CODE
+#include "caml/fix_code.h"
+#endif
+#include "caml/memprof_trace_codec.h"
+#include "caml/memprof_trace_writer.h"
+#include "caml/memprof_tracer.h"
+
+/* ------------------------------------------------------------------ */
+/* Parameters (OCAMLRUNPARAM)                                          */
+
+#define DEFAULT_RATE 1e-5
+#define DEFAULT_FRAMES 256
+#define BUFFER_BYTES (256 * 1024)
+
+static struct {
+  char *path;           /* memprof=PATH: tracing on                        */
+  double rate;          /* memprof_rate=R, samples per word, in (0, 1]    */
+  uintnat frames;       /* memprof_frames=N, callstack depth, 1..4096      */
+  uintnat compress;     /* memprof_compress=0|1                            */
+  uintnat seed;         /* memprof_seed=N: reproducible sampling           */
+  int seeded;
+  int signal;           /* memprof_signal=SIGNAME|N: toggle tracing        */
+  uintnat flush_ms;     /* memprof_flush_ms=N: periodic flush              */
+} params = { NULL, DEFAULT_RATE, DEFAULT_FRAMES, 1, 0, 0, 0, 1000 };
+
+static void bad_param(const char *key, const char *val, const char *why)
+{
+  fprintf(stderr, "memprof: OCAMLRUNPARAM: ignoring %s=%s: %s\n", key, val, why);
+}
+
+static int parse_uint(const char *val, uintnat lo, uintnat hi, uintnat *out)
+{
+  char *end;
+  unsigned long long v = strtoull(val, &end, 10);
+  if (end == val || *end || v < lo || v > hi || val[0] == '-') return 0;
+  *out = (uintnat)v;
+  return 1;
+}
+
+static int parse_signal(const char *val)
+{
+  static const struct { const char *name; int sig; } names[] = {
+    { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "PROF", SIGPROF },
+    { "URG", SIGURG }, { "WINCH", SIGWINCH }, { "HUP", SIGHUP } };
+  const char *n = strncmp(val, "SIG", 3) == 0 ? val + 3 : val;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(n, names[i].name) == 0) return names[i].sig;
+  uintnat v;
+  if (parse_uint(val, 1, 64, &v) && v != SIGKILL && v != SIGSTOP
+      && v != SIGSEGV && v != SIGBUS && v != SIGFPE && v != SIGILL)
+    return (int)v;
+  return 0;
+}
+
+static void set_param(const char *key, const char *val)
+{
+  uintnat u;
+  if (strcmp(key, "memprof") == 0) {
+    free(params.path);
+    params.path = val[0] ? strdup(val) : NULL;
+  } else if (strcmp(key, "memprof_rate") == 0) {
+    char *end;
+    double r = strtod(val, &end);
+    if (end == val || *end || !(r > 0.0 && r <= 1.0))
+      bad_param(key, val, "expected a sampling rate in (0, 1]");
+    else params.rate = r;
+  } else if (strcmp(key, "memprof_frames") == 0) {
+    if (parse_uint(val, 1, MPT_MAX_FRAMES, &u)) params.frames = u;
+    else bad_param(key, val, "expected a callstack depth from 1 to 4096");
+  } else if (strcmp(key, "memprof_compress") == 0) {
+    if (parse_uint(val, 0, 1, &u)) params.compress = u;
+    else bad_param(key, val, "expected 0 or 1");
+  } else if (strcmp(key, "memprof_seed") == 0) {
+    if (parse_uint(val, 0, (uintnat)-1, &u)) { params.seed = u; params.seeded = 1; }
+    else bad_param(key, val, "expected a non-negative integer");
+  } else if (strcmp(key, "memprof_signal") == 0) {
+    int s = parse_signal(val);
+    if (s) params.signal = s;
+    else bad_param(key, val, "expected USR1, USR2, PROF, URG, WINCH, HUP or a signal number");
+  } else if (strcmp(key, "memprof_flush_ms") == 0) {
+    if (parse_uint(val, 1, 86400000, &u)) params.flush_ms = u;
+    else bad_param(key, val, "expected milliseconds from 1 to 86400000");
+  } else {
+    fprintf(stderr, "memprof: OCAMLRUNPARAM: unknown key %s ignored (known: "
+            "memprof, memprof_rate, memprof_frames, memprof_compress, "
+            "memprof_seed, memprof_signal, memprof_flush_ms)\n", key);
+  }
+}
+
+int caml_memprof_tracer_parse_option(char_os **optp)
+{
+  const char *opt = *optp;
+  if (strncmp(opt, "memprof", 7) != 0 || (opt[7] != '=' && opt[7] != '_'))
+    return 0;
+  const char *eq = strchr(opt, '='), *comma = strchr(opt, ',');
+  const char *stop = comma ? comma : opt + strlen(opt);
+  char key[64], val[4096];
+  if (!eq || eq > stop) {
+    size_t n = (size_t)(stop - opt) < sizeof key ? (size_t)(stop - opt) : sizeof key - 1;
+    memcpy(key, opt, n); key[n] = 0;
+    bad_param(key, "", "expected KEY=VALUE");
+  } else if ((size_t)(eq - opt) >= sizeof key || (size_t)(stop - eq - 1) >= sizeof val) {
+    fprintf(stderr, "memprof: OCAMLRUNPARAM: ignoring an over-long memprof option\n");
+  } else {
+    memcpy(key, opt, (size_t)(eq - opt)); key[eq - opt] = 0;
+    memcpy(val, eq + 1, (size_t)(stop - eq - 1)); val[stop - eq - 1] = 0;
+    set_param(key, val);
+  }
+  *optp = (char_os *)(comma ? comma + 1 : stop);
+  return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Global state                                                        */
+
+typedef struct { value block; uint64_t id; } entry;
+typedef struct { entry *t; size_t len, cap; } entry_table;
+
+typedef struct { uintnat key; uint32_t id; } loc_slot;
+typedef struct { const char *key; uint32_t id; } str_slot;
+
+typedef struct tracer_domain {
+  pthread_mutex_t lock;
+  uint16_t stream;
+  uintnat gen;                    /* generation the stream state is for */
+  /* encoding */
+  mpt_encoder enc;
+  uint8_t *buf;                   /* 8-byte chunk header slot + body     */
+  uint8_t *zbuf; size_t zcap;
+  uint32_t *enc_stack;
+  uint64_t last_flush;            /* time units                           */
+  /* location and string tables */
+  loc_slot *locs; uint32_t loc_cap, loc_count;
+  str_slot *strs; uint32_t str_cap, str_count;
+  /* callstacks */
+  backtrace_slot *slots; size_t slots_cap;
+  backtrace_slot *prev_slots; uint32_t *prev_ids, *ids; uint32_t prev_n;
+  /* sampling */
+  uint64_t rng[4];
+  int trigger_valid;
+  uintnat countdown;              /* words to the next non-minor sample   */
+  uintnat countdown_gen;
+  /* identities */
+  uint64_t next_id, id_end;
+  /* tracked blocks */
+  entry_table young, major;
+  uint64_t samples, lost;
+} tracer_domain;
+
+static tracer_domain *domains[Max_domains_max];
+static atomic_int active;                 /* tracing now                  */
+static atomic_uintnat generation;         /* one per trace file           */
+static double lambda, one_log1m;          /* 1 / log(1 - lambda)          */
+static uint32_t max_frames;
+static _Atomic uint64_t next_id_block = 1;
+static pthread_mutex_t control_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t orphan_lock = PTHREAD_MUTEX_INITIALIZER;
+static entry_table orphans;
+static uintnat orphans_gen;
+static uint64_t carried_samples, carried_lost; /* from domains gone */
+static char *exe_name;
+static char *command_line;
+static volatile sig_atomic_t toggle_requested;
+static int handlers_installed;
+
+/* ------------------------------------------------------------------ */
+/* Random numbers: xoshiro256+, geometric gaps                         */
+
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static inline uint64_t rng_next(tracer_domain *d)
+{
+  uint64_t *s = d->rng, r = s[0] + s[3], t = s[1] << 17;
+  s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
+  s[2] ^= t; s[3] = rotl(s[3], 45);
+  return r;
+}
+
+static void rng_seed(tracer_domain *d, uint64_t seed)
+{
+  for (int i = 0; i < 4; i++) {        /* splitmix64 */
+    uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    d->rng[i] = z ^ (z >> 31);
+  }
+}
+
+/* Words up to and including the next sampled word: Geometric(lambda). */
+static uintnat rand_geom(tracer_domain *d)
+{
+  double u = 1.0 - (double)(rng_next(d) >> 11) * 0x1.0p-53;  /* (0, 1] */
+  double g = log(u) * one_log1m;
+  if (!(g < 1e18)) return (uintnat)1e18;
+  return 1 + (uintnat)g;
+}
+
+/* ------------------------------------------------------------------ */
+/* Streams: buffers, flushing, location tables                         */
+
+static void flush_locked(tracer_domain *d)
+{
+  size_t used = mpt_enc_used(&d->enc);
+  if (used == 0) return;
+  if (caml_trace_writer_chunk(d->stream, d->buf, used, d->zbuf, d->zcap) < 0)
+    atomic_store(&active, 0);         /* the writer has said why, once */
+  mpt_enc_reset_buffer(&d->enc, d->buf + MPT_CHUNK_HEADER_BYTES,
+                       BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES);
+  d->last_flush = caml_trace_writer_now();
+}
+
+static inline int ensure_space(tracer_domain *d, size_t n)
+{
+  if (mpt_enc_space(&d->enc) < n) flush_locked(d);
+  return mpt_enc_space(&d->enc) >= n;
+}
+
+/* Make [d]'s stream state belong to the current trace.  Returns 0 if the
+   buffers cannot be allocated (the sample is then lost). */
+static int ensure_stream(tracer_domain *d)
+{
+  uintnat gen = atomic_load(&generation);
+  if (d->gen == gen && d->buf) return 1;
+  if (!d->buf) {
+    d->zcap = mpt_frame_bound(BUFFER_BYTES);
+    d->buf = malloc(BUFFER_BYTES);
+    d->zbuf = malloc(d->zcap);
+    d->enc_stack = malloc(MPT_MAX_FRAMES * sizeof(uint32_t));
+    d->prev_slots = malloc(MPT_MAX_FRAMES * sizeof(backtrace_slot));
+    d->prev_ids = malloc(MPT_MAX_FRAMES * sizeof(uint32_t));
+    d->ids = malloc(MPT_MAX_FRAMES * sizeof(uint32_t));
+    if (!d->buf || !d->zbuf || !d->enc_stack || !d->prev_slots
+        || !d->prev_ids || !d->ids) {
+      free(d->buf); free(d->zbuf); free(d->enc_stack);
+      free(d->prev_slots); free(d->prev_ids); free(d->ids);
+      d->buf = NULL;
+      return 0;
+    }
+  }
+  mpt_enc_init(&d->enc, d->buf + MPT_CHUNK_HEADER_BYTES,
+               BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES, d->enc_stack, MPT_MAX_FRAMES);
+  if (d->locs) memset(d->locs, 0, d->loc_cap * sizeof *d->locs);
+  if (d->strs) memset(d->strs, 0, d->str_cap * sizeof *d->strs);
+  d->loc_count = d->str_count = 0;
+  d->prev_n = 0;
+  d->young.len = d->major.len = 0;
+  d->samples = d->lost = 0;
+  d->next_id = d->id_end = 0;
+  d->last_flush = caml_trace_writer_now();
+  d->gen = gen;
+  return 1;
+}
+
+static inline uint64_t fresh_id(tracer_domain *d)
+{
+  if (d->next_id == d->id_end) {
+    d->next_id = atomic_fetch_add(&next_id_block, 256);
+    d->id_end = d->next_id + 256;
+  }
+  return d->next_id++;
+}
+
+static inline uintnat hash_word(uintnat x)
+{
+  x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33;
+  return x;
+}
+
+/* Grow an open-addressing table of [T] to [cap] slots; 0 on failure. */
+#define REHASH(T, tab, cap, count, keyexpr)                                 \
+  do {                                                                       \
+    uint32_t ncap = (cap) ? 2 * (cap) : 1024;                                \
+    T *nt = calloc(ncap, sizeof(T));                                         \
+    if (!nt) return 0;                                                       \
+    for (uint32_t i = 0; i < (cap); i++)                                     \
+      if ((tab)[i].id) {                                                     \
+        uintnat h = hash_word(keyexpr((tab)[i].key)) & (ncap - 1);           \
+        while (nt[h].id) h = (h + 1) & (ncap - 1);                           \
+        nt[h] = (tab)[i];                                                    \
+      }                                                                      \
+    free(tab); (tab) = nt; (cap) = ncap;                                     \
+  } while (0)
+
+#define PTR_KEY(k) ((uintnat)(k))
+
+/* String id of a debuginfo string (stable for the program's lifetime, so
+   keyed by address), defining it in the stream on first use. */
+static uint32_t string_id(tracer_domain *d, const char *s)
+{
+  if (!s) return 0;
+  if (2 * (d->str_count + 1) > d->str_cap)
+    REHASH(str_slot, d->strs, d->str_cap, d->str_count, PTR_KEY);
+  uintnat h = hash_word((uintnat)s) & (d->str_cap - 1);
+  while (d->strs[h].id) {
+    if (d->strs[h].key == s) return d->strs[h].id;
+    h = (h + 1) & (d->str_cap - 1);
+  }
+  size_t len = strlen(s);
+  if (!ensure_space(d, MPT_MAX_STRING + 32)) return 0;
+  uint32_t id = ++d->str_count;
+  d->strs[h].key = s; d->strs[h].id = id;
+  mpt_enc_string(&d->enc, id, s, len);
+  return id;
+}
+
+/* Location id of a backtrace slot, decoding and defining it on first use. */
+static uint32_t location_id(tracer_domain *d, backtrace_slot slot)
+{
+  uintnat key = (uintnat)slot;
+  if (2 * (d->loc_count + 1) > d->loc_cap)
+    REHASH(loc_slot, d->locs, d->loc_cap, d->loc_count, );
+  uintnat h = hash_word(key) & (d->loc_cap - 1);
+  while (d->locs[h].id) {
+    if (d->locs[h].key == key) return d->locs[h].id;
+    h = (h + 1) & (d->loc_cap - 1);
+  }
+  mpt_loc_entry_ids en[MPT_MAX_INLINED];
+  uint32_t n = 0;
+#ifndef NATIVE_CODE
+  /* Bytecode debug information is read lazily by upstream, through OCaml
+     allocations: only decode once it has been loaded (caml_sys_init). */
+  if (caml_debug_info_status() == 1)
+#endif
+  for (debuginfo dbg = caml_debuginfo_extract(slot);
+       dbg && n < MPT_MAX_INLINED; dbg = caml_debuginfo_next(dbg)) {
+    struct caml_loc_info li;
+    caml_debuginfo_location(dbg, &li);
+    if (!li.loc_valid) break;
+    en[n].file = string_id(d, li.loc_filename);
+    en[n].function = string_id(d, li.loc_defname);
+    en[n].line = (uint32_t)li.loc_start_lnum;
+    en[n].start_char = (uint32_t)li.loc_start_chr;
+    en[n].end_char = (uint32_t)li.loc_end_chr;
+    n++;
+  }
+  if (!ensure_space(d, MPT_MAX_DEF_BYTES)) return 0;
+  /* string_id may have rehashed nothing here, but it may have flushed:
+     the slot index is still valid, the table was not touched. */
+  uint32_t id = ++d->loc_count;
+  d->locs[h].key = key; d->locs[h].id = id;
+  mpt_enc_location(&d->enc, id, (uint64_t)key, en, n);
+  return id;
+}
+
+/* Capture the current callstack into d->ids; returns its length, or -1
+   if a location could not be defined (out of memory). */
+static int capture_stack(tracer_domain *d, ptrdiff_t alloc_idx)
+{
+  size_t n = caml_get_callstack(max_frames, &d->slots, &d->slots_cap, alloc_idx);
+  /* Outermost frames unchanged since the previous sample keep their ids. */
+  uint32_t common = 0, prev = d->prev_n;
+  while (common < n && common < prev
+         && d->slots[n - 1 - common] == d->prev_slots[prev - 1 - common])
+    common++;
+  uint32_t fresh = (uint32_t)n - common;
+  memmove(d->ids + fresh, d->prev_ids + (prev - common), common * sizeof(uint32_t));
+  for (uint32_t i = 0; i < fresh; i++)
+    if ((d->ids[i] = location_id(d, d->slots[i])) == 0) return -1;
+  memcpy(d->prev_slots, d->slots, n * sizeof(backtrace_slot));
+  uint32_t *t = d->prev_ids; d->prev_ids = d->ids; d->ids = t;
+  d->prev_n = (uint32_t)n;
+  return (int)n;
+}
+
+static int push_entry(entry_table *t, value block, uint64_t id)
+{
+  if (t->len == t->cap) {
+    size_t cap = t->cap ? 2 * t->cap : 256;
+    entry *n = realloc(t->t, cap * sizeof *n);
+    if (!n) return 0;
+    t->t = n; t->cap = cap;
+  }
+  t->t[t->len].block = block;
+  t->t[t->len].id = id;
+  t->len++;
+  return 1;
+}
+
+/* Record one sampled block.  Called with no lock held; never allocates
+   on the OCaml heap and never runs OCaml code. */
+static void record(tracer_domain *d, value block, uintnat wosize,
+                   uintnat nsamples, enum mpt_source src,
+                   ptrdiff_t alloc_idx, int young)
+{
+  pthread_mutex_lock(&d->lock);
+  if (!atomic_load(&active) || !ensure_stream(d)) goto out;
+  int n = capture_stack(d, alloc_idx);
+  if (n < 0 || !ensure_space(d, MPT_MAX_EVENT_BYTES(n))) {
+    d->lost += nsamples;
+    goto out;
+  }
+  uint64_t id = fresh_id(d);
+  /* An untracked sample would never be collected: drop it instead. */
+  if (!push_entry(young ? &d->young : &d->major, block, id)) {
+    d->lost += nsamples;
+    goto out;
+  }
+  /* The stack in prev_ids is the one just captured. */
+  mpt_enc_alloc(&d->enc, caml_trace_writer_now(), id, wosize,
+                (uint32_t)nsamples, src, d->prev_ids, (uint32_t)n);
+  d->samples += nsamples;
+ out:
+  pthread_mutex_unlock(&d->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Sampling hooks                                                      */
+
+static void draw_minor_trigger(caml_domain_state *s, tracer_domain *d)
+{
+  uintnat geom = rand_geom(d);
+  s->memprof_tracer_trigger =
+    (uintnat)(s->young_ptr - s->young_start) > geom
+    ? s->young_ptr - (geom - 1) : s->young_start;
+  d->trigger_valid = 1;
+}
+
+void caml_memprof_tracer_set_trigger(caml_domain_state *s)
+{
+  tracer_domain *d = s->memprof_tracer;
+  if (d == NULL || !atomic_load_relaxed(&active)) {
+    s->memprof_tracer_trigger = s->young_start;
+    if (d) d->trigger_valid = 0;
+    return;
+  }
+  value *t = s->memprof_tracer_trigger;
+  /* A pending sample point stays where it is, even when young_ptr is
+     already past it (upstream's memprof is handling the same allocation
+     first): we sample it right after.  Only a GC or a new minor heap
+     invalidates it; redrawing then is exact, the gaps being memoryless. */
+  if (d->trigger_valid && t >= s->young_start && t <= s->young_end) return;
+  draw_minor_trigger(s, d);
+}
+
+void caml_memprof_tracer_sample_young(caml_domain_state *s, uintnat wosize,
+                                      int flags, int nallocs,
+                                      unsigned char *lens)
+{
+  tracer_domain *d = s->memprof_tracer;
+  if (d == NULL || !atomic_load_relaxed(&active) || !(flags & CAML_DO_TRACK)) {
+    /* Not sampled: move the trigger past this allocation. */
+    if (d && atomic_load_relaxed(&active)) draw_minor_trigger(s, d);
+    else caml_memprof_tracer_set_trigger(s);
+    caml_reset_young_limit(s);
+    return;
+  }
+  /* The allocation is done: blocks occupy [young_ptr, young_ptr + whsize).
+     Walk the sub-blocks from the highest address down, as they were
+     "allocated", counting the sample points that fall in each. */
+  int from_caml = (flags & CAML_FROM_CAML) != 0;
+  int n = from_caml && lens ? nallocs : 1;
+  intnat trigger_ofs = s->memprof_tracer_trigger - s->young_ptr;
+  intnat alloc_ofs = (intnat)Whsize_wosize(wosize);
+  do {
+    --n;
+    uintnat wosz = from_caml && lens ? Wosize_encoded_alloc_len(lens[n]) : wosize;
+    alloc_ofs -= (intnat)Whsize_wosize(wosz);
+    uintnat samples = 0;
+    while (alloc_ofs < trigger_ofs) {
+      samples++;
+      trigger_ofs -= (intnat)rand_geom(d);
+    }
+    if (samples)
+      record(d, Val_hp(s->young_ptr + alloc_ofs), wosz, samples, MPT_SRC_MINOR,
+             from_caml ? n : -1, 1);
+  } while (n > 0);
+  value *t = s->young_ptr + trigger_ofs;
+  s->memprof_tracer_trigger = t < s->young_start ? s->young_start : t;
+  d->trigger_valid = 1;
+  caml_reset_young_limit(s);
+}
+
+void caml_memprof_tracer_sample_block(value block, size_t allocated_words,
+                                      size_t sampled_words, int source)
+{
+  if (!atomic_load_relaxed(&active)) return;
+  tracer_domain *d = Caml_state->memprof_tracer;
+  if (d == NULL) return;
+  uintnat gen = atomic_load_relaxed(&generation);
+  if (d->countdown_gen != gen) { d->countdown = rand_geom(d); d->countdown_gen = gen; }
+  if (sampled_words < d->countdown) { d->countdown -= sampled_words; return; }
+  uintnat rem = sampled_words - d->countdown, samples = 1, g;
+  while ((g = rand_geom(d)) <= rem) { rem -= g; samples++; }
+  d->countdown = g - rem;
+  int young = Is_young(block);
+  enum mpt_source src =
+    source == CAML_MEMPROF_SRC_MARSHAL ? MPT_SRC_MARSHAL
+    : source == CAML_MEMPROF_SRC_CUSTOM ? MPT_SRC_CUSTOM
+    : young ? MPT_SRC_MINOR : MPT_SRC_MAJOR;
+  record(d, block, allocated_words, samples, src, -1, young);
+}
+
+/* ------------------------------------------------------------------ */
+/* GC hooks                                                            */
+
+static void toggle_tracing(void);
+
+static int stream_live(tracer_domain *d)
+{
+  return atomic_load(&active) && d->buf && d->gen == atomic_load(&generation);
+}
+
+void caml_memprof_tracer_after_minor_gc(caml_domain_state *s)
+{
+  tracer_domain *d = s->memprof_tracer;
+  if (d == NULL) return;
+  d->trigger_valid = 0;
+  pthread_mutex_lock(&d->lock);
+  if (stream_live(d)) {
+    if (d->young.len && ensure_space(d, MPT_MAX_EVENT_BYTES(0)))
+      mpt_enc_simple(&d->enc, MPT_EV_MINOR_GC, caml_trace_writer_now(),
+                     atomic_load_relaxed(&caml_minor_collections_count));
+    for (size_t i = 0; i < d->young.len; i++) {
+      entry *e = &d->young.t[i];
+      if (!ensure_space(d, 16)) break;
+      if (Hd_val(e->block) == 0) {           /* forwarded: promoted */
+        mpt_enc_promote(&d->enc, e->id);
+        if (!push_entry(&d->major, Field(e->block, 0), e->id)) d->lost++;
+      } else {
+        mpt_enc_collect(&d->enc, e->id);
+      }
+    }
+    uint64_t now = caml_trace_writer_now();
+    if (now - d->last_flush >= params.flush_ms * (1000000 / CAML_TRACE_TIME_UNIT_NS))
+      flush_locked(d);
+  }
+  d->young.len = 0;
+  pthread_mutex_unlock(&d->lock);
+  if (toggle_requested && s->id == 0) {
+    toggle_requested = 0;
+    toggle_tracing();
+  }
+}
+
+static void heap_stats(mpt_heap_stats *h)
+{
+  struct gc_stats g;
+  caml_compute_gc_stats(&g);
+  h->heap_words = (uint64_t)(g.heap_stats.pool_words + g.heap_stats.large_words);
+  h->live_words = (uint64_t)(g.heap_stats.pool_live_words + g.heap_stats.large_words);
+  h->minor_collections = atomic_load_relaxed(&caml_minor_collections_count);
+  h->major_collections = caml_major_cycles_completed;
+  h->compactions = atomic_load_relaxed(&caml_compactions_count);
+  h->promoted_words = g.alloc_stats.promoted_words;
+}
+
+void caml_memprof_tracer_after_major_gc(caml_domain_state *s)
+{
+  tracer_domain *d = s->memprof_tracer;
+  if (d == NULL) return;
+  pthread_mutex_lock(&d->lock);
+  if (stream_live(d)) {
+    /* Adopt blocks tracked by domains that have terminated. */
+    if (orphans.len && pthread_mutex_trylock(&orphan_lock) == 0) {
+      if (orphans_gen == d->gen)
+        for (size_t i = 0; i < orphans.len; i++)
+          if (!push_entry(&d->major, orphans.t[i].block, orphans.t[i].id)) d->lost++;
+      orphans.len = 0;
+      pthread_mutex_unlock(&orphan_lock);
+    }
+    /* Every stream marks the cycle end (the time of its collections);
+       tools count a cycle once by its major_collections number. */
+    if (s->id == 0 || d->major.len) {
+      mpt_heap_stats h;
+      heap_stats(&h);
+      if (ensure_space(d, MPT_MAX_EVENT_BYTES(0)))
+        mpt_enc_major_cycle(&d->enc, caml_trace_writer_now(), &h);
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < d->major.len; i++) {
+      entry e = d->major.t[i];
+      if (is_unmarked(e.block)) {
+        if (ensure_space(d, 16)) mpt_enc_collect(&d->enc, e.id);
+      } else {
+        d->major.t[kept++] = e;
+      }
+    }
+    d->major.len = kept;
+  } else {
+    d->major.len = 0;
+  }
+  pthread_mutex_unlock(&d->lock);
+}
+
+void caml_memprof_tracer_scan_weak(scanning_action f, void *fdata,
+                                   caml_domain_state *s)
+{
+  tracer_domain *d = s->memprof_tracer;
+  if (d == NULL) return;
+  for (size_t i = 0; i < d->major.len; i++)
+    f(fdata, d->major.t[i].block, &d->major.t[i].block);
+  if (s->id == 0) {   /* orphans belong to no domain: the main one scans */
+    for (size_t i = 0; i < orphans.len; i++)
+      f(fdata, orphans.t[i].block, &orphans.t[i].block);
+  }
+}
+
+void caml_memprof_tracer_compaction(caml_domain_state *s, int begin)
+{
+  tracer_domain *d = s->memprof_tracer;
+  if (d == NULL || s->id != 0) return;
+  pthread_mutex_lock(&d->lock);
+  if (stream_live(d) && ensure_space(d, MPT_MAX_EVENT_BYTES(0)))
+    mpt_enc_simple(&d->enc, begin ? MPT_EV_COMPACT_BEGIN : MPT_EV_COMPACT_END,
+                   caml_trace_writer_now(), 0);
+  pthread_mutex_unlock(&d->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Domains                                                             */
+
+static void emit_simple(tracer_domain *d, enum mpt_event_kind k, uint64_t arg)
+{
+  pthread_mutex_lock(&d->lock);
+  if (atomic_load(&active) && ensure_stream(d)
+      && ensure_space(d, MPT_MAX_EVENT_BYTES(0)))
+    mpt_enc_simple(&d->enc, k, caml_trace_writer_now(), arg);
+  pthread_mutex_unlock(&d->lock);
+}
+
+void caml_memprof_tracer_new_domain(caml_domain_state *s)
+{
+  tracer_domain *d = domains[s->id];
+  if (d == NULL) {
+    d = calloc(1, sizeof *d);
+    if (d == NULL) { s->memprof_tracer = NULL; return; }
+    pthread_mutex_init(&d->lock, NULL);
+    d->stream = (uint16_t)s->id;
+    d->gen = (uintnat)-1;
+    d->countdown_gen = (uintnat)-1;
+    domains[s->id] = d;
+  }
+  rng_seed(d, (params.seeded ? params.seed : (uint64_t)getpid() * 0x9e3779b97f4a7c15ull
+               ^ (uint64_t)caml_trace_writer_now())
+              + 0x100000001b3ull * (uint64_t)s->unique_id);
+  d->trigger_valid = 0;
+  s->memprof_tracer = d;
+  s->memprof_tracer_trigger = s->young_start;
+  if (atomic_load(&active)) emit_simple(d, MPT_EV_DOMAIN_START, (uint64_t)s->unique_id);
+}
+
+void caml_memprof_tracer_delete_domain(caml_domain_state *s)
+{
+  tracer_domain *d = s->memprof_tracer;
+  if (d == NULL) return;
+  pthread_mutex_lock(&d->lock);
+  if (stream_live(d)) {
+    if (ensure_space(d, MPT_MAX_EVENT_BYTES(0)))
+      mpt_enc_simple(&d->enc, MPT_EV_DOMAIN_STOP, caml_trace_writer_now(),
+                     (uint64_t)s->unique_id);
+    flush_locked(d);
+    pthread_mutex_lock(&orphan_lock);
+    if (orphans_gen != d->gen) { orphans.len = 0; orphans_gen = d->gen; }
+    for (size_t i = 0; i < d->major.len; i++)
+      if (!push_entry(&orphans, d->major.t[i].block, d->major.t[i].id)) d->lost++;
+    pthread_mutex_unlock(&orphan_lock);
+  }
+  d->major.len = d->young.len = 0;
+  pthread_mutex_unlock(&d->lock);
+  s->memprof_tracer = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Starting and stopping                                               */
+
+static void at_exit_handler(void);
+static void fork_parent(void);
+static void fork_child(void);
+static void on_toggle_signal(int sig) { (void)sig; toggle_requested = 1; }
+
+static void install_handlers(void)
+{
+  if (handlers_installed) return;
+  handlers_installed = 1;
+  atexit(at_exit_handler);
+  pthread_atfork(NULL, fork_parent, fork_child);
+}
+
+/* Start a trace; control_lock held.  Returns 0, or -1 with a message in
+   [err] (the writer has also printed it when the file was the problem). */
+static int start_locked(const char *path, double rate, uintnat frames,
+                        int compress, char *err, size_t errlen)
+{
+  if (atomic_load(&active)) { snprintf(err, errlen, "tracing is already on"); return -1; }
+  lambda = rate;
+  one_log1m = rate >= 1.0 ? 0.0 : 1.0 / log1p(-rate);
+  max_frames = (uint32_t)frames;
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  mpt_trace_info info = {
+    .format_version = MPT_FORMAT_VERSION, .word_size = 8 * sizeof(value),
+    .flags = (compress ? MPT_FLAG_COMPRESSED : 0)
+#ifndef NATIVE_CODE
+             | MPT_FLAG_BYTECODE
+#endif
+    , .sampling_rate = rate, .max_frames = (uint32_t)frames,
+    .time_unit_ns = CAML_TRACE_TIME_UNIT_NS, .pid = (uint64_t)getpid(),
+    .ppid = (uint64_t)getppid(), .executable = exe_name ? exe_name : "",
+    .hostname = host, .ocaml_version = OCAML_VERSION_STRING,
+    .command_line = command_line ? command_line : "" };
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  info.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  atomic_fetch_add(&generation, 1);
+  if (caml_trace_writer_open(path, &info) < 0) {
+    snprintf(err, errlen, "cannot create the trace file (see stderr)");
+    return -1;
+  }
+  carried_samples = carried_lost = 0;
+  install_handlers();
+  atomic_store(&active, 1);
+  return 0;
+}
+
+/* Stop the trace: flush every stream and close the file; control_lock held. */
+static void stop_locked(void)
+{
+  if (!caml_trace_writer_is_open()) { atomic_store(&active, 0); return; }
+  uintnat gen = atomic_load(&generation);
+  caml_domain_state *self = Caml_state_opt;
+  if (self && self->memprof_tracer)
+    emit_simple(self->memprof_tracer, MPT_EV_TRACE_STOP, 0);
+  atomic_store(&active, 0);
+  uint64_t samples = carried_samples, lost = carried_lost;
+  for (int i = 0; i < Max_domains_max; i++) {
+    tracer_domain *d = domains[i];
+    if (!d) continue;
+    pthread_mutex_lock(&d->lock);
+    if (d->buf && d->gen == gen) {
+      flush_locked(d);
+      samples += d->samples; lost += d->lost;
+    }
+    pthread_mutex_unlock(&d->lock);
+  }
+  caml_trace_writer_close(samples, lost);
+}
+
+static void at_exit_handler(void)
+{
+  pthread_mutex_lock(&control_lock);
+  stop_locked();
+  pthread_mutex_unlock(&control_lock);
+}
+
+static void toggle_tracing(void)
+{
+  pthread_mutex_lock(&control_lock);
+  if (atomic_load(&active)) stop_locked();
+  else if (params.path) {
+    char err[128];
+    if (start_locked(params.path, params.rate, params.frames,
+                     (int)params.compress, err, sizeof err) == 0) {
+      caml_domain_state *self = Caml_state_opt;
+      if (self && self->memprof_tracer)
+        emit_simple(self->memprof_tracer, MPT_EV_TRACE_START, 0);
+    }
+  }
+  pthread_mutex_unlock(&control_lock);
+}
+
+static void fork_parent(void)
+{
+  caml_domain_state *self = Caml_state_opt;
+  if (atomic_load(&active) && self && self->memprof_tracer)
+    emit_simple(self->memprof_tracer, MPT_EV_FORK, 0);
+}
+
+static void fork_child(void)
+{
+  pthread_mutex_init(&control_lock, NULL);
+  pthread_mutex_init(&orphan_lock, NULL);
+  orphans.len = 0;
+  for (int i = 0; i < Max_domains_max; i++)
+    if (domains[i]) {
+      pthread_mutex_init(&domains[i]->lock, NULL);
+      domains[i]->young.len = domains[i]->major.len = 0;
+      if (domains[i]->buf)        /* the parent writes these, not us */
+        mpt_enc_reset_buffer(&domains[i]->enc,
+                             domains[i]->buf + MPT_CHUNK_HEADER_BYTES,
+                             BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES);
+    }
+  if (!atomic_load(&active)) return;
+  atomic_store(&active, 0);
+  int own_file = caml_trace_writer_forget_after_fork();
+  if (!own_file) {
+    fprintf(stderr, "memprof: not tracing forked child %ld "
+            "(put %%p in memprof=PATH to trace children)\n", (long)getpid());
+    return;
+  }
+  char err[128];
+  if (start_locked(params.path ? params.path : "", lambda, max_frames,
+                   caml_trace_writer_compressed(), err, sizeof err) == 0) {
+    caml_domain_state *self = Caml_state_opt;
+    if (self && self->memprof_tracer)
+      emit_simple(self->memprof_tracer, MPT_EV_FORK, (uint64_t)getppid());
+  }
+}
+
+void caml_memprof_tracer_init(const char_os *exe, char_os **argv)
+{
+  free(exe_name);
+  exe_name = exe ? strdup(exe) : NULL;
+  size_t len = 0;
+  for (char_os **a = argv; a && *a; a++) len += strlen(*a) + 1;
+  if (len > MPT_MAX_STRING) len = MPT_MAX_STRING;
+  free(command_line);
+  command_line = calloc(1, len + 1);
+  if (command_line)
+    for (char_os **a = argv; a && *a; a++) {
+      size_t used = strlen(command_line);
+      if (used + 1 >= len) break;
+      snprintf(command_line + used, len + 1 - used, "%s%s", used ? " " : "", *a);
+    }
+  if (params.signal) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_toggle_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(params.signal, &sa, NULL);
+  }
+  if (!params.path) return;
+#ifndef NATIVE_CODE
+  /* Load the main program's debug information now, while allocating is
+     allowed: samples must not trigger its (allocating) lazy loading. */
+  if (caml_debug_info_available() && caml_debug_info_status() == 0) {
+    struct caml_loc_info li;
+    caml_debuginfo_location(caml_debuginfo_extract((backtrace_slot)caml_start_code), &li);
+  }
+#endif
+  char err[128];
+  pthread_mutex_lock(&control_lock);
+  if (start_locked(params.path, params.rate, params.frames,
+                   (int)params.compress, err, sizeof err) == 0
+      && Caml_state->memprof_tracer) {
+    emit_simple(Caml_state->memprof_tracer, MPT_EV_TRACE_START, 0);
+    caml_memprof_tracer_set_trigger(Caml_state);
+    caml_reset_young_limit(Caml_state);
+  }
+  pthread_mutex_unlock(&control_lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* OCaml API: Gc.Memprof_trace                                          */
+
+CAMLprim value caml_memprof_trace_start(value path, value rate, value frames,
+                                        value compress)
+{
+  double r = Double_val(rate);
+  intnat f = Long_val(frames);
+  if (!(r > 0.0 && r <= 1.0))
+    caml_invalid_argument("Gc.Memprof_trace.start: rate must be in (0, 1]");
+  if (f < 1 || f > MPT_MAX_FRAMES)
+    caml_invalid_argument("Gc.Memprof_trace.start: max_frames must be in 1..4096");
+  char *p = caml_stat_strdup(String_val(path));
+  char err[128];
+  pthread_mutex_lock(&control_lock);
+  int rc = start_locked(p, r, (uintnat)f, Bool_val(compress), err, sizeof err);
+  if (rc == 0) {
+    free(params.path);
+    params.path = strdup(p);
+    params.rate = r; params.frames = (uintnat)f; params.compress = Bool_val(compress);
+  }
+  pthread_mutex_unlock(&control_lock);
+  caml_stat_free(p);
+  if (rc != 0) caml_failwith(err);
+  emit_simple(Caml_state->memprof_tracer, MPT_EV_TRACE_START, 0);
+  caml_memprof_tracer_set_trigger(Caml_state);
+  caml_reset_young_limit(Caml_state);
+  return Val_unit;
+}
+
+CAMLprim value caml_memprof_trace_stop(value unit)
+{
+  (void)unit;
+  pthread_mutex_lock(&control_lock);
+  stop_locked();
+  pthread_mutex_unlock(&control_lock);
+  caml_memprof_tracer_set_trigger(Caml_state);
+  caml_reset_young_limit(Caml_state);
+  return Val_unit;
+}
+
+CAMLprim value caml_memprof_trace_flush(value unit)
+{
+  (void)unit;
+  uintnat gen = atomic_load(&generation);
+  for (int i = 0; i < Max_domains_max; i++) {
+    tracer_domain *d = domains[i];
+    if (!d) continue;
+    pthread_mutex_lock(&d->lock);
+    if (atomic_load(&active) && d->buf && d->gen == gen) flush_locked(d);
+    pthread_mutex_unlock(&d->lock);
+  }
+  return Val_unit;
+}
+
+CAMLprim value caml_memprof_trace_is_active(value unit)
+{
+  (void)unit;
+  return Val_bool(atomic_load(&active));
+}
