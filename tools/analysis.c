@@ -482,7 +482,9 @@ int an_run(an_ctx *c, const an_callbacks *cb)
     if (ev.kind >= 1 && ev.kind <= MPT_EV_LOST) c->st.events[ev.kind]++;
     if (ev.time_ns > c->st.end_time) c->st.end_time = ev.time_ns;
     if (cb->on_event) cb->on_event(cb->u, c, &ev);
-    switch (ev.kind) {
+    /* Without a sample consumer (info), lifetimes are not needed: skip the
+       call tree and the live table, leaving a pure decode-and-count loop. */
+    switch (cb->on_sample ? ev.kind : 0) {
     case MPT_EV_ALLOC: {
       uint32_t old;
       if (u64map_del(&c->live, ev.id, &old)) {

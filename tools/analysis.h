@@ -106,7 +106,8 @@ typedef struct {
 an_ctx *an_open(const char *path, const an_filter *f);
 /* Read the whole trace.  Returns 0, or 1 after printing the error.
    Warns on stderr about a truncated file; prints a progress line when
-   stderr is a terminal. */
+   stderr is a terminal.  With cb->on_sample NULL, samples are not tracked
+   at all (no call tree, no live table): a pure decode-and-count pass. */
 int an_run(an_ctx *c, const an_callbacks *cb);
 void an_close(an_ctx *c);
 

@@ -1,0 +1,24 @@
+#!/bin/sh
+# bench.sh: decode+aggregate throughput of ocaml-memprof (`make -C tools bench`).
+# Generates two large synthetic traces (5.3.0+memprof format through the
+# codec, and memtrace CTF), then times `info` (decode + counts) and `top`
+# (decode + lifetimes + call tree + ranking) on each, best of 3 runs by CPU
+# time (user+sys: the machine is shared, wall time mostly measures others).
+set -e
+cd "$(dirname "$0")"
+OUT=${BENCH_DIR:-build/bench}
+STEPS=${BENCH_STEPS:-5000000}
+mkdir -p "$OUT"
+[ -f "$OUT/big.mpt" ] || build/gen_trace --format memprof --no-leak --rate 0.1 --steps "$STEPS" -o "$OUT/big.mpt" >/dev/null
+[ -f "$OUT/big.ctf" ] || build/gen_trace --format ctf --no-leak --rate 0.1 --steps "$STEPS" -o "$OUT/big.ctf" >/dev/null
+for f in "$OUT/big.mpt" "$OUT/big.ctf"; do
+  n=$(./ocaml-memprof info --json "$f" | python3 -c 'import json,sys; print(sum(json.load(sys.stdin)["events"].values()))')
+  for cmd in info top; do
+    best=
+    for i in 1 2 3; do
+      t=$( { /usr/bin/time -f "%U %S" ./ocaml-memprof $cmd "$f" >/dev/null; } 2>&1 | awk '{print $1+$2}')
+      best=$(python3 -c "b='$best'; print(min(float(b), $t) if b else $t)")
+    done
+    python3 -c "print('%-5s %-32s %9d events  %.3f s CPU  %6.1f M events/s' % ('$cmd', '$f', $n, $best, $n / max($best, 1e-3) / 1e6))"
+  done
+done
