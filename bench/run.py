@@ -29,9 +29,11 @@ import os
 import random
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 import check_gcmemprof_trace
@@ -54,6 +56,10 @@ PROGRAMS = [
     ("deep_rec", "deep_rec", {"BENCH_DEPTH": "400"}, False),
     ("shallow_rec", "deep_rec", {"BENCH_DEPTH": "10"}, False),
 ]
+# Valgrind runs at --instr-scale times these factors: the heavier programs
+# are cut so that each valgrind run stays around 300-400 M instructions.
+INSTR_FACTOR = {"short_lived": 0.5, "major_alloc": 0.4, "bigarray_custom": 0.5,
+                "systhreads": 0.5, "deep_rec": 0.4, "shallow_rec": 0.4}
 DEEP_DEPTH, SHALLOW_DEPTH = 400, 10
 MULTI = {p[0] for p in PROGRAMS if p[3]}
 COMMON_SOURCES = ["gcmemprof_tracer.ml", "bench_common.ml"]
@@ -217,14 +223,40 @@ GCMEMPROF_RE = re.compile(r"gcmemprof: samples=(\d+) allocs=(\d+) promotes=(\d+)
                           r"collects=(\d+) locations=(\d+) bytes=(\d+)")
 
 
+class Completed:
+    """What one run gave: exit status, output, and the child's resource
+    usage as wait4() reports it (the numbers /usr/bin/time prints: ru_maxrss
+    is its %M, ru_utime + ru_stime its %U + %S), at microsecond resolution
+    and without an extra process between the harness and the program."""
+
+    def __init__(self, returncode, stdout, stderr, rusage):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+        self.rss_kb = rusage.ru_maxrss
+        self.cpu_s = rusage.ru_utime + rusage.ru_stime
+
+
 def run_once(cmd, env, timeout, cwd):
-    t0 = time.perf_counter()
-    try:
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                           timeout=timeout, cwd=cwd)
-    except subprocess.TimeoutExpired:
-        die("timeout after %ds: %s" % (timeout, " ".join(cmd)))
-    wall = time.perf_counter() - t0
+    """Run [cmd] to completion; returns (Completed, wall seconds).  Output
+    goes through temporary files so that the harness can wait4() for the
+    child itself."""
+    out_path = os.path.join(cwd, "run.stdout")
+    err_path = os.path.join(cwd, "run.stderr")
+    with open(out_path, "w+b") as out, open(err_path, "w+b") as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=out, stderr=err,
+                             stdin=subprocess.DEVNULL)
+        killer = threading.Timer(timeout, p.kill)
+        killer.start()
+        _, status, rusage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        killer.cancel()
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode == -signal.SIGKILL and wall >= timeout:
+            die("timeout after %ds: %s" % (timeout, " ".join(cmd)))
+        out.seek(0)
+        err.seek(0)
+        r = Completed(p.returncode, out.read().decode(errors="replace"),
+                      err.read().decode(errors="replace"), rusage)
     return r, wall
 
 
@@ -296,7 +328,7 @@ def memprof_trace_stats(tool, trace):
 
 # ---------------------------------------------------------------- measuring
 
-def measure_alloc_words(runner, scale):
+def measure_alloc_words(runner, scale_of):
     """Allocated words (minor + direct major - promoted, headers included, all
     domains: the runtime's own count at exit, OCAMLRUNPARAM=v=0x400) and the
     out-of-heap words the program attached to custom blocks, per program, on
@@ -307,7 +339,7 @@ def measure_alloc_words(runner, scale):
         name, src, penv, _ = prog
         env = base_env()
         env.update(penv)
-        env.update({"BENCH_SCALE": repr(scale), "BENCH_STATS": "1",
+        env.update({"BENCH_SCALE": repr(scale_of(name)), "BENCH_STATS": "1",
                     "OCAMLRUNPARAM": "v=0x400"})
         r, _ = run_once([runner.exes["vanilla"][src]], env, runner.args.timeout,
                         runner.work)
@@ -360,16 +392,12 @@ def measure_wall(runner, cfgs, rounds, scale, results):
         rng.shuffle(cells)
         log("wall round %d/%d (%d runs)" % (rnd + 1, rounds, len(cells)))
         for prog, cfg in cells:
-            rss_file = os.path.join(runner.work, "rss.txt")
-            r, wall, trace = runner.run_prog(
-                prog, cfg, scale, "wall",
-                wrapper=("/usr/bin/time", "-o", rss_file, "-f", "%M"))
+            r, wall, trace = runner.run_prog(prog, cfg, scale, "wall")
             runner.check(prog[0], cfg, r, "wall")
-            with open(rss_file) as f:
-                rss_kb = int(f.read().split()[-1])
             cell = results.setdefault(prog[0], {}).setdefault(cfg["name"], {})
             cell.setdefault("wall_s", []).append(wall)
-            cell.setdefault("rss_kb", []).append(rss_kb)
+            cell.setdefault("cpu_s", []).append(r.cpu_s)
+            cell.setdefault("rss_kb", []).append(r.rss_kb)
             if cfg["tracer"]:
                 # The trace of the first round is analysed; later rounds'
                 # sizes are kept to show they do not vary.
@@ -411,7 +439,8 @@ def measure_instr(runner, cfgs, scale, reps_multi, results):
             irs, recs = [], []
             for _ in range(reps):
                 r, wall, trace = runner.run_prog(
-                    prog, cfg, scale, "instr", wrapper=valgrind_cmd(out_file, multi))
+                    prog, cfg, scale * INSTR_FACTOR.get(prog[0], 1.0), "instr",
+                    wrapper=valgrind_cmd(out_file, multi))
                 runner.check(prog[0], cfg, r, "instr")
                 ir = None
                 for rx in IR_RES:
@@ -505,7 +534,8 @@ def untraced_of(cfg):
 def derive(data):
     """Add medians, ratios, per-sample costs and geometric means."""
     cfgs, res, words = data["configs"], data["results"], data["alloc_words"]
-    d = {"wall_median_s": {}, "wall_ratio": {}, "instr": {}, "instr_ratio": {},
+    d = {"wall_median_s": {}, "wall_ratio": {}, "cpu_median_s": {}, "cpu_ratio": {},
+         "instr": {}, "instr_ratio": {},
          "rss_kb": {}, "rss_ratio": {}, "tracing": {}, "geomean": {},
          "geomean_st": {}}
     for prog, cells in res.items():
@@ -513,9 +543,11 @@ def derive(data):
             if cell.get("wall_s"):
                 d["wall_median_s"].setdefault(prog, {})[cname] = statistics.median(cell["wall_s"])
                 d["rss_kb"].setdefault(prog, {})[cname] = statistics.median(cell["rss_kb"])
+                d["cpu_median_s"].setdefault(prog, {})[cname] = statistics.median(cell["cpu_s"])
             if cell.get("instr"):
                 d["instr"].setdefault(prog, {})[cname] = statistics.median(cell["instr"])
-    for key, rkey in (("wall_median_s", "wall_ratio"), ("instr", "instr_ratio"),
+    for key, rkey in (("wall_median_s", "wall_ratio"), ("cpu_median_s", "cpu_ratio"),
+                      ("instr", "instr_ratio"),
                       ("rss_kb", "rss_ratio")):
         for prog, row in d[key].items():
             base = row.get("vanilla")
@@ -616,7 +648,8 @@ def render_md(data):
     L.append("Generated by `bench/run.py` on %s. Machine: %d CPUs, load average "
              "%s at start, %s at end. Vanilla: `%s` (%s). 5.3.0+memprof: `%s` (%s). "
              "Full-scale runs: %d interleaved rounds at BENCH_SCALE=%g; instruction "
-             "counts: valgrind callgrind at BENCH_SCALE=%g. See `bench/README.md` "
+             "counts: valgrind callgrind at BENCH_SCALE=%g (times a per-program factor, "
+             "see results.json). See `bench/README.md` "
              "for how to read these tables.\n" % (
                  meta["date"], meta["cpus"], meta["load_start"], meta["load_end"],
                  meta["vanilla_prefix"], meta["vanilla_version"],
@@ -650,6 +683,8 @@ def render_md(data):
 
     ratio_table("Wall-clock time", "wall_median_s", "wall_ratio", ".3f",
                 "median seconds")
+    ratio_table("CPU time (user + system)", "cpu_median_s", "cpu_ratio", ".3f",
+                "median seconds, from the same runs")
     ratio_table("Instructions (valgrind)", "instr", "instr_ratio", ".1f",
                 "millions of instructions, median", 1e-6)
     ratio_table("Peak RSS", "rss_kb", "rss_ratio", ".1f", "MiB, median", 1 / 1024)
@@ -844,8 +879,6 @@ def main():
         PROGRAMS = [p for p in PROGRAMS if p[0] in keep]
     if shutil.which("valgrind") is None and not args.no_instr:
         die("valgrind not found (apt-get install valgrind, or --no-instr)")
-    if not os.access("/usr/bin/time", os.X_OK):
-        die("/usr/bin/time not found (apt-get install time)")
 
     t_start = time.time()
     load_start = "%.2f" % os.getloadavg()[0]
@@ -867,6 +900,7 @@ def main():
         "memprof_prefix": args.memprof_prefix, "memprof_version": memprof_version,
         "rounds": args.rounds, "scale": args.scale, "instr_scale": args.instr_scale,
         "rates": args.rates, "memprof_params": args.memprof_params,
+        "instr_factor": INSTR_FACTOR,
         "tool": args.tool,
         "git": subprocess.run(["git", "-C", REPO_DIR, "rev-parse", "HEAD"],
                               capture_output=True, text=True).stdout.strip()},
@@ -874,8 +908,10 @@ def main():
                      for p in PROGRAMS],
         "configs": cfgs, "results": {}}
     log("allocation volumes (vanilla, v=0x400)")
-    data["alloc_words"] = {"full": measure_alloc_words(runner, args.scale)}
-    data["alloc_words"]["instr"] = measure_alloc_words(runner, args.instr_scale)
+    data["alloc_words"] = {
+        "full": measure_alloc_words(runner, lambda name: args.scale),
+        "instr": measure_alloc_words(
+            runner, lambda name: args.instr_scale * INSTR_FACTOR.get(name, 1.0))}
     measure_wall(runner, cfgs, args.rounds, args.scale, data["results"])
     if not args.no_instr:
         measure_instr(runner, cfgs, args.instr_scale, args.instr_reps_multi,
