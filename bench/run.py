@@ -506,7 +506,7 @@ def measure_tool(runner, rate):
             continue
         out = os.path.join(runner.work, "export." + sub)
         t0 = time.perf_counter()
-        r = subprocess.run([tool, sub, trace, "-o", out], capture_output=True,
+        r = subprocess.run([tool, sub, "-o", out, trace], capture_output=True,
                            text=True)
         dt = time.perf_counter() - t0
         res[sub] = {"seconds": dt, "ok": r.returncode == 0,
