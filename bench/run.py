@@ -99,7 +99,10 @@ def ensure_vanilla(args):
                 % (args.vanilla_prefix, v))
         return args.vanilla_prefix
     prefix = os.path.join(args.cache_dir, "vanilla-5.3.0")
-    if compiler_version(prefix) == "5.3.0":
+    # The stamp is written after `make install` succeeded: an interrupted
+    # build leaves a prefix that looks usable but is not complete.
+    stamp = os.path.join(prefix, ".bench-build-complete")
+    if os.path.exists(stamp) and compiler_version(prefix) == "5.3.0":
         return prefix
     src = args.pristine_src
     try:
@@ -129,6 +132,8 @@ def ensure_vanilla(args):
                 die("vanilla build step %r failed, see %s" % (" ".join(cmd), logf))
     if compiler_version(prefix) != "5.3.0":
         die("vanilla build finished but %s/bin/ocamlopt is not 5.3.0" % prefix)
+    with open(stamp, "w") as f:
+        f.write("built from %s\n" % os.path.abspath(src))
     shutil.rmtree(build, ignore_errors=True)
     return prefix
 
