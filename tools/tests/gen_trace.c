@@ -12,6 +12,8 @@
      Leak.grow    each step a 20-word block (minor), never freed: a leak;
      Churn.tmp    each step a 10-word block (minor) freed 10 steps later,
                   allocated by domain 1 (stream 1) in the memprof format;
+     Ext.buffer   every 1000 steps a 100-word external (custom) block,
+                  freed 500 steps later;
    a minor GC every 100 steps (promotes the leaked samples), a major cycle
    every 1000 steps (heap statistics), one compaction at mid-run.
    True volumes are printed on stdout as `site words` lines.
@@ -31,7 +33,7 @@
 
 /* ---- the simulated program ---- */
 
-enum { L_MAIN = 1, L_LEAK_RUN, L_LEAK_GROW, L_CHURN_RUN, L_CHURN_TMP, L_STATIC, NLOCS };
+enum { L_MAIN = 1, L_LEAK_RUN, L_LEAK_GROW, L_CHURN_RUN, L_CHURN_TMP, L_STATIC, L_EXT, NLOCS };
 static const struct { const char *fn, *file; uint32_t line; } sites[NLOCS] = {
   [L_MAIN] = { "Main.main", "main.ml", 50 },
   [L_LEAK_RUN] = { "Leak.run", "leak.ml", 10 },
@@ -39,10 +41,12 @@ static const struct { const char *fn, *file; uint32_t line; } sites[NLOCS] = {
   [L_CHURN_RUN] = { "Churn.run", "churn.ml", 12 },
   [L_CHURN_TMP] = { "Churn.tmp", "churn.ml", 4 },
   [L_STATIC] = { "Static.init", "static.ml", 7 },
+  [L_EXT] = { "Ext.buffer", "ext.ml", 9 },
 };
 static const uint32_t st_leak[] = { L_LEAK_GROW, L_LEAK_RUN, L_MAIN };   /* innermost first */
 static const uint32_t st_churn[] = { L_CHURN_TMP, L_CHURN_RUN, L_MAIN };
 static const uint32_t st_static[] = { L_STATIC, L_MAIN };
+static const uint32_t st_ext[] = { L_EXT, L_MAIN };
 
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
 static double uniform(void)
@@ -142,7 +146,8 @@ static uint64_t sink_alloc(sink *s, int st, uint64_t t_us, uint64_t id, uint64_t
     uint64_t codes[8];
     for (uint32_t i = 0; i < len; i++) codes[i] = 0x1000 + stack[len - 1 - i];
     return ctf_writer_alloc(s->cw, s->start_us + t_us, wosize, ns,
-                            src == MPT_SRC_MINOR ? 0 : 1, codes, len);
+                            src == MPT_SRC_MINOR ? 0 : src == MPT_SRC_CUSTOM ? 2 : 1,
+                            codes, len);
   }
   for (uint32_t i = 0; i < len; i++) define(s, st, stack[i]);
   need(s, st, MPT_MAX_EVENT_BYTES(len));
@@ -223,7 +228,8 @@ int main(int argc, char **argv)
     true_words[L_STATIC] += 1001;
     if (ns) { sink_alloc(&s, 0, 0, next_id++, 1000, ns, MPT_SRC_MAJOR, st_static, 2); samples += ns; }
   }
-  uint64_t churn_ring[10] = { 0 };
+  uint64_t churn_ring[10] = { 0 }, ext_id = 0;
+  int ext_live = 0;
   int churn_live[10] = { 0 };
   uint64_t *pending = malloc(sizeof *pending * 200);
   int npending = 0;
@@ -246,6 +252,19 @@ int main(int argc, char **argv)
       churn_ring[slot] = sink_alloc(&s, 1, t, next_id++, 10, ns, MPT_SRC_MINOR, st_churn, 3);
       churn_live[slot] = 1;
       samples += ns;
+    }
+    if (i % 1000 == 0) {                   /* external buffer, freed later */
+      uint32_t ens = sample_block(101);
+      true_words[L_EXT] += 101;
+      ext_live = 0;
+      if (ens) {
+        ext_id = sink_alloc(&s, 0, t, next_id++, 100, ens, MPT_SRC_CUSTOM, st_ext, 2);
+        ext_live = 1;
+        samples += ens;
+      }
+    } else if (i % 1000 == 500 && ext_live) {
+      sink_gc(&s, 0, t, ext_id, 0);
+      ext_live = 0;
     }
     if (i % 100 == 99) {                   /* minor GC: leaked samples survive */
       for (int k = 0; k < npending; k++) sink_gc(&s, 0, t, pending[k], 1);

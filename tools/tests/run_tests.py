@@ -236,7 +236,52 @@ def test_synthetic():
     test_diff(files["memprof"])
     test_info_memprof(files["memprof"], files["memprof-lz4"], truth)
     test_ctf_from_memprof(files["memprof"], tops["memprof"])
+    check("--source external = Ext.buffer in CTF too (source 2)",
+          keys("--source", "external", files["ctf"]) == {"Ext.buffer"})
+    test_example(files["memprof"], tops["memprof"])
+    test_ctf_v3(files["ctf"], tops["ctf"])
+    test_long_ctf()
     return files
+
+
+def test_example(path, top):
+    r = run([os.path.join(TOOLS, "build", "sites"), path])
+    got = {}
+    for line in r.stdout.splitlines():
+        v, _, fn = line.split(None, 2)
+        got[fn] = int(v)
+    want = {row["key"]: row["alloc_bytes"] for row in top["rows"]}
+    check("reader API example (examples/sites.c) agrees with top", r.returncode == 0 and got == want,
+          "%s vs %s" % (got, want))
+
+
+def test_ctf_v3(ctf, top):
+    """The checker re-encodes our v2 output as a v3 file (domain field):
+    the reader must see the same trace."""
+    v3 = os.path.join(OUT, "leak.v3.ctf")
+    r = run([sys.executable, CHECKER, "reencode", ctf, "3", "--out", v3])
+    j = tool_json("info", "--json", v3)
+    check("v3 re-encoding of a synthetic trace: version 3, same top",
+          os.path.exists(v3) and j["version"] == 3
+          and tool_json("top", "--json", v3)["rows"] == top["rows"], r.stdout + r.stderr)
+
+
+def test_long_ctf():
+    """40 s of simulated time starting 1.98 s into a 2^25 us period: packets
+    straddle the 25-bit timestamp wrap (at 31.6 s)."""
+    ctf = os.path.join(OUT, "long.ctf")
+    mpt = os.path.join(OUT, "long.mpt")
+    gen("ctf", ctf, "--steps", "400000", "--rate", "1e-4")
+    gen("memprof", mpt, "--steps", "400000", "--rate", "1e-4")
+    rc, cc, text = checker_counts(ctf)
+    check("long CTF (25-bit time wrap) passes mtctf_check", rc == 0 and "viewer rules: ok" in text, text)
+    a = tool_json("top", "--json", "--live", "31s,32s", ctf)
+    b = tool_json("top", "--json", "--live", "31s,32s", mpt)
+    check("long CTF: live window across the wrap = memprof format", a["rows"] == b["rows"]
+          and a["total"]["samples"] > 0)
+    ia, ib = tool_json("info", "--json", ctf), tool_json("info", "--json", mpt)
+    check("long CTF: duration ~40 s", abs(ia["duration_s"] - 40) < 0.01 and abs(ib["duration_s"] - 40) < 0.01,
+          "%s %s" % (ia["duration_s"], ib["duration_s"]))
 
 
 def keys(*args):
@@ -246,12 +291,14 @@ def keys(*args):
 def test_filters(path, truth):
     check("--focus Leak keeps only Leak.grow", keys("--focus", "^Leak", path) == {"Leak.grow"})
     check("--ignore Leak drops Leak.grow",
-          keys("--ignore", "^Leak", path) == {"Churn.tmp", "Static.init"})
+          keys("--ignore", "^Leak", path) == {"Churn.tmp", "Static.init", "Ext.buffer"})
     check("--hide Leak.grow moves the site to Leak.run",
-          keys("--hide", "Leak.grow", path) == {"Leak.run", "Churn.tmp", "Static.init"})
+          keys("--hide", "Leak.grow", path) == {"Leak.run", "Churn.tmp", "Static.init", "Ext.buffer"})
     check("--source major = Static.init", keys("--source", "major", path) == {"Static.init"})
     check("--domain 1 = Churn.tmp (domain 1)", keys("--domain", "1", path) == {"Churn.tmp"})
-    check("--collected = only churn", keys("--collected", ",", path) == {"Churn.tmp"})
+    check("--collected = churn and external buffers",
+          keys("--collected", ",", path) == {"Churn.tmp", "Ext.buffer"})
+    check("--source external = Ext.buffer", keys("--source", "external", path) == {"Ext.buffer"})
     check("--max-lifetime 2ms = only churn", keys("--max-lifetime", "2ms", path) == {"Churn.tmp"})
     check("--min-size 4k = Static.init (8000-byte blocks)",
           keys("--min-size", "4k", path) == {"Static.init"})
@@ -269,7 +316,7 @@ def test_filters(path, truth):
     j = tool_json("top", "--json", "--callees", "Leak.run", path)
     check("--callees Leak.run = Leak.grow", [r["key"] for r in j["rows"]] == ["Leak.grow"])
     j = tool_json("top", "--json", "--by", "module", path)
-    check("--by module", {r["key"] for r in j["rows"]} == {"Leak", "Churn", "Static"})
+    check("--by module", {r["key"] for r in j["rows"]} == {"Leak", "Churn", "Static", "Ext"})
     j = tool_json("top", "--json", "--by", "location", path)
     check("--by location names file:line",
           any(r["key"] == "Leak.grow (leak.ml:3:2-20)" for r in j["rows"]))
