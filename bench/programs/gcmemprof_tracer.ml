@@ -14,7 +14,7 @@
    - [buf]/[pos]: one Bytes buffer of [buf_size] bytes, flushed to the output
      channel when an event might not fit.  Writing to a fixed buffer keeps
      the per-event cost at a few stores.
-   - [addr_codes]: Hashtbl from raw return address to a small integer code.
+   - [addr_codes]: hash table from raw return address to a small integer code.
      An address is decoded (Printexc.backtrace_slots_of_raw_entry, which may
      expand to several inlined frames) and its locations written out once,
      as a 'L' record, the first time it is seen; afterwards an event names it
@@ -57,7 +57,15 @@ let n_promote = ref 0
 let n_collect = ref 0
 let bytes_written = ref 0
 
-let addr_codes : (int, int) Hashtbl.t = Hashtbl.create 4096
+(* Return addresses are ints: a specialised table avoids the polymorphic
+   hash and compare on every frame of every sample. *)
+module Addr_tbl = Hashtbl.Make (struct
+    type t = int
+    let equal = Int.equal
+    let hash x = (x * 0x9E3779B1) lsr 8 land max_int
+  end)
+
+let addr_codes : int Addr_tbl.t = Addr_tbl.create 4096
 let strings : (string, int) Hashtbl.t = Hashtbl.create 1024
 let prev : Printexc.raw_backtrace_entry array ref = ref [||]
 
@@ -104,8 +112,8 @@ let string_id s =
 (* Decode a return address into its (possibly inlined) frames and write the
    'L' record defining its code. *)
 let define_addr (e : Printexc.raw_backtrace_entry) =
-  let code = Hashtbl.length addr_codes in
-  Hashtbl.add addr_codes (e :> int) code;
+  let code = Addr_tbl.length addr_codes in
+  Addr_tbl.add addr_codes (e :> int) code;
   let slots =
     match Printexc.backtrace_slots_of_raw_entry e with
     | Some s -> s
@@ -132,7 +140,7 @@ let define_addr (e : Printexc.raw_backtrace_entry) =
   code
 
 let addr_code (e : Printexc.raw_backtrace_entry) =
-  match Hashtbl.find_opt addr_codes (e :> int) with
+  match Addr_tbl.find_opt addr_codes (e :> int) with
   | Some c -> c
   | None -> define_addr e
 
@@ -149,12 +157,13 @@ let record_alloc tag (info : Gc.Memprof.allocation) =
   (* Outermost frames shared with the previous sample. *)
   let shared = ref 0 in
   while !shared < n && !shared < pn
-        && stack.(n - 1 - !shared) = p.(pn - 1 - !shared) do
+        && (stack.(n - 1 - !shared) :> int) = (p.(pn - 1 - !shared) :> int) do
     incr shared
   done;
   let nnew = n - !shared in
-  (* Define unseen addresses before the event that uses them. *)
-  let codes = Array.init nnew (fun i -> addr_code stack.(i)) in
+  (* Define unseen addresses before the event that uses them; the second
+     lookup below then always hits. *)
+  for i = 0 to nnew - 1 do ignore (addr_code stack.(i)) done;
   reserve (1 + 10 * 5 + 1 + 10 * nnew);
   put_byte (Char.code tag);
   put_uvar info.size;
@@ -162,7 +171,9 @@ let record_alloc tag (info : Gc.Memprof.allocation) =
   put_byte (source_byte info.source);
   put_uvar !shared;
   put_uvar nnew;
-  Array.iter put_uvar codes;
+  for i = 0 to nnew - 1 do
+    put_uvar (Addr_tbl.find addr_codes (stack.(i) :> int))
+  done;
   prev := stack;
   let id = !next_id in
   incr next_id;
@@ -235,4 +246,4 @@ let stop () =
         "gcmemprof: samples=%d allocs=%d promotes=%d collects=%d \
          locations=%d bytes=%d\n%!"
         !samples !n_alloc !n_promote !n_collect
-        (Hashtbl.length addr_codes) !bytes_written
+        (Addr_tbl.length addr_codes) !bytes_written
