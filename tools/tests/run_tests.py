@@ -398,6 +398,40 @@ def test_ctf_from_memprof(path, top_memprof):
     check("memprof -> CTF keeps top's numbers", j["rows"] == top_memprof["rows"])
 
 
+def test_multidomain():
+    """Two-domain v3 file (tests/make_v3_multidomain.py): per-domain decoder
+    state, disjoint id ranges, cross-domain collections with negative id
+    deltas; then merged into one v2 stream by the ctf export."""
+    path = os.path.join(OUT, "multi.v3.ctf")
+    r = run([sys.executable, os.path.join(HERE, "make_v3_multidomain.py"),
+             os.path.dirname(CHECKER), path, "5000"])
+    if r.returncode != 0:
+        check("make_v3_multidomain.py", False, r.stderr)
+        return
+    want = json.loads(r.stdout)
+    j = tool_json("info", "--json", path)
+    doms = {d["domain"]: d for d in j["domains"]}
+    check("v3 multi-domain: per-domain counts",
+          j["version"] == 3 and doms[0]["alloc"] == want["A.f"] and doms[1]["alloc"] == want["B.g"]
+          and doms[0]["collect"] == want["collected"] and j["unknown_collections"] == 0,
+          json.dumps(j["domains"]))
+    t = rows_by_key(tool_json("top", "--json", path))
+    live_b = 2 * (want["B.g"] - want["collected"])
+    check("v3 multi-domain: top samples and live (inlined innermost frame is the site)",
+          t["A.f"]["samples"] == want["A.f"] and t["A.f"]["live_samples"] == want["A.f"]
+          and t["B.inlined"]["samples"] == 2 * want["B.g"] and t["B.inlined"]["live_samples"] == live_b,
+          json.dumps(t)[:300])
+    check("v3 multi-domain: --domain 1", keys("--domain", "1", path) == {"B.inlined"})
+    v2 = os.path.join(OUT, "multi-merged.v2.ctf")
+    r = tool("ctf", "-o", v2, path)
+    rc, cc, text = checker_counts(v2)
+    check("v3 multi-domain merged into v2 passes mtctf_check with viewer rules",
+          r.returncode == 0 and rc == 0 and "viewer rules: ok" in text
+          and cc["allocs"] == want["allocs"] and cc["collections"] == want["collected"], text)
+    check("merged v2 has the same top as the v3 input",
+          tool_json("top", "--json", v2)["rows"] == tool_json("top", "--json", path)["rows"])
+
+
 def test_robustness(files):
     rnd = random.Random(42)
     cases = []
@@ -469,6 +503,7 @@ def main():
         if os.path.isdir(UP):
             test_pprof(os.path.join(UP, name), "upstream-v2")
     files = test_synthetic()
+    test_multidomain()
     test_robustness(files)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
