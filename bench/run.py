@@ -359,8 +359,15 @@ def measure_alloc_words(runner, scale_of):
 
 
 def trace_record(runner, cfg, r, trace, verify=False):
-    """Size and sample count of the trace one run wrote."""
+    """Size and sample count of the trace one run wrote, and what the run
+    said on stderr besides the harness's own lines (a runtime complaining
+    about its OCAMLRUNPARAM, an I/O error...)."""
     rec = {"bytes": os.path.getsize(trace) if trace and os.path.exists(trace) else 0}
+    other = [l for l in r.stderr.splitlines()
+             if l.strip() and not l.startswith(("gcmemprof: ", "bench-stats: "))
+             and not l.startswith("==")]   # valgrind's own lines
+    if other:
+        rec["stderr"] = other[:5]
     if cfg["tracer"] == "gcmemprof":
         m = GCMEMPROF_RE.search(r.stderr)
         if m:
@@ -628,6 +635,37 @@ def derive(data):
             "bytes_per_sample_median": statistics.median(bps) if bps else None,
             "bytes_per_sample_max": max(bps) if bps else None,
         }
+    # Anything that makes a traced figure suspect, listed in results.md.
+    problems = []
+    for prog, cells in res.items():
+        for cname, cell in cells.items():
+            for key in ("trace", "instr_trace"):
+                rec = cell.get(key)
+                if not rec:
+                    continue
+                where = "%s %s (%s run)" % (prog, cname, "wall" if key == "trace" else "valgrind")
+                info = rec.get("info") or {}
+                if info.get("error"):
+                    problems.append("%s: %s" % (where, info["error"]))
+                if rec.get("samples") is None and not info.get("error"):
+                    problems.append("%s: no sample count" % where)
+                if info.get("truncated"):
+                    problems.append("%s: trace truncated" % where)
+                if info.get("lost_samples"):
+                    problems.append("%s: %d samples lost" % (where, info["lost_samples"]))
+                if rec.get("stderr"):
+                    problems.append("%s: stderr: %s" % (where, " / ".join(rec["stderr"])))
+    for cname, progs in d["tracing"].items():
+        for prog, t in progs.items():
+            z = t.get("wall", {}).get("z")
+            if z is not None and abs(z) > 4:
+                problems.append("%s %s: samples %d vs %.0f expected (z = %+.1f)" % (
+                    prog, cname, t["wall"]["observed_samples"],
+                    t["wall"]["expected_samples"], z))
+        dom = progs.get("domains4", {}).get("wall", {}).get("domains")
+        if dom is not None and dom < 4:
+            problems.append("domains4 %s: only %d domain(s) in the trace" % (cname, dom))
+    d["problems"] = problems
     data["derived"] = d
 
 
@@ -759,6 +797,13 @@ def render_md(data):
     else:
         L.append("Not measured%s.\n" % (": " + str(tool.get("error")) if tool else
                                          " (no ocaml-memprof or no trace)"))
+
+    L.append("## Problems\n")
+    if d["problems"]:
+        L.append("\n".join("- " + p for p in d["problems"]) + "\n")
+    else:
+        L.append("None: every traced run wrote a complete trace, no samples lost, "
+                 "sample counts within 4σ of the expectation, nothing on stderr.\n")
 
     L.append("## Targets (issue 6)\n")
     L.append(targets_table(data) + "\n")
