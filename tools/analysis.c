@@ -394,10 +394,8 @@ static uint32_t stack_node(an_ctx *c, const uint32_t *s, uint32_t len)
          s[len - 1 - common] == c->prev[plen - 1 - common])
     common++;
   if (len > c->prev_cap) {
-    size_t cap = c->prev_cap;
     grow_array((void **)&c->prev, &c->prev_cap, len, sizeof *c->prev);
     c->path = xrealloc(c->path, c->prev_cap * sizeof *c->path);
-    (void)cap;
   }
   /* path[k] = node after the k+1 outermost frames (indexed from the
      outer end, so the shared part stays valid when lengths differ). */

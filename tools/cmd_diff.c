@@ -115,16 +115,16 @@ int cmd_diff(int argc, char **argv)
   double tot_alloc[2] = { 0, 0 }, tot_live[2] = { 0, 0 };
   for (int side = 0; side < 2; side++) {
     an_ctx *c = an_open(paths[side], &f);
-    if (!c) { strpool_free(a.keys); free(a.rows); return 1; }
+    if (!c) { strpool_free(a.keys); free(a.rows); an_filter_free(&f); return 1; }
     a.side = side;
     an_callbacks cb = { &a, NULL, on_sample };
     int rc = an_run(c, &cb);
     an_close(c);
-    if (rc) { strpool_free(a.keys); free(a.rows); return rc; }
+    if (rc) { strpool_free(a.keys); free(a.rows); an_filter_free(&f); return rc; }
   }
   for (size_t i = 0; i < a.n; i++)
     for (int s = 0; s < 2; s++) { tot_alloc[s] += a.rows[i].alloc[s]; tot_live[s] += a.rows[i].live[s]; }
-  qsort(a.rows, a.n, sizeof *a.rows, cmp);
+  if (a.n) qsort(a.rows, a.n, sizeof *a.rows, cmp);
   size_t shown = limit && (size_t)limit < a.n ? (size_t)limit : a.n;
   FILE *o = out_open(out);
   if (mode == OUT_JSON) {

@@ -185,7 +185,7 @@ int cmd_flamegraph(int argc, char **argv)
   nodeagg_init(&agg, live_at);
   an_callbacks cb = { &agg, NULL, on_sample };
   int rc = an_run(c, &cb);
-  if (rc) { an_close(c); return rc; }
+  if (rc) { nodeagg_free(&agg); an_filter_free(&f); an_close(c); return rc; }
 
   /* Re-key the call tree by frame names.  Call-tree nodes are created
      parent first, so parents are mapped before their children. */

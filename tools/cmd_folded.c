@@ -90,7 +90,7 @@ int cmd_folded(int argc, char **argv)
   nodeagg_init(&agg, live_at);
   an_callbacks cb = { &agg, NULL, on_sample };
   int rc = an_run(c, &cb);
-  if (rc) { an_close(c); return rc; }
+  if (rc) { nodeagg_free(&agg); an_filter_free(&f); an_close(c); return rc; }
   FILE *o = out_open(out);
   const an_node *nodes = an_nodes(c);
   uint32_t nn = an_node_count(c);

@@ -144,7 +144,14 @@ int cmd_leaks(int argc, char **argv)
   u64map_init(&a.idx, 256);
   an_callbacks cb = { &a, NULL, on_sample };
   int rc = an_run(c, &cb);
-  if (rc) { an_close(c); return rc; }
+  if (rc) {
+    for (size_t i = 0; i < a.n; i++) { tcurve_free(&a.s[i].live); tcurve_free(&a.s[i].surv); }
+    free(a.s);
+    u64map_free(&a.idx);
+    an_filter_free(&f);
+    an_close(c);
+    return rc;
+  }
 
   uint64_t end = an_get_stats(c)->end_time;
   uint64_t W = WIDTH0;
@@ -179,7 +186,7 @@ int cmd_leaks(int argc, char **argv)
       if (b1 >= win.lo && b0 <= win.hi) s->window_bytes += sv[j];
     }
   }
-  qsort(a.s, a.n, sizeof *a.s, by_score);
+  if (a.n) qsort(a.s, a.n, sizeof *a.s, by_score);
   size_t shown = 0;
   for (size_t i = 0; i < a.n && (limit == 0 || (long)shown < limit); i++)
     if (a.s[i].score >= min_score) shown++;

@@ -159,7 +159,7 @@ int cmd_pprof(int argc, char **argv)
   nodeagg_init(&agg, live_at);
   an_callbacks cb = { &agg, NULL, on_sample };
   int rc = an_run(c, &cb);
-  if (rc) { an_close(c); return rc; }
+  if (rc) { nodeagg_free(&agg); an_filter_free(&f); an_close(c); return rc; }
 
   const ti_header *h = an_header(c);
   tables t;

@@ -191,7 +191,13 @@ int cmd_timeline(int argc, char **argv)
   tcurve_init(&a.alloc, (uint32_t)bins * 2, 1000);
   an_callbacks cb = { &a, on_event, on_sample };
   int rc = an_run(c, &cb);
-  if (rc) { an_close(c); return rc; }
+  if (rc) {
+    free(a.gc); free(a.compact);
+    tcurve_free(&a.live); tcurve_free(&a.alloc);
+    an_filter_free(&f);
+    an_close(c);
+    return rc;
+  }
   uint64_t end = an_get_stats(c)->end_time;
   tcurve_cover(&a.live, end);
   tcurve_cover(&a.alloc, end);

@@ -149,7 +149,13 @@ int cmd_top(int argc, char **argv)
   nodeagg_init(&agg, live_at);
   an_callbacks cb = { &agg, NULL, on_sample };
   int rc = an_run(c, &cb);
-  if (rc) { an_close(c); return rc; }
+  if (rc) {
+    nodeagg_free(&agg);
+    if (rel) regfree(&m.re);
+    an_filter_free(&f);
+    an_close(c);
+    return rc;
+  }
 
   /* Nodes -> rows. */
   const an_node *nodes = an_nodes(c);
@@ -193,7 +199,7 @@ int cmd_top(int argc, char **argv)
     }
     add_stat(&rows[*r].s, &s);
   }
-  qsort(rows, nrows, sizeof *rows, cmp_rows);
+  if (nrows) qsort(rows, nrows, sizeof *rows, cmp_rows);
   size_t shown = limit && (size_t)limit < nrows ? (size_t)limit : nrows;
 
   const ti_header *h = an_header(c);

@@ -510,6 +510,8 @@ int ctf_reader_next(ctf_reader *r, mpt_event *ev)
     uint64_t t;
     if (event_time(r, w, &t) < 0) return CTF_ERR;
     if (t < d->last_time) return fail(r, "event timestamps not monotone");
+    if (t - r->hdr.start_us > UINT64_MAX / 1000)
+      return fail(r, "event time too far from the trace start");
     d->last_time = t;
     r->events_in_packet++;
     unsigned type = w >> 25;
