@@ -432,6 +432,59 @@ def test_multidomain():
           tool_json("top", "--json", v2)["rows"] == tool_json("top", "--json", path)["rows"])
 
 
+def test_runtime_trace():
+    """A real trace from the 5.3.0+memprof runtime: tests/leaky.ml leaks
+    8 words per step in leak_step and churns 11 in churn_step.  Needs the
+    patched compiler (OCAMLMEMPROF_BIN, default ../_install/bin)."""
+    bindir = os.environ.get("OCAMLMEMPROF_BIN", os.path.join(TOOLS, "..", "_install", "bin"))
+    ocamlopt = os.path.join(bindir, "ocamlopt")
+    if not os.access(ocamlopt, os.X_OK):
+        print("skip runtime-trace tests: no %s (build the compiler first)" % ocamlopt)
+        return
+    work = os.path.join(OUT, "leaky")
+    os.makedirs(work, exist_ok=True)
+    shutil.copy(os.path.join(HERE, "leaky.ml"), work)
+    r = run([ocamlopt, "-g", "-I", "+unix", "unix.cmxa", "leaky.ml", "-o", "leaky.exe"], cwd=work)
+    check("compile tests/leaky.ml with the patched compiler", r.returncode == 0, r.stderr[-500:])
+    if r.returncode != 0:
+        return
+    steps, rate = 300000, 1e-3
+    for compress in ("0", "1"):
+        trace = os.path.join(work, "leaky-%s.trace" % compress)
+        env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=%g,memprof_seed=7,"
+                   "memprof_compress=%s" % (trace, rate, compress))
+        r = run([os.path.join(work, "leaky.exe"), str(steps)], env=env, cwd=work)
+        check("traced run of leaky.exe (compress=%s)" % compress,
+              r.returncode == 0 and os.path.exists(trace), r.stderr[-300:])
+        if r.returncode != 0 or not os.path.exists(trace):
+            continue
+        j = tool_json("info", "--json", trace)
+        check("runtime trace: memprof format, not truncated, samples > 0 (compress=%s)" % compress,
+              j["format"] == "5.3.0+memprof" and not j["truncated"] and j["samples"] > 0,
+              json.dumps(j)[:300])
+        t = tool_json("top", "--json", "-n", "0", trace)
+        rows = {r_["key"]: r_ for r_ in t["rows"]}
+        leak = [v for k, v in rows.items() if "leak_step" in k]
+        churn = [v for k, v in rows.items() if "churn_step" in k]
+        check("runtime trace: leak_step volume within 4.5 sd of 8 words/step (compress=%s)" % compress,
+              len(leak) == 1 and within(leak[0]["alloc_bytes"], 8 * steps, rate),
+              str(leak and leak[0]["alloc_bytes"]) + " vs %d" % (64 * steps))
+        check("runtime trace: churn_step volume within 4.5 sd of 11 words/step (compress=%s)" % compress,
+              len(churn) == 1 and within(churn[0]["alloc_bytes"], 11 * steps, rate),
+              str(churn and churn[0]["alloc_bytes"]) + " vs %d" % (88 * steps))
+        check("runtime trace: leak all live at end, churn none (compress=%s)" % compress,
+              leak and churn and leak[0]["live_bytes"] == leak[0]["alloc_bytes"]
+              and churn[0]["live_bytes"] < 0.05 * churn[0]["alloc_bytes"])
+        lk = tool_json("leaks", "--json", trace)
+        check("runtime trace: leaks ranks leak_step first (compress=%s)" % compress,
+              lk["sites"] and "leak_step" in lk["sites"][0]["site"], json.dumps(lk["sites"][:2])[:300])
+        out = os.path.join(work, "leaky.ctf")
+        r = tool("ctf", "-o", out, trace)
+        rc, cc, text = checker_counts(out)
+        check("runtime trace -> CTF passes mtctf_check with viewer rules (compress=%s)" % compress,
+              r.returncode == 0 and rc == 0 and "viewer rules: ok" in text, r.stderr + text[-300:])
+
+
 def test_robustness(files):
     rnd = random.Random(42)
     cases = []
@@ -504,6 +557,7 @@ def main():
             test_pprof(os.path.join(UP, name), "upstream-v2")
     files = test_synthetic()
     test_multidomain()
+    test_runtime_trace()
     test_robustness(files)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
