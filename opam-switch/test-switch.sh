@@ -111,7 +111,7 @@ start=$(date +%s)
 OCAMLRUNPARAM="memprof=$trace,memprof_rate=1e-4" ./_build/default/bin/pageserver.exe \
   > "$log" 2>&1 || fail "pageserver.exe exited with an error"
 grep -q '^served 250000 requests' "$log" || fail "pageserver.exe did not serve all requests"
-echo "$prog: step $step ($name) ok in $(($(date +%s) - start)) s: $(head -n 1 "$log")"
+echo "$prog: step $step ($name) ok in $(($(date +%s) - start)) s: $(grep -m 1 '^served' "$log")"
 
 # --- the trace ----------------------------------------------------------------
 step=$((step + 1)) name=trace-written log=/dev/null

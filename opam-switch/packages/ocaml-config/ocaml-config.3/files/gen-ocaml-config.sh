@@ -34,10 +34,14 @@ bool() { if "$@" >/dev/null 2>&1; then echo true; else echo false; fi; }
 
 native=$(bool command -v ocamlopt)
 native_tools=$(bool sh -c 'command -v ocamlc.opt && command -v ocamlopt.opt')
+# OCaml 5 calls it native_dynlink, OCaml 4 natdynlink_supported; -config-var
+# prints nothing for a name the compiler does not know.
 native_dynlink=false
-if [ "$native" = true ] &&
-   [ "$(ocamlc -config-var natdynlink_supported)" = true ]; then
-  native_dynlink=true
+if [ "$native" = true ]; then
+  dynlink=$(ocamlc -config-var native_dynlink 2>/dev/null || true)
+  [ -n "$dynlink" ] ||
+    dynlink=$(ocamlc -config-var natdynlink_supported 2>/dev/null || true)
+  if [ "$dynlink" = true ]; then native_dynlink=true; fi
 fi
 stubsdir="$(ocamlc -where)/stublibs"
 case $ocamlc in
