@@ -29,8 +29,10 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.dirname(HERE)
-TOOL = os.path.join(TOOLS, "ocaml-memprof")
-GEN = os.path.join(TOOLS, "build", "gen_trace")
+# The binaries under test: the normal build, or another one (check-asan).
+TOOL = os.path.join(TOOLS, os.environ.get("OCAML_MEMPROF", "ocaml-memprof"))
+BUILD = os.path.join(TOOLS, os.environ.get("TOOLS_BUILD", "build"))
+GEN = os.path.join(BUILD, "gen_trace")
 SHARED = os.environ.get("SHARED_DIR", os.path.join(TOOLS, "..", "..", "shared"))
 UP = os.path.join(SHARED, "testdata", "memtrace-upstream")
 CHECKER = os.path.join(SHARED, "spec", "tools", "mtctf_check.py")
@@ -245,7 +247,7 @@ def test_synthetic():
 
 
 def test_example(path, top):
-    r = run([os.path.join(TOOLS, "build", "sites"), path])
+    r = run([os.path.join(BUILD, "sites"), path])
     got = {}
     for line in r.stdout.splitlines():
         v, _, fn = line.split(None, 2)
