@@ -6,8 +6,9 @@
    found through a map keyed by the interned key pointer:
    - a tcurve of live-bytes differences (+b at allocation, -b at
      collection), so levels are the site's estimated live bytes over time;
-   - a tcurve of survivors by allocation time (+b at allocation of blocks
-     live at the end), so any window can be evaluated after the run;
+   - tcurves of survivors by allocation time (+bytes and +samples at the
+     allocation of blocks live at the end), so any window can be evaluated
+     after the run, to the resolution of one bin;
    - counts and first/last allocation time of surviving samples.
    All curves are brought to one bin width at the end.
 
@@ -31,10 +32,11 @@
 
 typedef struct {
   const char *key;
-  tcurve live, surv;
+  tcurve live, surv, survn;
   double alloc_samples, live_end_samples;
   uint64_t first_surv, last_surv;   /* allocation times of survivors */
-  double slope, r2, score, window_bytes, end_bytes;
+  double slope, r2, score, window_bytes, window_samples, end_bytes;
+  uint64_t window_first, window_last;  /* bin bounds of window survivors */
 } site;
 
 typedef struct {
@@ -60,6 +62,7 @@ static void on_sample(void *u, an_ctx *c, const an_sample *smp)
     s->first_surv = AN_NEVER;
     tcurve_init(&s->live, LEAK_BINS, WIDTH0);
     tcurve_init(&s->surv, LEAK_BINS, WIDTH0);
+    tcurve_init(&s->survn, LEAK_BINS, WIDTH0);
     u64map_put(&a->idx, (uint64_t)(uintptr_t)key, (uint32_t)a->n++);
   }
   double b = an_bytes(c, smp->nsamples);
@@ -70,6 +73,7 @@ static void on_sample(void *u, an_ctx *c, const an_sample *smp)
   } else {
     s->live_end_samples += smp->nsamples;
     tcurve_add(&s->surv, smp->t_alloc, b);
+    tcurve_add(&s->survn, smp->t_alloc, smp->nsamples);
     if (smp->t_alloc < s->first_surv) s->first_surv = smp->t_alloc;
     if (smp->t_alloc > s->last_surv || s->last_surv == 0) s->last_surv = smp->t_alloc;
   }
@@ -80,6 +84,13 @@ static int by_score(const void *x, const void *y)
   const site *a = x, *b = y;
   if (a->score != b->score) return a->score < b->score ? 1 : -1;
   if (a->end_bytes != b->end_bytes) return a->end_bytes < b->end_bytes ? 1 : -1;
+  return strcmp(a->key, b->key);
+}
+
+static int by_window(const void *x, const void *y)
+{
+  const site *a = x, *b = y;
+  if (a->window_bytes != b->window_bytes) return a->window_bytes < b->window_bytes ? 1 : -1;
   return strcmp(a->key, b->key);
 }
 
@@ -145,7 +156,7 @@ int cmd_leaks(int argc, char **argv)
   an_callbacks cb = { &a, NULL, on_sample };
   int rc = an_run(c, &cb);
   if (rc) {
-    for (size_t i = 0; i < a.n; i++) { tcurve_free(&a.s[i].live); tcurve_free(&a.s[i].surv); }
+    for (size_t i = 0; i < a.n; i++) { tcurve_free(&a.s[i].live); tcurve_free(&a.s[i].surv); tcurve_free(&a.s[i].survn); }
     free(a.s);
     u64map_free(&a.idx);
     an_filter_free(&f);
@@ -165,6 +176,7 @@ int cmd_leaks(int argc, char **argv)
     site *s = &a.s[i];
     tcurve_coarsen(&s->live, W);
     tcurve_coarsen(&s->surv, W);
+    tcurve_coarsen(&s->survn, W);
     tcurve_levels(&s->live, lv);
     double tm = 0, lm = 0;
     for (uint32_t j = 0; j < m; j++) { tm += (j + 1) * (double)W / 1e9; lm += lv[j]; }
@@ -180,10 +192,16 @@ int cmd_leaks(int argc, char **argv)
     s->end_bytes = an_bytes(c, s->live_end_samples);
     /* Survivors allocated in the window, to bin resolution. */
     memcpy(sv, s->surv.d, sizeof sv);
-    s->window_bytes = 0;
+    s->window_bytes = s->window_samples = 0;
+    s->window_first = AN_NEVER;
+    s->window_last = 0;
     for (uint32_t j = 0; j < LEAK_BINS; j++) {
       uint64_t b0 = j * W, b1 = (j + 1) * W - 1;
-      if (b1 >= win.lo && b0 <= win.hi) s->window_bytes += sv[j];
+      if (b1 < win.lo || b0 > win.hi || sv[j] <= 0) continue;
+      s->window_bytes += sv[j];
+      s->window_samples += s->survn.d[j];
+      if (s->window_first == AN_NEVER) s->window_first = b0 > win.lo ? b0 : win.lo;
+      s->window_last = b1 < win.hi ? b1 : win.hi;
     }
   }
   if (a.n) qsort(a.s, a.n, sizeof *a.s, by_score);
@@ -202,20 +220,20 @@ int cmd_leaks(int argc, char **argv)
       json_str(o, s->key);
       fprintf(o, ", \"score\": %.0f, \"slope_bytes_per_s\": %.1f, \"r2\": %.4f, "
               "\"live_end_bytes\": %.0f, \"live_end_samples\": %.0f, \"alloc_samples\": %.0f, "
-              "\"window_survivor_bytes\": %.0f, \"first_survivor_s\": %.6f, \"last_survivor_s\": %.6f}",
+              "\"window_survivor_bytes\": %.0f, \"window_survivor_samples\": %.0f, \"first_survivor_s\": %.6f, \"last_survivor_s\": %.6f}",
               s->score, s->slope, s->r2, s->end_bytes, s->live_end_samples, s->alloc_samples,
-              s->window_bytes, s->first_surv == AN_NEVER ? 0 : s->first_surv / 1e9,
-              s->last_surv / 1e9);
+              s->window_bytes, s->window_samples,
+              s->first_surv == AN_NEVER ? 0 : s->first_surv / 1e9, s->last_surv / 1e9);
     }
     fprintf(o, "\n]}\n");
   } else if (mode == OUT_CSV) {
     fprintf(o, "site,score,slope_bytes_per_s,r2,live_end_bytes,live_end_samples,alloc_samples,"
-               "window_survivor_bytes,first_survivor_s,last_survivor_s\n");
+               "window_survivor_bytes,window_survivor_samples,first_survivor_s,last_survivor_s\n");
     for (size_t i = 0; i < shown; i++) {
       site *s = &a.s[i];
       csv_str(o, s->key);
-      fprintf(o, ",%.0f,%.1f,%.4f,%.0f,%.0f,%.0f,%.0f,%.6f,%.6f\n", s->score, s->slope, s->r2,
-              s->end_bytes, s->live_end_samples, s->alloc_samples, s->window_bytes,
+      fprintf(o, ",%.0f,%.1f,%.4f,%.0f,%.0f,%.0f,%.0f,%.0f,%.6f,%.6f\n", s->score, s->slope, s->r2,
+              s->end_bytes, s->live_end_samples, s->alloc_samples, s->window_bytes, s->window_samples,
               s->first_surv == AN_NEVER ? 0 : s->first_surv / 1e9, s->last_surv / 1e9);
     }
   } else {
@@ -236,17 +254,23 @@ int cmd_leaks(int argc, char **argv)
     }
     fprintf(o, "\nAllocated in [%.3f s, %.3f s] and still live at the end:\n",
             win.lo / 1e9, win.hi == UINT64_MAX ? dur : win.hi / 1e9);
-    /* Reuse the order by score but print only sites with survivors. */
+    fprintf(o, "%10s %8s %17s  %s\n", "bytes", "samples", "allocated (s)", "site");
+    /* Largest survivors first; times to the resolution of one bin. */
+    if (a.n) qsort(a.s, a.n, sizeof *a.s, by_window);
     size_t printed = 0;
     for (size_t i = 0; i < a.n && (limit == 0 || (long)printed < limit); i++) {
-      if (a.s[i].window_bytes <= 0) continue;
-      fprintf(o, "%10s  %s\n", human_bytes(a.s[i].window_bytes, b4, sizeof b4), a.s[i].key);
+      site *s = &a.s[i];
+      if (s->window_bytes <= 0) continue;
+      char span[40];
+      snprintf(span, sizeof span, "%.3f-%.3f", s->window_first / 1e9, s->window_last / 1e9);
+      fprintf(o, "%10s %8.0f %17s  %s\n", human_bytes(s->window_bytes, b4, sizeof b4),
+              s->window_samples, span, s->key);
       printed++;
     }
     if (!printed) fprintf(o, "  (none)\n");
   }
   rc = out_close(o, out);
-  for (size_t i = 0; i < a.n; i++) { tcurve_free(&a.s[i].live); tcurve_free(&a.s[i].surv); }
+  for (size_t i = 0; i < a.n; i++) { tcurve_free(&a.s[i].live); tcurve_free(&a.s[i].surv); tcurve_free(&a.s[i].survn); }
   free(a.s);
   u64map_free(&a.idx);
   an_filter_free(&f);
