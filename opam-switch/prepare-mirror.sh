@@ -67,12 +67,13 @@ system_debian_mirror() {
 
 # Downloads the ocaml-dune source package from Debian 13 (trixie) with a
 # private apt configuration: the system's sources, lists and cache are left
-# untouched. Prints nothing; leaves the orig tarball in $1.
+# untouched. Leaves the orig tarball in $1.
 fetch_dune_from_debian() {
   dest=$1
+  hint="without network, put dune-$dune_version.tbz in $cache or set DUNE_TARBALL"
   mirror=${DEBIAN_MIRROR:-$(system_debian_mirror)}
   [ -n "$mirror" ] ||
-    die "no Debian mirror found in the apt sources; set DEBIAN_MIRROR or DUNE_TARBALL"
+    die "no Debian mirror found in the apt sources; set DEBIAN_MIRROR; $hint"
   work=$(mktemp -d)
   mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/src"
   keyring=/usr/share/keyrings/debian-archive-keyring.gpg
@@ -83,9 +84,9 @@ fetch_dune_from_debian() {
     -o APT::Sandbox::User="$(id -un)" -o Debug::NoLocking=1 -q
   echo "$prog: downloading dune's source (Debian 13 ocaml-dune) from $mirror"
   apt-get "$@" update > "$work/log" 2>&1 ||
-    { cat "$work/log" >&2; rm -rf "$work"; die "apt-get update (Debian 13 sources) failed"; }
+    { cat "$work/log" >&2; rm -rf "$work"; die "apt-get update (Debian 13 sources) failed; $hint"; }
   (cd "$work/src" && apt-get "$@" source --download-only ocaml-dune) >> "$work/log" 2>&1 ||
-    { cat "$work/log" >&2; rm -rf "$work"; die "apt-get source ocaml-dune failed"; }
+    { cat "$work/log" >&2; rm -rf "$work"; die "apt-get source ocaml-dune failed (no network?); $hint"; }
   orig="$work/src/ocaml-dune_$dune_version.orig.tar.bz2"
   [ -f "$orig" ] || {
     ls "$work/src" >&2
