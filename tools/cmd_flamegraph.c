@@ -103,7 +103,7 @@ static const char page_js[] =
   "var view='flame',zoom=null,re=null,svg=document.getElementById('fg'),tip=document.getElementById('tip');\n"
   "var RH=17,W=1200;\n"
   "function depth(n){var d=0;n.kids.forEach(function(k){d=Math.max(d,depth(k));});return d+1;}\n"
-  "function render(){W=Math.max(400,(svg.parentNode.clientWidth||1200)-20);\n"
+  "function render(keep){W=Math.max(400,(svg.parentNode.clientWidth||1200)-20);\n"
   " var root=trees[view],z=zoom||root,path=[];\n"
   " (function find(n,acc){if(n===z){path=acc.concat([n]);return true;}"
   "var r=false;n.kids.forEach(function(k){if(!r)r=find(k,acc.concat([n]));});return r;})(root,[]);\n"
@@ -133,14 +133,15 @@ static const char page_js[] =
   " function recm(n){if(re&&re.test(n.name)){return n.value;}var s=0;n.kids.forEach(function(k){s+=recm(k);});return s;}\n"
   " rec(z,0,W,path.length-1);\n"
   " document.getElementById('info').textContent=re?('matched '+(100*recm(root)/total).toFixed(2)+'% ('+fmt(recm(root))+')'):('total '+fmt(root.value));\n"
-  " document.getElementById('title').textContent=D.title+' ('+D.what+')';}\n"
+  " document.getElementById('title').textContent=D.title+' ('+D.what+')';\n"
+  " if(!keep)window.scrollTo(0,view==='flame'?document.body.scrollHeight:0);}\n"
   "function setView(v){view=v;zoom=null;document.getElementById('vflame').className=v==='flame'?'on':'';"
   "document.getElementById('vicicle').className=v==='icicle'?'on':'';render();}\n"
   "document.getElementById('vflame').onclick=function(){setView('flame');};\n"
   "document.getElementById('vicicle').onclick=function(){setView('icicle');};\n"
   "document.getElementById('reset').onclick=function(){zoom=null;render();};\n"
-  "document.getElementById('q').oninput=function(){var v=this.value;try{re=v?new RegExp(v):null;}catch(e){re=null;}render();};\n"
-  "window.onresize=render;setView(location.hash==='#icicle'?'icicle':'flame');\n"
+  "document.getElementById('q').oninput=function(){var v=this.value;try{re=v?new RegExp(v):null;}catch(e){re=null;}render(true);};\n"
+  "window.onresize=function(){render(true);};setView(location.hash==='#icicle'?'icicle':'flame');\n"
   "</script></body></html>\n";
 
 static const char usage[] =
