@@ -66,16 +66,16 @@ def tool_json(*args):
     return json.loads(r.stdout)
 
 
-# README table: packets, loc pkts, allocs, short, long, promotions,
-# collections, location events, max bt, largest packet.
+# README table: version, packets, loc pkts, allocs, promotions, collections,
+# location events, max bt, largest packet; then codes and span (s).
 UPSTREAM = {
-    "memtrace_master_test_ocamlopt.v3.ctf": (3, 31, 15, 1676, 257, 1566, 1950, 547, 11984),
-    "memtrace_v0.2.3_test_ocamlopt.v2.ctf": (2, 31, 15, 1676, 257, 1566, 1950, 547, 11982),
-    "memtrace_v0.2.3_examples_ocamlopt.v1.ctf": (1, 193, 106, 84270, 12007, 78758, 6356, 639, 28707),
-    "memtrace_v0.2.3_examples_lists_and_sets.v1.ctf": (1, 3, 1, 756, 216, 755, 22, 9982, 16729),
-    "memtrace_maketrace_examples_ocamlopt-1e4.v2.ctf": (2, 55, 27, 8217, 1160, 7692, 3480, 622, 28573),
-    "memtrace_maketrace_examples_ocamlopt-1e5.v2.ctf": (2, 25, 12, 827, 103, 772, 1493, 481, 7549),
-    "memtrace_viewer_master_test_server_test_trace.v2.ctf": (2, 3, 1, 54, 28, 26, 19, 46, 1226),
+    "memtrace_master_test_ocamlopt.v3.ctf": (3, 31, 15, 1676, 257, 1566, 1950, 547, 11984, 1949, 0.852),
+    "memtrace_v0.2.3_test_ocamlopt.v2.ctf": (2, 31, 15, 1676, 257, 1566, 1950, 547, 11982, 1949, 0.852),
+    "memtrace_v0.2.3_examples_ocamlopt.v1.ctf": (1, 193, 106, 84270, 12007, 78758, 6356, 639, 28707, 6336, 0.935),
+    "memtrace_v0.2.3_examples_lists_and_sets.v1.ctf": (1, 3, 1, 756, 216, 755, 22, 9982, 16729, 22, 0.013),
+    "memtrace_maketrace_examples_ocamlopt-1e4.v2.ctf": (2, 55, 27, 8217, 1160, 7692, 3480, 622, 28573, 3478, 0.669),
+    "memtrace_maketrace_examples_ocamlopt-1e5.v2.ctf": (2, 25, 12, 827, 103, 772, 1493, 481, 7549, 1492, 0.651),
+    "memtrace_viewer_master_test_server_test_trace.v2.ctf": (2, 3, 1, 54, 28, 26, 19, 46, 1226, 19, 0.002),
 }
 
 
@@ -89,7 +89,7 @@ def test_upstream():
     if not os.path.isdir(UP):
         check("upstream traces present at " + UP, False)
         return
-    for name, (ver, pk, lpk, al, pr, co, le, mbt, lp) in sorted(UPSTREAM.items()):
+    for name, (ver, pk, lpk, al, pr, co, le, mbt, lp, codes, span) in sorted(UPSTREAM.items()):
         path = os.path.join(UP, name)
         j = tool_json("info", "--json", path)
         ev, c = j["events"], j["ctf"]
@@ -97,6 +97,9 @@ def test_upstream():
                ev["collect"], c["location_events"], c["max_backtrace"], c["largest_packet"])
         check("info counts = README: " + name, got == (ver, pk, lpk, al, pr, co, le, mbt, lp),
               "%s != %s" % (got, (ver, pk, lpk, al, pr, co, le, mbt, lp)))
+        check("info distinct codes and span = README: " + name,
+              j["locations"] == codes and round(j["duration_s"], 3) == span,
+              "%s %s" % (j["locations"], j["duration_s"]))
         rc, cc, _ = checker_counts(path)
         check("info counts = mtctf_check: " + name,
               rc == 0 and (cc["allocs"], cc["promotions"], cc["collections"], cc["verified"])
