@@ -6,7 +6,9 @@
    Two tcurves (aggregate.h) over the kept samples: live-byte differences
    (levels = live heap) and allocated bytes per bin (rate = bin / width).
    GC events are few (one per major cycle), so they are kept as a list of
-   points; compaction and cycle times likewise.  The SVG is drawn by hand:
+   points; compaction and cycle times likewise.  Several streams may record
+   the same major cycle (docs/trace-format.md): cycles are counted once, by
+   their major_collections number, through a small set.  The SVG is drawn by hand:
    one panel, two y axes (bytes on the left, bytes/s on the right). */
 
 #include <math.h>
@@ -27,6 +29,7 @@ typedef struct {
   uint64_t *compact;
   size_t ncompact, ccap;
   uint32_t word_bytes;
+  u64map cycles_seen;          /* major_collections values already plotted */
 } tl_acc;
 
 static void on_event(void *u, an_ctx *c, const mpt_event *ev)
@@ -34,6 +37,8 @@ static void on_event(void *u, an_ctx *c, const mpt_event *ev)
   (void)c;
   tl_acc *a = u;
   if (ev->kind == MPT_EV_MAJOR_CYCLE) {
+    if (u64map_get(&a->cycles_seen, ev->heap.major_collections)) return;
+    u64map_put(&a->cycles_seen, ev->heap.major_collections, 1);
     grow_array((void **)&a->gc, &a->gccap, a->ngc + 1, sizeof *a->gc);
     a->gc[a->ngc++] = (gcpt){ ev->time_ns, (double)ev->heap.heap_words * a->word_bytes,
                               (double)ev->heap.live_words * a->word_bytes };
@@ -186,6 +191,7 @@ int cmd_timeline(int argc, char **argv)
   tl_acc a;
   memset(&a, 0, sizeof a);
   a.word_bytes = an_header(c)->word_bytes;
+  u64map_init(&a.cycles_seen, 64);
   /* 2x bins so that after the last doubling at least `bins` remain used. */
   tcurve_init(&a.live, (uint32_t)bins * 2, 1000);
   tcurve_init(&a.alloc, (uint32_t)bins * 2, 1000);
@@ -193,6 +199,7 @@ int cmd_timeline(int argc, char **argv)
   int rc = an_run(c, &cb);
   if (rc) {
     free(a.gc); free(a.compact);
+    u64map_free(&a.cycles_seen);
     tcurve_free(&a.live); tcurve_free(&a.alloc);
     an_filter_free(&f);
     an_close(c);
@@ -226,6 +233,7 @@ int cmd_timeline(int argc, char **argv)
   }
   rc = out_close(o, out);
   free(live); free(rate); free(a.gc); free(a.compact);
+  u64map_free(&a.cycles_seen);
   tcurve_free(&a.live);
   tcurve_free(&a.alloc);
   an_filter_free(&f);

@@ -15,7 +15,8 @@
      Ext.buffer   every 1000 steps a 100-word external (custom) block,
                   freed 500 steps later;
    a minor GC every 100 steps (promotes the leaked samples), a major cycle
-   every 1000 steps (heap statistics), one compaction at mid-run.
+   every 1000 steps (heap statistics; recorded again by stream 1 every other
+   cycle, as the runtime may), one compaction at mid-run.
    True volumes are printed on stdout as `site words` lines.
 
    Output: the 5.3.0+memprof format through the shared codec's encoder API
@@ -275,6 +276,10 @@ int main(int argc, char **argv)
                             (uint64_t)i / 100, (uint64_t)i / 1000, i >= steps / 2, 0 };
       need(&s, 0, 128);
       mpt_enc_major_cycle(&s.enc[0], t, &hs);
+      if (i % 2000 == 1999) {            /* domain 1 times its collections */
+        need(&s, 1, 128);
+        mpt_enc_major_cycle(&s.enc[1], t, &hs);
+      }
       if (i / 1000 == steps / 2000) {
         mpt_enc_simple(&s.enc[0], MPT_EV_COMPACT_BEGIN, t, 0);
         mpt_enc_simple(&s.enc[0], MPT_EV_COMPACT_END, t + 50, 0);
