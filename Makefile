@@ -39,11 +39,19 @@ $(B)/stage.stamp: $(B)/pristine.stamp $(OUR_FILES)
 	@touch $@
 
 # Sync by checksum; the stamp's time moves only when some file changed.
+# Upstream's make tracks C dependencies in the runtime, but not everything
+# else (e.g. a stdlib interface seen by the bootstrap compiler): when a file
+# other than our own runtime sources changes, the build tree is cleaned.
 $(B)/src.stamp: $(B)/stage.stamp
 	@mkdir -p $(SRC)
-	@changes=$$(rsync -rlc --itemize-changes $(STAGE)/ $(SRC)/); \
+	@changes=$$(rsync -rlc --itemize-changes $(STAGE)/ $(SRC)/ | sed -n 's/^>f[^ ]* //p'); \
 	if [ -n "$$changes" ] || [ ! -f $@ ]; then \
-	  echo "$$changes" | sed -n 's/^>f[^ ]* /sync: /p' | head -n 20; touch $@; fi
+	  echo "$$changes" | sed 's/^/sync: /' | head -n 20; \
+	  if [ -f $(SRC)/Makefile.config ] && \
+	     echo "$$changes" | grep -qv -e '^runtime/memprof_trace' -e '^runtime/caml/memprof_trace' -e '^$$'; then \
+	    echo "sync: upstream files changed: cleaning the build tree"; \
+	    $(MAKE) -C $(SRC) clean >/dev/null; fi; \
+	  touch $@; fi
 
 $(SRC)/Makefile.config: $(B)/src.stamp config.mk
 	cd $(SRC) && ./configure --prefix='$(PREFIX)' -C > ../configure.log 2>&1 || \
@@ -85,16 +93,21 @@ $(DIST).tar.gz: $(B)/stage.stamp
 
 # ---- Tests ----
 # Last line: "N passed, N failed" over all suites.
-test: all
+test: all $(B)/ocamltest.stamp
 	@testsuite/run-all.sh '$(PREFIX)' '$(CURDIR)/$(SRC)'
+
+# upstream's test driver, for the upstream runtime tests
+$(B)/ocamltest.stamp: $(B)/build.stamp
+	$(MAKE) -C $(SRC) -j$(JOBS) ocamltest
+	@touch $@
 
 test-ours: all
 	@testsuite/run.sh '$(PREFIX)'
 
-test-upstream: all
+test-upstream: all $(B)/ocamltest.stamp
 	@testsuite/run-upstream.sh '$(CURDIR)/$(SRC)' plain
 
-test-upstream-traced: all
+test-upstream-traced: all $(B)/ocamltest.stamp
 	@testsuite/run-upstream.sh '$(CURDIR)/$(SRC)' traced
 
 # ---- Benchmarks, opam ----
@@ -105,10 +118,10 @@ bench-quick: all
 	$(MAKE) -C bench PREFIX='$(PREFIX)' PRISTINE='$(CURDIR)/$(PRISTINE)' quick
 
 opam-repo: dist
-	opam-switch/prepare-mirror.sh '$(CURDIR)/$(DIST).tar.gz' '$(CACHE_DIR)'
+	sh opam-switch/prepare-mirror.sh $(DIST).tar.gz _opam
 
 opam-test: opam-repo all
-	opam-switch/test-switch.sh '$(PREFIX)'
+	PATH='$(PREFIX)/bin':"$$PATH" sh opam-switch/test-switch.sh _opam
 
 # Maintainers: record the pristine digests of every upstream file the patch
 # series touches (what a --with-ocaml-source directory is checked against).

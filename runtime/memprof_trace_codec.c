@@ -360,8 +360,10 @@ static int want(mpt_reader *r, size_t need)
       if (r->plain_len > r->plain_pos) r->truncated = 1;
       return 0;
     }
-    memmove(r->plain, r->plain + r->plain_pos, r->plain_len - r->plain_pos);
-    r->plain_len -= r->plain_pos; r->plain_pos = 0;
+    if (r->plain_pos) {
+      memmove(r->plain, r->plain + r->plain_pos, r->plain_len - r->plain_pos);
+      r->plain_len -= r->plain_pos; r->plain_pos = 0;
+    }
     if (r->compressed) {
       if (decode_frame(r) < 0) return -1;
       continue;

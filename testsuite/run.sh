@@ -1,0 +1,261 @@
+#!/bin/bash
+# testsuite/run.sh PREFIX: tests of the native tracer, run against the
+# installed compiler in PREFIX.  Traces are read through the shared codec
+# (tools/trace_summary.c links runtime/memprof_trace_codec.c).
+#
+# Statistical checks: a site that allocates W words (headers included) at
+# rate λ gets Poisson(λW) samples; we accept |observed − λW| ≤ 4.5·√(λW) + 3,
+# a band missed by chance less than once in 100,000 runs, and the runs use
+# fixed seeds (memprof_seed) so results are also reproducible.
+#
+# Last line: "N passed, N failed".
+set -u
+PREFIX=$(cd "$1" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(dirname "$here")
+W=${TEST_WORKDIR:-$top/_build/tests}
+rm -rf "$W"; mkdir -p "$W"
+export PATH="$PREFIX/bin:$PATH"
+unset OCAMLRUNPARAM CAMLRUNPARAM
+
+pass=0; fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else ko "$name"; fi; }
+# get SUMMARY KEY: a value from trace_summary's output
+get() { awk -v k="$2" '$1 == k { print $2; exit }' "$1"; }
+# site SUMMARY FUNCTION FIELD (3 samples, 4 allocs, 5 promoted, 6 collected)
+site() { awk -v s="$2" -v f="${3:-3}" '$1 == "site" && $2 == s { print $f; found=1 } END { if (!found) print 0 }' "$1"; }
+band() { # NAME OBSERVED EXPECTED
+  local lim
+  lim=$(awk -v e="$3" 'BEGIN { printf "%.0f", 4.5 * sqrt(e) + 3 }')
+  if awk -v o="$2" -v e="$3" -v l="$lim" 'BEGIN { d = o - e; if (d < 0) d = -d; exit !(d <= l) }'
+  then ok "$1: $2 samples, expected $3 ± $lim"
+  else ko "$1" "$2 samples, expected $3 ± $lim"; fi
+}
+expect() { # NAME ACTUAL EXPECTED
+  if [ "$2" = "$3" ]; then ok "$1 ($2)"; else ko "$1" "got '$2', expected '$3'"; fi
+}
+summary() { "$W/trace_summary" "$1" > "$2" 2>&1; }
+
+cc -O2 -I"$top/runtime" -o "$W/trace_summary" "$here/tools/trace_summary.c" \
+  "$top/runtime/memprof_trace_codec.c" -llz4 || { ko "build trace_summary"; echo "$pass passed, $fail failed"; exit 1; }
+
+# ---- the codec on its own (ASan/UBSan when the compiler has them) ----
+if cc -fsanitize=address,undefined -O1 -g -I"$top/runtime" -o "$W/codec_test" \
+     "$here/tools/codec_test.c" "$top/runtime/memprof_trace_codec.c" -llz4 2>/dev/null \
+   || cc -O1 -g -I"$top/runtime" -o "$W/codec_test" \
+     "$here/tools/codec_test.c" "$top/runtime/memprof_trace_codec.c" -llz4; then
+  "$W/codec_test" > "$W/codec_test.out" 2>&1
+  cp=$(tail -n 1 "$W/codec_test.out" | awk '{ print $1 }')
+  cf=$(tail -n 1 "$W/codec_test.out" | awk '{ print $3 }')
+  grep FAIL "$W/codec_test.out"
+  pass=$((pass + ${cp:-0})); fail=$((fail + ${cf:-1}))
+  echo "codec_test: $(tail -n 1 "$W/codec_test.out")"
+else ko "build codec_test"; fi
+
+# ---- build the test programs ----
+P=$here/programs
+build() { # NAME FLAGS... : native, -g
+  (cd "$W" && ocamlopt -g -I +unix -I +threads "${@:2}" -o "$1" "$P/$1.ml") > "$W/$1.build" 2>&1 ||
+    { ko "build $1" "$(head -c 300 "$W/$1.build")"; return 1; }
+}
+build stats; build lifetimes; build domains
+build threads_alloc unix.cmxa threads.cmxa
+build exits; build forks unix.cmxa; build forever; build params
+build with_gc_memprof; build api
+(cd "$W" && ocamlc -g -o stats.byte "$P/stats.ml") > "$W/stats.byte.build" 2>&1 || ko "build stats.byte"
+
+# ---- sampling rates: every allocation source, two rates ----
+for rate in 1e-3 1e-4; do
+  t=$W/stats-$rate.trace
+  OCAMLRUNPARAM="memprof=$t,memprof_rate=$rate,memprof_seed=7" "$W/stats" > /dev/null 2> "$W/stats.err"
+  expect "stats@$rate: exit status" $? 0
+  summary "$t" "$W/stats-$rate.sum"
+  expect "stats@$rate: decodes" "$(get "$W/stats-$rate.sum" error)" none
+  expect "stats@$rate: complete" "$(get "$W/stats-$rate.sum" ended)" 1
+  e() { awk -v r="$rate" -v w="$1" 'BEGIN { printf "%.0f", r * w }'; }
+  band "stats@$rate: minor refs (OCaml)" "$(site "$W/stats-$rate.sum" Stats.alloc_refs)" "$(e 4000000)"
+  band "stats@$rate: combined allocation" "$(site "$W/stats-$rate.sum" Stats.comb)" "$(e 3000000)"
+  band "stats@$rate: major heap arrays" "$(site "$W/stats-$rate.sum" Stats.alloc_major)" "$(e 4004000)"
+  band "stats@$rate: minor from C" "$(site "$W/stats-$rate.sum" Stats.alloc_c_small)" "$(e 3000000)"
+  band "stats@$rate: custom external memory" "$(get "$W/stats-$rate.sum" source_samples_custom)" "$(e 4000000)"
+  band "stats@$rate: unmarshalled blocks" "$(get "$W/stats-$rate.sum" source_samples_marshal)" "$(e 3000000)"
+  expect "stats@$rate: no duplicate ids" "$(get "$W/stats-$rate.sum" duplicate_ids)" 0
+  expect "stats@$rate: header rate" "$(get "$W/stats-$rate.sum" rate)" "$(awk -v r=$rate 'BEGIN { printf "%g", r }')"
+done
+# The combined allocation's two blocks are both sampled: 2- and 3-word sizes.
+# (Checked through the words column: comb allocs carry wosize 2 and 2.)
+
+# ---- bytecode ----
+t=$W/stats-byte.trace
+OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-4,memprof_seed=3" ocamlrun "$W/stats.byte" > /dev/null 2>&1
+expect "bytecode: exit status" $? 0
+summary "$t" "$W/stats-byte.sum"
+expect "bytecode: decodes" "$(get "$W/stats-byte.sum" error)" none
+expect "bytecode: flagged bytecode" "$(get "$W/stats-byte.sum" bytecode)" 1
+band "bytecode: minor refs" "$(site "$W/stats-byte.sum" Stats.alloc_refs)" 400
+band "bytecode: major arrays" "$(site "$W/stats-byte.sum" Stats.alloc_major)" 400
+
+# ---- lifetimes and compaction ----
+t=$W/lifetimes.trace
+OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-3,memprof_seed=11" "$W/lifetimes"
+summary "$t" "$W/lifetimes.sum"
+L=$W/lifetimes.sum
+expect "lifetimes: decodes" "$(get "$L" error)" none
+check "lifetimes: a compaction was recorded" [ "$(get "$L" compact_begins)" -ge 1 ]
+ka=$(site "$L" Lifetimes.keep_one 4)
+band "lifetimes: kept blocks sampled" "$(site "$L" Lifetimes.keep_one 3)" 400
+expect "lifetimes: kept blocks never collected" "$(site "$L" Lifetimes.keep_one 6)" 0
+expect "lifetimes: kept blocks all promoted" "$(site "$L" Lifetimes.keep_one 5)" "$ka"
+da=$(site "$L" Lifetimes.drop_one 4)
+check "lifetimes: dropped blocks sampled ($da)" [ "$da" -gt 3000 ]
+expect "lifetimes: dropped blocks all collected" "$(site "$L" Lifetimes.drop_one 6)" "$da"
+for k in unknown_ids collected_twice bad_promotes duplicate_ids; do
+  expect "lifetimes: $k" "$(get "$L" $k)" 0
+done
+
+# ---- domains and systhreads ----
+t=$W/domains.trace
+OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-4,memprof_seed=5" "$W/domains"
+expect "domains: exit status" $? 0
+summary "$t" "$W/domains.sum"
+D=$W/domains.sum
+expect "domains: decodes" "$(get "$D" error)" none
+check "domains: samples from ≥4 domain streams ($(get "$D" alloc_streams))" [ "$(get "$D" alloc_streams)" -ge 4 ]
+band "domains: all domains' samples" "$(site "$D" Domains.work)" 1200
+expect "domains: 12 domain starts" "$(get "$D" domain_starts)" 12
+expect "domains: 12 domain stops" "$(get "$D" domain_stops)" 12
+for k in duplicate_ids unknown_ids collected_twice; do expect "domains: $k" "$(get "$D" $k)" 0; done
+
+t=$W/threads.trace
+OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-4,memprof_seed=5" "$W/threads_alloc"
+summary "$t" "$W/threads.sum"
+band "systhreads: all threads' samples" "$(site "$W/threads.sum" Threads_alloc.thread_work)" 400
+
+# ---- exit paths: the trace is complete and the exit status unchanged ----
+for mode in normal:0 exit3:3 uncaught:2 domain_exit:4; do
+  m=${mode%%:*}; st=${mode##*:}
+  t=$W/exit-$m.trace
+  OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-4" "$W/exits" "$m" > /dev/null 2> "$W/exit-$m.err"
+  expect "exit $m: status" $? "$st"
+  summary "$t" "$W/exit-$m.sum"
+  expect "exit $m: decodes" "$(get "$W/exit-$m.sum" error)" none
+  expect "exit $m: trace complete" "$(get "$W/exit-$m.sum" ended)" 1
+done
+
+# ---- fork ----
+t="$W/fork-%p.trace"
+out=$(OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-4" "$W/forks")
+expect "fork %p: exit status" $? 0
+child=$(echo "$out" | awk '{ print $2 }')
+summary "$W/fork-$child.trace" "$W/fork-child.sum"
+parent_file=$(ls "$W"/fork-*.trace | grep -v "fork-$child.trace")
+summary "$parent_file" "$W/fork-parent.sum"
+expect "fork %p: child trace decodes" "$(get "$W/fork-child.sum" error)" none
+expect "fork %p: child trace has the child's pid" "$(get "$W/fork-child.sum" pid)" "$child"
+check "fork %p: child trace records the fork" [ "$(get "$W/fork-child.sum" forks)" -ge 1 ]
+band "fork %p: child's samples in the child's trace" "$(site "$W/fork-child.sum" Forks.child_work)" 200
+expect "fork %p: no child samples in the parent's trace" "$(site "$W/fork-parent.sum" Forks.child_work)" 0
+band "fork %p: parent's samples" "$(site "$W/fork-parent.sum" Forks.parent_work)" 200
+expect "fork %p: parent trace complete" "$(get "$W/fork-parent.sum" ended)" 1
+t=$W/fork-shared.trace
+OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-4" "$W/forks" > /dev/null 2> "$W/fork-shared.err"
+expect "fork without %p: exit status" $? 0
+expect "fork without %p: one line on stderr" "$(grep -c 'memprof: not tracing forked child' "$W/fork-shared.err")" 1
+summary "$t" "$W/fork-shared.sum"
+expect "fork without %p: parent trace decodes" "$(get "$W/fork-shared.sum" error)" none
+expect "fork without %p: parent trace complete" "$(get "$W/fork-shared.sum" ended)" 1
+expect "fork without %p: no child samples" "$(site "$W/fork-shared.sum" Forks.child_work)" 0
+
+# ---- SIGKILL mid-run: the prefix decodes ----
+t=$W/killed.trace
+OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-3,memprof_flush_ms=20" "$W/forever" > "$W/forever.out" &
+kpid=$!
+for _ in $(seq 50); do [ -s "$W/forever.out" ] && break; sleep 0.1; done
+sleep 1; kill -9 $kpid; wait $kpid 2>/dev/null
+summary "$t" "$W/killed.sum"
+expect "SIGKILL: prefix decodes without error" "$(get "$W/killed.sum" error)" none
+expect "SIGKILL: reported truncated" "$(get "$W/killed.sum" truncated)" 1
+check "SIGKILL: events before the kill are there ($(get "$W/killed.sum" allocs))" [ "$(get "$W/killed.sum" allocs)" -gt 100 ]
+if command -v lz4 > /dev/null; then
+  check "SIGKILL: lz4 -d unpacks the complete frames" sh -c "lz4 -dc '$t' 2>/dev/null | head -c 8 | grep -q OCMPTRCE"
+fi
+
+# ---- bad input: one line on stderr, the program runs on unchanged ----
+ref_out=$("$W/params")
+run_bad() { # NAME OCAMLRUNPARAM GREP
+  local out err st
+  out=$(OCAMLRUNPARAM="$2" "$W/params" 2> "$W/bad.err"); st=$?
+  expect "$1: exit status" $st 0
+  expect "$1: output unchanged" "$out" "$ref_out"
+  expect "$1: one line on stderr" "$(wc -l < "$W/bad.err")" 1
+  check "$1: the line names the problem" grep -q -- "$3" "$W/bad.err"
+}
+run_bad "bad rate" "memprof=$W/bad1.trace,memprof_rate=abc" "memprof_rate=abc"
+expect "bad rate: traced at the default rate" "$("$W/trace_summary" "$W/bad1.trace" | awk '$1 == "rate" { print $2 }')" 1e-05
+run_bad "rate out of range" "memprof=$W/bad2.trace,memprof_rate=2" "memprof_rate=2"
+run_bad "bad frames" "memprof=$W/bad3.trace,memprof_frames=0" "memprof_frames"
+run_bad "unknown key" "memprof=$W/bad4.trace,memprof_bogus=1" "memprof_bogus"
+run_bad "unwritable path" "memprof=/nonexistent-dir/x.trace" "/nonexistent-dir/x.trace"
+run_bad "full disk" "memprof=/dev/full,memprof_rate=1e-2" "No space left"
+out=$(OCAMLRUNPARAM="memprof=$W/m.trace,s=64k" "$W/params")
+expect "memprof= is not read as upstream's m= option" "$out" \
+  "custom_minor_ratio=100 custom_major_ratio=44 minor_heap_size=65536"
+
+# ---- the program's own Gc.Memprof, with and without tracing ----
+t=$W/gcm.trace
+n_on=$(OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-3,memprof_seed=9" "$W/with_gc_memprof" | awk '{ print $2 }')
+n_off=$("$W/with_gc_memprof" | awk '{ print $2 }')
+band "Gc.Memprof while tracing" "$n_on" 4000
+band "Gc.Memprof without tracing" "$n_off" 4000
+summary "$t" "$W/gcm.sum"
+band "tracing while Gc.Memprof runs" "$(site "$W/gcm.sum" With_gc_memprof.profiled_work)" 4000
+
+# ---- Gc.Memprof_trace API ----
+t=$W/api.trace
+expect "API: program output" "$("$W/api" "$t")" "api ok"
+summary "$t" "$W/api.sum"
+band "API: traced region sampled" "$(site "$W/api.sum" Api.traced_region)" 4000
+expect "API: untraced regions not sampled" "$(site "$W/api.sum" Api.untraced_region)" 0
+expect "API: trace complete" "$(get "$W/api.sum" ended)" 1
+
+# ---- uncompressed mode ----
+t=$W/plain.trace
+OCAMLRUNPARAM="memprof=$t,memprof_compress=0,memprof_rate=1e-4,memprof_seed=7" "$W/stats" > /dev/null
+summary "$t" "$W/plain.sum"
+expect "uncompressed: magic at byte 0" "$(head -c 8 "$t")" OCMPTRCE
+band "uncompressed: minor refs" "$(site "$W/plain.sum" Stats.alloc_refs)" 400
+
+# ---- %e and the signal toggle ----
+OCAMLRUNPARAM="memprof=$W/%e.trace,memprof_rate=1e-4" "$W/params" > /dev/null
+check "%e expands to the executable's name" [ -s "$W/params.trace" ]
+OCAMLRUNPARAM="memprof=$W/sig.trace,memprof_rate=1e-3,memprof_signal=USR2" "$W/forever" > "$W/sig.out" &
+spid=$!
+for _ in $(seq 50); do [ -s "$W/sig.out" ] && break; sleep 0.1; done
+sleep 0.3; kill -USR2 $spid; sleep 0.5
+summary "$W/sig.trace" "$W/sig1.sum"
+expect "signal: first toggle stops tracing (trace complete)" "$(get "$W/sig1.sum" ended)" 1
+kill -USR2 $spid; sleep 0.5; kill -9 $spid; wait $spid 2>/dev/null
+summary "$W/sig.trace" "$W/sig2.sum"
+expect "signal: second toggle starts a new trace" "$(get "$W/sig2.sum" trace_starts)" 1
+check "signal: new trace has samples" [ "$(get "$W/sig2.sum" allocs)" -gt 0 ]
+
+# ---- acceptance: trace the compiler itself ----
+big=${OCAML_BIG_SOURCE:-}
+[ -n "$big" ] || big=$(ls "$top"/_build/src/typing/typecore.ml 2>/dev/null | head -n 1)
+if [ -n "$big" ]; then
+  t=$W/ocamlopt.trace
+  (cd "$W" && OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-4" \
+     ocamlopt.opt -c -I +compiler-libs -o "$W/typecore_test.cmx" "$big") > "$W/ocamlopt.out" 2>&1
+  expect "compiler: ocamlopt.opt compiles $(basename "$big") traced" $? 0
+  summary "$t" "$W/ocamlopt.sum"
+  expect "compiler: trace decodes completely" "$(get "$W/ocamlopt.sum" error)" none
+  expect "compiler: trace complete" "$(get "$W/ocamlopt.sum" ended)" 1
+  check "compiler: thousands of samples ($(get "$W/ocamlopt.sum" allocs))" [ "$(get "$W/ocamlopt.sum" allocs)" -gt 1000 ]
+  check "compiler: sites name compiler functions" grep -q -E '^site (Typecore|Ctype|Btype|Typetexp|Env|Printtyp|Parser|Lexer|Selectgen|Cmm_helpers)\.' "$W/ocamlopt.sum"
+  check "compiler: deep stacks recorded ($(get "$W/ocamlopt.sum" max_stack) frames)" [ "$(get "$W/ocamlopt.sum" max_stack)" -ge 50 ]
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
