@@ -53,8 +53,8 @@ $(B)/src.stamp: $(B)/stage.stamp
 	    $(MAKE) -C $(SRC) clean >/dev/null; fi; \
 	  touch $@; fi
 
-$(SRC)/Makefile.config: $(B)/src.stamp config.mk
-	cd $(SRC) && ./configure --prefix='$(PREFIX)' -C > ../configure.log 2>&1 || \
+$(SRC)/Makefile.config: $(B)/src.stamp config.mk Makefile
+	cd $(SRC) && ./configure --prefix='$(PREFIX)' --enable-ocamltest -C > ../configure.log 2>&1 || \
 	  { tail -n 30 $(B)/configure.log; echo "upstream configure failed: see $(B)/configure.log"; exit 1; }
 
 $(B)/build.stamp: $(B)/src.stamp $(SRC)/Makefile.config
@@ -77,11 +77,10 @@ install: all
 # The demo: an unchanged program, traced through OCAMLRUNPARAM only.
 demo: all
 	@mkdir -p $(B)/demo
-	$(PREFIX)/bin/ocamlfind ocamlopt -version >/dev/null 2>&1 || true
 	$(PREFIX)/bin/ocamlopt -g -o $(B)/demo/demo testsuite/demo/demo.ml
 	OCAMLRUNPARAM='memprof=$(B)/demo/demo.trace,memprof_rate=1e-4' $(B)/demo/demo
 	$(PREFIX)/bin/ocaml-memprof info $(B)/demo/demo.trace
-	$(PREFIX)/bin/ocaml-memprof top --limit 8 $(B)/demo/demo.trace
+	$(PREFIX)/bin/ocaml-memprof top -n 8 $(B)/demo/demo.trace
 
 # The distribution tarball: the assembled, patched tree, deterministic.
 dist: $(DIST).tar.gz

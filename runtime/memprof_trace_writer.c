@@ -55,11 +55,12 @@ static char *expand(const char *t, const char *exe)
 {
   const char *base = strrchr(exe ? exe : "", '/');
   base = base ? base + 1 : (exe ? exe : "");
-  size_t cap = strlen(t) + 64 + strlen(base) * 4;
+  size_t cap = strlen(t) * 20 + 64 + strlen(base) * 4;
   char *out = malloc(cap), *o = out;
   if (!out) return NULL;
   for (const char *p = t; *p; p++) {
     if (*p == '%' && p[1] == 'p') { o += sprintf(o, "%ld", (long)getpid()); p++; }
+    else if (*p == '%' && p[1] == 't') { o += sprintf(o, "%ld", (long)time(NULL)); p++; }
     else if (*p == '%' && p[1] == 'e') { o += sprintf(o, "%s", base); p++; }
     else if (*p == '%' && p[1] == '%') { *o++ = '%'; p++; }
     else *o++ = *p;

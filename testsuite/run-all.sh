@@ -17,10 +17,20 @@ suite() { # NAME COMMAND...
   [ -n "$last" ] || { p=0; f=1; echo "$name: no result line (see $log/$name.log)"; }
   tp=$((tp + p)); tf=$((tf + f))
 }
+suite build "$here/build-tests.sh"
 suite tracer "$here/run.sh" "$PREFIX"
 suite tools make -s -C "$top/tools" check PREFIX="$PREFIX"
 suite fuzz make -s -C "$top/tools" fuzz-smoke
 suite upstream-plain "$here/run-upstream.sh" "$SRC" plain
 suite upstream-traced "$here/run-upstream.sh" "$SRC" traced
+# The opam switch, built from `make dist` with no network (about 12 min).
+if command -v opam > /dev/null && [ "${MEMPROF_SKIP_OPAM:-}" != 1 ]; then
+  echo "== opam"
+  if make -s -C "$top" opam-test > "$log/opam.log" 2>&1; then
+    tp=$((tp + 1)); echo "ok   opam switch: $(tail -n 1 "$log/opam.log")"
+  else
+    tf=$((tf + 1)); echo "FAIL opam switch:"; tail -n 20 "$log/opam.log"
+  fi
+fi
 echo "$tp passed, $tf failed"
 [ "$tf" -eq 0 ]

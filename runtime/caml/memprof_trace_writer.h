@@ -13,7 +13,8 @@
 #include <stdint.h>
 #include "memprof_trace_codec.h"
 
-/* Expand %p (pid), %e (executable basename) and %% in [template], create
+/* Expand %p (pid), %e (executable basename), %t (Unix time at start: a trace
+   restarted by the toggle signal gets a new file) and %% in [template], create
    the file and write the trace header.  On failure print one line on
    stderr and return -1; the program goes on untraced. */
 int caml_trace_writer_open(const char *template, const mpt_trace_info *info);

@@ -5,7 +5,7 @@
 let[@inline never] alloc_refs n =
   for i = 1 to n do ignore (Sys.opaque_identity (ref i)) done      (* 2 words *)
 
-let[@inline never] comb i = Sys.opaque_identity (i, [i])           (* 3 + 3, one comballoc *)
+let[@inline never] comb i = Sys.opaque_identity (i, i, [i])        (* 4 + 3, one comballoc *)
 let[@inline never] alloc_comb n = for i = 1 to n do ignore (comb i) done
 
 let[@inline never] alloc_major n =

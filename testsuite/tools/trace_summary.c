@@ -12,7 +12,8 @@
    Exit status: 0 when the trace decoded without error (truncation is not an
    error), 1 otherwise.
 
-   Also 'source_samples_SRC N' per allocation source.
+   Also 'source_samples_SRC N' per allocation source, and
+   'site_wosize NAME WOSIZE SAMPLES' for blocks of up to 8 words.
 
    Object state is kept in an open-addressing table keyed by id, sized by
    the number of allocations, which is all a test trace needs. */
@@ -26,7 +27,8 @@
 typedef struct { uint64_t id; uint32_t site; uint8_t state; uint8_t source; } obj;
 enum { LIVE = 1, PROMOTED = 2, COLLECTED = 4 };
 
-typedef struct { const char *name; uint64_t samples, allocs, promoted, collected, words; } site;
+typedef struct { const char *name; uint64_t samples, allocs, promoted, collected, words;
+                 uint64_t by_wosize[9]; } site;   /* samples of blocks of 0..8 words */
 
 static obj *objs; static size_t ocap, ocount;
 static site *sites; static size_t nsites, scap;
@@ -110,6 +112,7 @@ int main(int argc, char **argv)
       o->site = site_of(name); o->state = LIVE; o->source = (uint8_t)ev.source;
       site *s = &sites[o->site];
       s->samples += ev.nsamples; s->allocs++; s->words += ev.wosize;
+      if (ev.wosize <= 8) s->by_wosize[ev.wosize] += ev.nsamples;
       break;
     }
     case MPT_EV_PROMOTE: case MPT_EV_COLLECT: {
@@ -152,6 +155,10 @@ int main(int argc, char **argv)
     printf("site %s %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
            sites[i].name, sites[i].samples, sites[i].allocs, sites[i].promoted,
            sites[i].collected, sites[i].words);
+  for (size_t i = 0; i < nsites; i++)
+    for (int w = 0; w <= 8; w++)
+      if (sites[i].by_wosize[w])
+        printf("site_wosize %s %d %" PRIu64 "\n", sites[i].name, w, sites[i].by_wosize[w]);
   if (rc == MPT_ERR) { printf("error %s\n", mpt_reader_error(r)); mpt_reader_close(r); return 1; }
   printf("error none\n");
   mpt_reader_close(r);
