@@ -897,9 +897,10 @@ def main():
     ap.add_argument("--instr-scale", type=float)
     ap.add_argument("--instr-reps-multi", type=int)
     ap.add_argument("--no-instr", action="store_true", help="skip valgrind")
-    ap.add_argument("--memprof-params", default="memprof_frames=1024",
-                    help="extra OCAMLRUNPARAM keys for traced runs (the deep-stack "
-                         "program needs more than 400 frames)")
+    ap.add_argument("--memprof-params", default="memprof_frames=1024,memprof_seed=1",
+                    help="extra OCAMLRUNPARAM keys for traced runs: deep_rec needs "
+                         "more than 400 frames, and a fixed seed makes single-threaded "
+                         "runs (and their instruction counts) reproducible")
     ap.add_argument("--tool-rate", type=float,
                     help="sampling rate of the trace the tool is timed on")
     ap.add_argument("--only", help="comma-separated subset of programs")
