@@ -551,8 +551,8 @@ int an_run(an_ctx *c, const an_callbacks *cb)
   /* Blocks still live at the end, in hash-table order (deterministic for
      a given trace). */
   for (size_t i = 0; i <= c->live.mask; i++) {
-    if (c->live.keys[i] == UINT64_MAX) continue;
-    complete(c, cb, &c->pool[c->live.vals[i]]);
+    if (c->live.e[i].key == UINT64_MAX) continue;
+    complete(c, cb, &c->pool[c->live.e[i].val]);
   }
   return 0;
 }

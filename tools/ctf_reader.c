@@ -592,7 +592,7 @@ void ctf_reader_close(ctf_reader *r)
   if (r->f) fclose(r->f);
   for (size_t i = 1; i < r->nlocs; i++) free((void *)r->locs[i].loc.entries);
   free(r->locs);
-  if (r->codes.keys) u64map_free(&r->codes);
+  if (r->codes.e) u64map_free(&r->codes);
   for (size_t i = 0; i < r->ndoms; i++) { free(r->doms[i]->stack); free(r->doms[i]); }
   free(r->doms);
   strpool_free(r->names);

@@ -2,7 +2,8 @@
 
    The map uses linear probing on power-of-two tables kept at most half
    full; deletion shifts later entries of the probe run back (Knuth's
-   algorithm R) so there are no tombstones.  The interner stores strings in
+   algorithm R) so there are no tombstones.  Home slots come from
+   u64map_home (util.h): 8-key groups placed at random.  The interner stores strings in
    chunks of an arena that is never moved (new chunk when full), and
    indexes them by an FNV-1a hash in an open-addressing table of ids. */
 
@@ -62,27 +63,24 @@ void u64map_init(u64map *m, size_t initial)
 {
   size_t c = 16;
   while (c < initial * 2) c *= 2;
-  m->keys = xmalloc(c * sizeof *m->keys);
-  m->vals = xmalloc(c * sizeof *m->vals);
-  memset(m->keys, 0xff, c * sizeof *m->keys);
+  m->e = xmalloc(c * sizeof *m->e);
+  for (size_t i = 0; i < c; i++) m->e[i].key = UINT64_MAX;
   m->mask = c - 1;
   m->count = 0;
 }
 
 void u64map_free(u64map *m)
 {
-  free(m->keys);
-  free(m->vals);
-  m->keys = NULL;
-  m->vals = NULL;
+  free(m->e);
+  m->e = NULL;
 }
 
 uint32_t *u64map_get(const u64map *m, uint64_t key)
 {
-  size_t i = mix64(key) & m->mask;
+  size_t i = u64map_home(m, key);
   for (;;) {
-    uint64_t k = m->keys[i];
-    if (k == key) return &m->vals[i];
+    uint64_t k = m->e[i].key;
+    if (k == key) return &m->e[i].val;
     if (k == UINT64_MAX) return NULL;
     i = (i + 1) & m->mask;
   }
@@ -93,7 +91,7 @@ static void u64map_resize(u64map *m)
   u64map n;
   u64map_init(&n, (m->mask + 1));
   for (size_t i = 0; i <= m->mask; i++)
-    if (m->keys[i] != UINT64_MAX) u64map_put(&n, m->keys[i], m->vals[i]);
+    if (m->e[i].key != UINT64_MAX) u64map_put(&n, m->e[i].key, m->e[i].val);
   u64map_free(m);
   *m = n;
 }
@@ -101,13 +99,13 @@ static void u64map_resize(u64map *m)
 void u64map_put(u64map *m, uint64_t key, uint32_t val)
 {
   if ((m->count + 1) * 2 > m->mask + 1) u64map_resize(m);
-  size_t i = mix64(key) & m->mask;
+  size_t i = u64map_home(m, key);
   for (;;) {
-    uint64_t k = m->keys[i];
-    if (k == key) { m->vals[i] = val; return; }
+    uint64_t k = m->e[i].key;
+    if (k == key) { m->e[i].val = val; return; }
     if (k == UINT64_MAX) {
-      m->keys[i] = key;
-      m->vals[i] = val;
+      m->e[i].key = key;
+      m->e[i].val = val;
       m->count++;
       return;
     }
@@ -117,31 +115,30 @@ void u64map_put(u64map *m, uint64_t key, uint32_t val)
 
 int u64map_del(u64map *m, uint64_t key, uint32_t *old)
 {
-  size_t i = mix64(key) & m->mask;
+  size_t i = u64map_home(m, key);
   for (;;) {
-    uint64_t k = m->keys[i];
+    uint64_t k = m->e[i].key;
     if (k == UINT64_MAX) return 0;
     if (k == key) break;
     i = (i + 1) & m->mask;
   }
-  if (old) *old = m->vals[i];
+  if (old) *old = m->e[i].val;
   /* Backward-shift: move later members of the run into the hole when
      their home slot does not lie cyclically in (hole, j]. */
   size_t hole = i, j = i;
   for (;;) {
     j = (j + 1) & m->mask;
-    uint64_t k = m->keys[j];
+    uint64_t k = m->e[j].key;
     if (k == UINT64_MAX) break;
-    size_t home = mix64(k) & m->mask;
+    size_t home = u64map_home(m, k);
     int in_range = (hole <= j) ? (hole < home && home <= j)
                                : (hole < home || home <= j);
     if (!in_range) {
-      m->keys[hole] = k;
-      m->vals[hole] = m->vals[j];
+      m->e[hole] = m->e[j];
       hole = j;
     }
   }
-  m->keys[hole] = UINT64_MAX;
+  m->e[hole].key = UINT64_MAX;
   m->count--;
   return 1;
 }

@@ -2,7 +2,11 @@
 
    - u64 -> u32 open-addressing hash map with linear probing and
      backward-shift deletion (no tombstones, so a long run of inserts and
-     deletes, as in the live-object table, never degrades);
+     deletes, as in the live-object table, never degrades).  Keys and values
+     share one entry (one cache miss per look-up), and the hash keeps runs
+     of 8 consecutive keys in 8 consecutive slots: block ids are allocated
+     in sequence and mostly die young, so the live table's accesses stay in
+     recently touched cache lines instead of missing on every event;
    - a string interner whose strings live in an append-only arena, so the
      `const char *` handed out stay valid for the interner's lifetime (the
      event model's mpt_loc_entry points at them);
@@ -24,9 +28,13 @@ void grow_array(void **p, size_t *cap, size_t need, size_t size);
 
 /* ---- u64 -> u32 hash map; key UINT64_MAX is reserved as "empty" ---- */
 typedef struct {
-  uint64_t *keys;
-  uint32_t *vals;
-  size_t mask;          /* capacity - 1, capacity a power of two */
+  uint64_t key;         /* UINT64_MAX: empty */
+  uint32_t val;
+} u64entry;
+
+typedef struct {
+  u64entry *e;
+  size_t mask;          /* capacity - 1, capacity a power of two >= 16 */
   size_t count;
 } u64map;
 
@@ -45,6 +53,13 @@ static inline uint64_t mix64(uint64_t x)
   x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ULL;
   x ^= x >> 33;
   return x;
+}
+
+/* Home slot: groups of 8 consecutive keys go to one random, 8-aligned
+   place. */
+static inline size_t u64map_home(const u64map *m, uint64_t key)
+{
+  return (size_t)((mix64(key >> 3) << 3) | (key & 7)) & m->mask;
 }
 
 /* ---- string interner: equal strings get the same id and pointer ---- */
