@@ -13,7 +13,7 @@
    - Live table: u64map from block id to a slot of a pool of an_sample,
      with a free list; a collection completes the sample and frees the
      slot; samples still live at the end are completed with
-     t_collect = AN_NEVER.
+     t_collect = AN_NEVER, in pool order.
    Filters are evaluated on completed samples (see analysis.h). */
 
 #include "analysis.h"
@@ -455,8 +455,11 @@ static uint32_t slot_alloc(an_ctx *c)
   return (uint32_t)c->pool_len++;
 }
 
+/* A free slot has nsamples = 0 (real samples have at least one), so the
+   pool can be walked without the map. */
 static void slot_free(an_ctx *c, uint32_t i)
 {
+  c->pool[i].nsamples = 0;
   grow_array((void **)&c->free_slots, &c->free_cap, c->nfree + 1, sizeof *c->free_slots);
   c->free_slots[c->nfree++] = i;
 }
@@ -484,14 +487,7 @@ int an_run(an_ctx *c, const an_callbacks *cb)
        call tree and the live table, leaving a pure decode-and-count loop. */
     switch (cb->on_sample ? ev.kind : 0) {
     case MPT_EV_ALLOC: {
-      uint32_t old;
-      if (u64map_del(&c->live, ev.id, &old)) {
-        /* Same id allocated twice: the first block's fate is unknown;
-           count it and forget it rather than guessing. */
-        c->st.duplicate_alloc++;
-        slot_free(c, old);
-      }
-      uint32_t slot = slot_alloc(c);
+      uint32_t slot = slot_alloc(c), old;
       an_sample *s = &c->pool[slot];
       s->node = stack_node(c, ev.stack, ev.stack_len);
       s->nsamples = ev.nsamples;
@@ -501,7 +497,12 @@ int an_run(an_ctx *c, const an_callbacks *cb)
       s->domain = ev.stream;
       s->source = (uint8_t)ev.source;
       s->promoted = 0;
-      u64map_put(&c->live, ev.id, slot);
+      if (u64map_replace(&c->live, ev.id, slot, &old)) {
+        /* Same id allocated twice: the first block's fate is unknown;
+           count it and forget it rather than guessing. */
+        c->st.duplicate_alloc++;
+        slot_free(c, old);
+      }
       break;
     }
     case MPT_EV_PROMOTE: {
@@ -548,11 +549,9 @@ int an_run(an_ctx *c, const an_callbacks *cb)
   uint64_t end_ns, total, lost;
   if (ti_end_info(c->t, &end_ns, &total, &lost) && end_ns > c->st.end_time)
     c->st.end_time = end_ns;
-  /* Blocks still live at the end, in hash-table order (deterministic for
-     a given trace). */
-  for (size_t i = 0; i <= c->live.mask; i++) {
-    if (c->live.e[i].key == UINT64_MAX) continue;
-    complete(c, cb, &c->pool[c->live.e[i].val]);
-  }
+  /* Blocks still live at the end, walking the pool in memory order (not
+     the map's random order: this is one pass over live samples). */
+  for (size_t i = 0; i < c->pool_len; i++)
+    if (c->pool[i].nsamples) complete(c, cb, &c->pool[i]);
   return 0;
 }

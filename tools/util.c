@@ -96,21 +96,30 @@ static void u64map_resize(u64map *m)
   *m = n;
 }
 
-void u64map_put(u64map *m, uint64_t key, uint32_t val)
+int u64map_replace(u64map *m, uint64_t key, uint32_t val, uint32_t *old)
 {
   if ((m->count + 1) * 2 > m->mask + 1) u64map_resize(m);
   size_t i = u64map_home(m, key);
   for (;;) {
     uint64_t k = m->e[i].key;
-    if (k == key) { m->e[i].val = val; return; }
+    if (k == key) {
+      if (old) *old = m->e[i].val;
+      m->e[i].val = val;
+      return 1;
+    }
     if (k == UINT64_MAX) {
       m->e[i].key = key;
       m->e[i].val = val;
       m->count++;
-      return;
+      return 0;
     }
     i = (i + 1) & m->mask;
   }
+}
+
+void u64map_put(u64map *m, uint64_t key, uint32_t val)
+{
+  u64map_replace(m, key, val, NULL);
 }
 
 int u64map_del(u64map *m, uint64_t key, uint32_t *old)

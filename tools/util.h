@@ -44,6 +44,9 @@ void u64map_free(u64map *m);
 uint32_t *u64map_get(const u64map *m, uint64_t key);
 /* Inserts (or overwrites) [key]. */
 void u64map_put(u64map *m, uint64_t key, uint32_t val);
+/* Same, in one probe sequence: returns 1 and the replaced value in *old
+   when [key] was present, 0 otherwise. */
+int u64map_replace(u64map *m, uint64_t key, uint32_t val, uint32_t *old);
 /* Removes [key]; returns 1 if it was present (its value in *old). */
 int u64map_del(u64map *m, uint64_t key, uint32_t *old);
 
