@@ -1,9 +1,12 @@
 #!/bin/sh
 # bench.sh: decode+aggregate throughput of ocaml-memprof (`make -C tools bench`).
 # Generates two large synthetic traces (5.3.0+memprof format through the
-# codec, and memtrace CTF), then times `info` (decode + counts) and `top`
-# (decode + lifetimes + call tree + ranking) on each, best of 3 runs by CPU
-# time (user+sys: the machine is shared, wall time mostly measures others).
+# codec, and memtrace CTF) and, when the patched compiler is installed
+# (../_install/bin), a real runtime trace of tests/leaky.ml at rate 0.1 (a
+# program that leaks half of what it allocates: a worst case for the live
+# table); then times `info` (decode + counts) and `top` (decode + lifetimes
+# + call tree + ranking) on each, best of 3 runs by CPU time (user+sys: the
+# machine is shared, wall time mostly measures others).
 set -e
 cd "$(dirname "$0")"
 OUT=${BENCH_DIR:-build/bench}
@@ -11,7 +14,18 @@ STEPS=${BENCH_STEPS:-5000000}
 mkdir -p "$OUT"
 [ -f "$OUT/big.mpt" ] || build/gen_trace --format memprof --no-leak --rate 0.1 --steps "$STEPS" -o "$OUT/big.mpt" >/dev/null
 [ -f "$OUT/big.ctf" ] || build/gen_trace --format ctf --no-leak --rate 0.1 --steps "$STEPS" -o "$OUT/big.ctf" >/dev/null
-for f in "$OUT/big.mpt" "$OUT/big.ctf"; do
+TRACES="$OUT/big.mpt $OUT/big.ctf"
+BIN=${OCAMLMEMPROF_BIN:-../_install/bin}
+if [ -x "$BIN/ocamlopt" ]; then
+  OCAMLOPT="$(cd "$BIN" && pwd)/ocamlopt"
+  if [ ! -f "$OUT/leaky.trace" ]; then
+    cp tests/leaky.ml "$OUT/"
+    (cd "$OUT" && "$OCAMLOPT" -g -I +unix unix.cmxa leaky.ml -o leaky.exe)
+    OCAMLRUNPARAM="memprof=$OUT/leaky.trace,memprof_rate=0.1,memprof_seed=3" "$OUT/leaky.exe" 2000000 >/dev/null
+  fi
+  TRACES="$TRACES $OUT/leaky.trace"
+fi
+for f in $TRACES; do
   n=$(./ocaml-memprof info --json "$f" | python3 -c 'import json,sys; print(sum(json.load(sys.stdin)["events"].values()))')
   for cmd in info top; do
     best=
