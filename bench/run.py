@@ -35,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 
 import check_gcmemprof_trace
 
@@ -197,9 +198,13 @@ def make_configs(args, have_memprof):
     return cfgs
 
 
-def config_env(args, cfg, trace_path):
+def config_env(args, cfg, trace_path, prog_name):
     """Environment of one run: only these variables differ between a traced
-    and an untraced run of the same binary."""
+    and an untraced run of the same binary.  The native sampler gets a seed
+    of its own per (program, rate): reproducible runs, yet independent
+    random draws, so that the samples-vs-expected deviations of different
+    programs are independent (one seed for all would give every program
+    the same sequence of gaps, hence the same relative deviation)."""
     env = {}
     if cfg["tracer"] == "gcmemprof":
         env["BENCH_GCMEMPROF_RATE"] = repr(cfg["rate"])
@@ -209,6 +214,9 @@ def config_env(args, cfg, trace_path):
         p = "memprof=%s,memprof_rate=%s" % (trace_path, repr(cfg["rate"]))
         if args.memprof_params:
             p += "," + args.memprof_params
+        if "memprof_seed=" not in p:
+            p += ",memprof_seed=%d" % (
+                zlib.crc32(("%s@%r" % (prog_name, cfg["rate"])).encode()) + 1)
         env["OCAMLRUNPARAM"] = p
     return env
 
@@ -299,7 +307,7 @@ class Runner:
         env = base_env()
         env.update(penv)
         env["BENCH_SCALE"] = repr(scale)
-        env.update(config_env(self.args, cfg, trace or ""))
+        env.update(config_env(self.args, cfg, trace or "", name))
         exe = self.exes[cfg["compiler"]][src]
         r, wall = run_once(list(wrapper) + [exe], env, self.args.timeout, self.work)
         return r, wall, trace
@@ -981,10 +989,10 @@ def main():
     ap.add_argument("--instr-scale", type=float)
     ap.add_argument("--instr-reps-multi", type=int)
     ap.add_argument("--no-instr", action="store_true", help="skip valgrind")
-    ap.add_argument("--memprof-params", default="memprof_frames=1024,memprof_seed=1",
-                    help="extra OCAMLRUNPARAM keys for traced runs: deep_rec needs "
-                         "more than 400 frames, and a fixed seed makes single-threaded "
-                         "runs (and their instruction counts) reproducible")
+    ap.add_argument("--memprof-params", default="memprof_frames=1024",
+                    help="extra OCAMLRUNPARAM keys for traced runs (deep_rec needs "
+                         "more than 400 frames); unless it sets memprof_seed, each "
+                         "(program, rate) gets a fixed seed of its own")
     ap.add_argument("--tool-rate", type=float,
                     help="sampling rate of the trace the tool is timed on")
     ap.add_argument("--only", help="comma-separated subset of programs")
