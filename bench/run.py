@@ -540,6 +540,68 @@ def measure_tool(runner, rate):
     return res
 
 
+CG_LINE = re.compile(r"\s*([\d,]+)\s+\([^)]*\)\s+(\S+)(?:\s+\[(.*)\])?")
+
+
+def callgrind_functions(path):
+    """Exclusive instruction count per function of a callgrind profile,
+    keyed "file:function (object)" with directories stripped."""
+    out = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", path],
+                         capture_output=True, text=True).stdout
+    funcs = {}
+    for line in out.splitlines():
+        m = CG_LINE.match(line)
+        if not m or "PROGRAM TOTALS" in line:
+            continue
+        name = m.group(2).split("/")[-1]
+        if m.group(3) and name.startswith("???"):
+            name += " (%s)" % os.path.basename(m.group(3))
+        funcs[name] = funcs.get(name, 0) + int(m.group(1).replace(",", ""))
+    return funcs
+
+
+def measure_profile(runner, rate, top=14):
+    """Where the native tracer's instructions go: callgrind profiles of the
+    same 5.3.0+memprof binary untraced and traced at [rate], for a shallow
+    (short_lived) and a deep-stack (deep_rec) program; the per-function
+    difference divided by the samples of the traced run."""
+    if shutil.which("callgrind_annotate") is None:
+        return {"error": "callgrind_annotate not found"}
+    res = {}
+    for pname, scale in (("short_lived", 0.02), ("deep_rec", 0.01)):
+        prog = [p for p in PROGRAMS if p[0] == pname]
+        if not prog:
+            continue
+        profs = {}
+        samples = None
+        for cfg in ({"name": "memprof-off", "compiler": "memprof", "tracer": None,
+                     "rate": None},
+                    {"name": "memprof@" + rate_str(rate), "compiler": "memprof",
+                     "tracer": "memprof", "rate": rate}):
+            out = os.path.join(runner.work, "profile.%s.%s.cg" % (pname, cfg["name"]))
+            r, _, trace = runner.run_prog(
+                prog[0], cfg, scale, "profile",
+                wrapper=["valgrind", "--tool=callgrind", "--cache-sim=no",
+                         "--callgrind-out-file=" + out])
+            runner.check(pname, cfg, r, "profile")
+            profs[cfg["name"]] = callgrind_functions(out)
+            os.unlink(out)
+            if trace:
+                samples = memprof_trace_stats(runner.args.tool, trace).get("samples")
+                if os.path.exists(trace) and not runner.args.keep_traces:
+                    os.unlink(trace)
+        if not samples:
+            res[pname] = {"error": "no sample count"}
+            continue
+        base, traced = profs["memprof-off"], profs["memprof@" + rate_str(rate)]
+        delta = {k: traced.get(k, 0) - base.get(k, 0) for k in set(base) | set(traced)}
+        rows = sorted(delta.items(), key=lambda kv: -kv[1])
+        res[pname] = {"samples": samples, "scale": scale,
+                      "total_per_sample": sum(delta.values()) / samples,
+                      "top": [(k, v / samples) for k, v in rows[:top]]}
+    return res
+
+
 # ------------------------------------------------------------------ derive
 
 def geomean(xs):
@@ -855,6 +917,24 @@ def render_md(data):
     L.append(table(["tracer", "program", "instr/sample", "bytes/sample"], rows))
     L.append("\n</details>\n")
 
+    prof = data.get("profile")
+    if prof:
+        L.append("## Where the native tracer's time goes\n")
+        L.append("Callgrind profiles of the same 5.3.0+memprof binary, untraced and traced "
+                 "at the highest rate; per function, the difference in exclusive "
+                 "instructions divided by the samples of the traced run (functions of "
+                 "the program itself move too: the allocation slow path is taken at "
+                 "every sample).\n")
+        for pname, pr in prof.items():
+            if "error" in pr:
+                L.append("%s: %s\n" % (pname, pr["error"]))
+                continue
+            L.append("**%s** (BENCH_SCALE=%g, %d samples): %.0f instructions per sample "
+                     "in all.\n" % (pname, pr["scale"], pr["samples"],
+                                     pr["total_per_sample"]))
+            L.append(table(["function", "instr/sample"],
+                           [[k, "%.1f" % v] for k, v in pr["top"]]) + "\n")
+
     tool = data.get("tool")
     L.append("## Tools\n")
     if tool and "events_per_s" in tool:
@@ -1069,6 +1149,9 @@ def main():
     if not args.no_instr:
         measure_instr(runner, cfgs, args.instr_scale, args.instr_reps_multi,
                       data["results"])
+    if memprof and args.tool and not args.no_instr:
+        log("profile of the native tracer")
+        data["profile"] = measure_profile(runner, max(args.rates))
     if memprof and args.tool:
         log("tool throughput")
         data["tool"] = measure_tool(runner, args.tool_rate)
