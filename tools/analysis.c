@@ -10,7 +10,7 @@
      cost at one integer compare per shared frame.
    - Per-location cache: match flags for --hide/--focus/--ignore (computed
      once per location, on first use) and interned key strings.
-   - Live table: u64map from block id to a slot of a pool of an_sample,
+   - Live table: idtab (util.h) from block id to a slot of a pool of an_sample,
      with a free list; a collection completes the sample and frees the
      slot; samples still live at the end are completed with
      t_collect = AN_NEVER, in pool order.
@@ -56,7 +56,7 @@ struct an_ctx {
   size_t pool_len, pool_cap;
   uint32_t *free_slots;
   size_t nfree, free_cap;
-  u64map live;
+  idtab live;
 };
 
 /* ---------------- filters and option parsing ---------------- */
@@ -226,7 +226,7 @@ an_ctx *an_open(const char *path, const an_filter *f)
   c->nodes[0] = (an_node){ 0, 0, 0, 0 };
   c->nnodes = 1;
   u64map_init(&c->children, 1024);
-  u64map_init(&c->live, 1024);
+  idtab_init(&c->live);
   c->strs = strpool_new();
   return c;
 }
@@ -237,7 +237,7 @@ void an_close(an_ctx *c)
   ti_close(c->t);
   free(c->nodes);
   u64map_free(&c->children);
-  u64map_free(&c->live);
+  idtab_free(&c->live);
   free(c->locflags);
   for (int k = 0; k < 3; k++) free(c->keys[k]);
   strpool_free(c->strs);
@@ -497,7 +497,7 @@ int an_run(an_ctx *c, const an_callbacks *cb)
       s->domain = ev.stream;
       s->source = (uint8_t)ev.source;
       s->promoted = 0;
-      if (u64map_replace(&c->live, ev.id, slot, &old)) {
+      if (idtab_replace(&c->live, ev.id, slot, &old)) {
         /* Same id allocated twice: the first block's fate is unknown;
            count it and forget it rather than guessing. */
         c->st.duplicate_alloc++;
@@ -506,15 +506,15 @@ int an_run(an_ctx *c, const an_callbacks *cb)
       break;
     }
     case MPT_EV_PROMOTE: {
-      uint32_t *slot = u64map_get(&c->live, ev.id);
-      if (!slot) { c->st.unknown_promote++; break; }
-      c->pool[*slot].promoted = 1;
-      c->pool[*slot].t_promote = ev.time_ns;
+      uint32_t slot;
+      if (!idtab_get(&c->live, ev.id, &slot)) { c->st.unknown_promote++; break; }
+      c->pool[slot].promoted = 1;
+      c->pool[slot].t_promote = ev.time_ns;
       break;
     }
     case MPT_EV_COLLECT: {
       uint32_t slot;
-      if (!u64map_del(&c->live, ev.id, &slot)) { c->st.unknown_collect++; break; }
+      if (!idtab_del(&c->live, ev.id, &slot)) { c->st.unknown_collect++; break; }
       an_sample s = c->pool[slot];
       slot_free(c, slot);
       s.t_collect = ev.time_ns;

@@ -98,8 +98,8 @@ int cmd_ctf(int argc, char **argv)
   };
   FILE *o = out_open(out);
   ctf_writer *w = ctf_writer_open(o, &wi, lookup, &k);
-  u64map live;
-  u64map_init(&live, 1024);
+  idtab live;
+  idtab_init(&live);
   live_rec *pool = NULL;
   size_t npool = 0, pcap = 0;
   uint32_t *freel = NULL;
@@ -118,7 +118,7 @@ int cmd_ctf(int argc, char **argv)
       int src = ev.source == MPT_SRC_MINOR ? 0 : ev.source == MPT_SRC_CUSTOM ? 2 : 1;
       uint64_t oid = ctf_writer_alloc(w, tus, ev.wosize, ev.nsamples, src, stack, ev.stack_len);
       uint32_t slot, old;
-      if (u64map_del(&live, ev.id, &old)) { /* reused id: forget the old block */
+      if (idtab_del(&live, ev.id, &old)) { /* reused id: forget the old block */
         grow_array((void **)&freel, &fcap, nfree + 1, sizeof *freel);
         freel[nfree++] = old;
       }
@@ -128,15 +128,18 @@ int cmd_ctf(int argc, char **argv)
         slot = (uint32_t)npool++;
       }
       pool[slot] = (live_rec){ oid, src == 0, 0 };
-      u64map_put(&live, ev.id, slot);
+      idtab_replace(&live, ev.id, slot, NULL);
     } else if (ev.kind == MPT_EV_PROMOTE) {
-      uint32_t *slot = u64map_get(&live, ev.id);
-      if (!slot || !pool[*slot].minor || pool[*slot].promoted) { dropped++; continue; }
-      pool[*slot].promoted = 1;
-      ctf_writer_promote(w, tus, pool[*slot].out_id);
+      uint32_t slot;
+      if (!idtab_get(&live, ev.id, &slot) || !pool[slot].minor || pool[slot].promoted) {
+        dropped++;
+        continue;
+      }
+      pool[slot].promoted = 1;
+      ctf_writer_promote(w, tus, pool[slot].out_id);
     } else if (ev.kind == MPT_EV_COLLECT) {
       uint32_t slot;
-      if (!u64map_del(&live, ev.id, &slot)) { dropped++; continue; }
+      if (!idtab_del(&live, ev.id, &slot)) { dropped++; continue; }
       ctf_writer_collect(w, tus, pool[slot].out_id);
       grow_array((void **)&freel, &fcap, nfree + 1, sizeof *freel);
       freel[nfree++] = slot;
@@ -155,7 +158,7 @@ int cmd_ctf(int argc, char **argv)
   if (ctf_writer_close(w) < 0) status = 1;
   if (out_close(o, out)) status = 1;
   free(pool); free(freel); free(stack); free(k.code_of);
-  u64map_free(&live);
+  idtab_free(&live);
   u64map_free(&k.code_loc);
   ti_close(t);
   return status;

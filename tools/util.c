@@ -67,6 +67,7 @@ void u64map_init(u64map *m, size_t initial)
   for (size_t i = 0; i < c; i++) m->e[i].key = UINT64_MAX;
   m->mask = c - 1;
   m->count = 0;
+  m->has_max = 0;
 }
 
 void u64map_free(u64map *m)
@@ -77,6 +78,7 @@ void u64map_free(u64map *m)
 
 uint32_t *u64map_get(const u64map *m, uint64_t key)
 {
+  if (key == UINT64_MAX) return m->has_max ? (uint32_t *)&m->max_val : NULL;
   size_t i = u64map_home(m, key);
   for (;;) {
     uint64_t k = m->e[i].key;
@@ -92,12 +94,21 @@ static void u64map_resize(u64map *m)
   u64map_init(&n, (m->mask + 1));
   for (size_t i = 0; i <= m->mask; i++)
     if (m->e[i].key != UINT64_MAX) u64map_put(&n, m->e[i].key, m->e[i].val);
+  n.has_max = m->has_max;
+  n.max_val = m->max_val;
   u64map_free(m);
   *m = n;
 }
 
 int u64map_replace(u64map *m, uint64_t key, uint32_t val, uint32_t *old)
 {
+  if (key == UINT64_MAX) {
+    int had = m->has_max;
+    if (had && old) *old = m->max_val;
+    m->has_max = 1;
+    m->max_val = val;
+    return had;
+  }
   if ((m->count + 1) * 2 > m->mask + 1) u64map_resize(m);
   size_t i = u64map_home(m, key);
   for (;;) {
@@ -124,6 +135,12 @@ void u64map_put(u64map *m, uint64_t key, uint32_t val)
 
 int u64map_del(u64map *m, uint64_t key, uint32_t *old)
 {
+  if (key == UINT64_MAX) {
+    if (!m->has_max) return 0;
+    if (old) *old = m->max_val;
+    m->has_max = 0;
+    return 1;
+  }
   size_t i = u64map_home(m, key);
   for (;;) {
     uint64_t k = m->e[i].key;
@@ -149,6 +166,98 @@ int u64map_del(u64map *m, uint64_t key, uint32_t *old)
   }
   m->e[hole].key = UINT64_MAX;
   m->count--;
+  return 1;
+}
+
+/* ---- idtab ---- */
+
+void idtab_init(idtab *t)
+{
+  t->ring = xcalloc(IDTAB_WINDOW, sizeof *t->ring);
+  t->bits = xcalloc(IDTAB_WINDOW / 64, sizeof *t->bits);
+  t->base = 0;
+  t->ring_count = 0;
+  u64map_init(&t->old, 1024);
+}
+
+void idtab_free(idtab *t)
+{
+  free(t->ring);
+  free(t->bits);
+  u64map_free(&t->old);
+}
+
+static inline int in_window(const idtab *t, uint64_t id)
+{
+  return id >= t->base && id - t->base < IDTAB_WINDOW;
+}
+
+/* Slide the window so that [id] sits in its middle: ring entries whose
+   ids fall below the new base move to the map.  Moving by at least half a
+   window at a time makes the bitmap scan cost at most 2/64 word tests per
+   id in a sequential stream. */
+static void idtab_advance(idtab *t, uint64_t id)
+{
+  uint64_t nbase = id - IDTAB_WINDOW / 2;
+  if (t->ring_count) {
+    for (size_t w = 0; w < IDTAB_WINDOW / 64; w++) {
+      uint64_t b = t->bits[w];
+      while (b) {
+        unsigned k = (unsigned)__builtin_ctzll(b);
+        b &= b - 1;
+        size_t slot = w * 64 + k;
+        /* The id held in a slot is the one congruent to it in the window. */
+        uint64_t held = t->base + ((slot - t->base) & (IDTAB_WINDOW - 1));
+        if (held < nbase) {
+          u64map_put(&t->old, held, t->ring[slot] - 1);
+          t->ring[slot] = 0;
+          t->bits[w] &= ~(1ULL << k);
+          t->ring_count--;
+        }
+      }
+    }
+  }
+  t->base = nbase;
+}
+
+int idtab_get(idtab *t, uint64_t id, uint32_t *val)
+{
+  if (in_window(t, id)) {
+    uint32_t v = t->ring[id & (IDTAB_WINDOW - 1)];
+    if (!v) return 0;
+    *val = v - 1;
+    return 1;
+  }
+  uint32_t *p = u64map_get(&t->old, id);
+  if (!p) return 0;
+  *val = *p;
+  return 1;
+}
+
+int idtab_replace(idtab *t, uint64_t id, uint32_t val, uint32_t *old)
+{
+  if (id > t->base && id - t->base >= IDTAB_WINDOW) idtab_advance(t, id);
+  if (!in_window(t, id)) return u64map_replace(&t->old, id, val, old);
+  size_t slot = id & (IDTAB_WINDOW - 1);
+  int had = t->ring[slot] != 0;
+  if (had && old) *old = t->ring[slot] - 1;
+  if (!had) {
+    t->bits[slot / 64] |= 1ULL << (slot % 64);
+    t->ring_count++;
+  }
+  t->ring[slot] = val + 1;
+  return had;
+}
+
+int idtab_del(idtab *t, uint64_t id, uint32_t *old)
+{
+  if (!in_window(t, id)) return u64map_del(&t->old, id, old);
+  size_t slot = id & (IDTAB_WINDOW - 1);
+  if (!t->ring[slot]) return 0;
+  if (old) *old = t->ring[slot] - 1;
+  t->ring[slot] = 0;
+  t->bits[slot / 64] &= ~(1ULL << (slot % 64));
+  t->ring_count--;
   return 1;
 }
 

@@ -26,7 +26,8 @@ char *xstrdup(const char *s);
 /* Grow *p (element size [size]) so that it holds at least [need] elements. */
 void grow_array(void **p, size_t *cap, size_t need, size_t size);
 
-/* ---- u64 -> u32 hash map; key UINT64_MAX is reserved as "empty" ---- */
+/* ---- u64 -> u32 hash map (UINT64_MAX marks empty slots and is stored
+   apart when used as a key) ---- */
 typedef struct {
   uint64_t key;         /* UINT64_MAX: empty */
   uint32_t val;
@@ -35,7 +36,9 @@ typedef struct {
 typedef struct {
   u64entry *e;
   size_t mask;          /* capacity - 1, capacity a power of two >= 16 */
-  size_t count;
+  size_t count;         /* entries in e[] */
+  int has_max;          /* key UINT64_MAX present, with value max_val */
+  uint32_t max_val;
 } u64map;
 
 void u64map_init(u64map *m, size_t initial_capacity);
@@ -64,6 +67,32 @@ static inline size_t u64map_home(const u64map *m, uint64_t key)
 {
   return (size_t)((mix64(key >> 3) << 3) | (key & 7)) & m->mask;
 }
+
+/* ---- id table: u64 -> u32 for keys that arrive mostly in sequence ----
+   Object ids are handed out in sequence and most objects die young.  Ids
+   within a window of IDTAB_WINDOW ending at the largest id seen live in a
+   direct-mapped ring (no hashing, sequential memory); an id that leaves
+   the window while still present moves once into a u64map, as does any id
+   that arrives below the window.  The window moves by at least half its
+   size at a time, and a bitmap of occupied ring slots bounds each move to
+   IDTAB_WINDOW/64 word tests, even when ids jump far (hostile files). */
+#define IDTAB_WINDOW (1u << 16)
+
+typedef struct {
+  uint32_t *ring;       /* value + 1, 0 = empty; index id & (WINDOW-1) */
+  uint64_t *bits;       /* occupied ring slots */
+  uint64_t base;        /* window = [base, base + WINDOW) */
+  size_t ring_count;
+  u64map old;           /* everything outside the window */
+} idtab;
+
+void idtab_init(idtab *t);
+void idtab_free(idtab *t);
+/* Returns 1 and the value in *val when [id] is present. */
+int idtab_get(idtab *t, uint64_t id, uint32_t *val);
+/* Insert or replace; returns 1 and the previous value when present. */
+int idtab_replace(idtab *t, uint64_t id, uint32_t val, uint32_t *old);
+int idtab_del(idtab *t, uint64_t id, uint32_t *old);
 
 /* ---- string interner: equal strings get the same id and pointer ---- */
 typedef struct strpool strpool;

@@ -538,6 +538,12 @@ def test_robustness(files):
     check("missing file: exit 1, one line", r.returncode == 1 and len(r.stderr.splitlines()) == 1)
 
 
+def test_idtab():
+    r = run([os.path.join(BUILD, "idtab_test")], timeout=120)
+    check("idtab = u64map on 2M mixed operations; hostile ids stay fast",
+          r.returncode == 0 and r.stdout.startswith("ok"), r.stdout + r.stderr)
+
+
 def test_cli():
     for cmd in ("info", "top", "folded", "ctf", "pprof", "flamegraph", "timeline", "leaks", "diff"):
         r = tool(cmd, "--help")
@@ -556,6 +562,7 @@ def main():
             print("0 passed, 1 failed")
             return 1
     test_cli()
+    test_idtab()
     test_upstream()
     for name in ("memtrace_v0.2.3_test_ocamlopt.v2.ctf",):
         if os.path.isdir(UP):
