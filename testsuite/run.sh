@@ -234,7 +234,7 @@ band "uncompressed: minor refs" "$(site "$W/plain.sum" Stats.alloc_refs)" 400
 # ---- %e and the signal toggle ----
 OCAMLRUNPARAM="memprof=$W/%e.trace,memprof_rate=1e-4" "$W/params" > /dev/null
 check "%e expands to the executable's name" [ -s "$W/params.trace" ]
-OCAMLRUNPARAM="memprof=$W/sig.trace,memprof_rate=1e-3,memprof_signal=USR2" "$W/forever" > "$W/sig.out" &
+OCAMLRUNPARAM="memprof=$W/sig.trace,memprof_rate=1e-3,memprof_signal=USR2,memprof_flush_ms=50" "$W/forever" > "$W/sig.out" &
 spid=$!
 for _ in $(seq 50); do [ -s "$W/sig.out" ] && break; sleep 0.1; done
 sleep 0.3; kill -USR2 $spid; sleep 0.5
