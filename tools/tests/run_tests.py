@@ -488,6 +488,54 @@ def test_runtime_trace():
         rc, cc, text = checker_counts(out)
         check("runtime trace -> CTF passes mtctf_check with viewer rules (compress=%s)" % compress,
               r.returncode == 0 and rc == 0 and "viewer rules: ok" in text, r.stderr + text[-300:])
+    test_runtime_domains(ocamlopt, work)
+
+
+def test_runtime_domains(ocamlopt, work):
+    """Three domains allocating at once (tests/domains.ml): one stream per
+    domain in the trace, volumes per function, --domain, and a CTF export
+    that merges the streams and still satisfies memtrace_viewer's rules."""
+    shutil.copy(os.path.join(HERE, "domains.ml"), work)
+    r = run([ocamlopt, "-g", "domains.ml", "-o", "domains.exe"], cwd=work)
+    check("compile tests/domains.ml", r.returncode == 0, r.stderr[-500:])
+    if r.returncode != 0:
+        return
+    steps, rate = 300000, 1e-2
+    trace = os.path.join(work, "domains.trace")
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=%g,memprof_seed=11" % (trace, rate))
+    r = run([os.path.join(work, "domains.exe"), str(steps)], env=env, cwd=work)
+    check("traced run of domains.exe", r.returncode == 0 and os.path.exists(trace), r.stderr[-300:])
+    if r.returncode != 0:
+        return
+    j = tool_json("info", "--json", trace)
+    doms = {d["domain"]: d for d in j["domains"]}
+    check("domains trace: three streams with allocations",
+          len([d for d in doms.values() if d.get("alloc")]) == 3, json.dumps(j["domains"]))
+    t = rows_by_key(tool_json("top", "--json", "-n", "0", trace))
+    worker = t.get("Domains.worker_step", {}).get("alloc_bytes")
+    main = t.get("Domains.main_step", {}).get("alloc_bytes")
+    check("domains trace: worker_step volume within 4.5 sd",
+          worker is not None and within(worker, 2 * steps * 9 + 2 * steps // 10 * 3, rate), str(worker))
+    check("domains trace: main_step volume within 4.5 sd",
+          main is not None and within(main, 7 * steps, rate), str(main))
+    main_dom = [d for d, v in doms.items() if v.get("trace_start")]
+    others = [str(d) for d in doms if d not in main_dom]
+    args = []
+    for d in others:
+        args += ["--domain", d]
+    k = set(rows_by_key(tool_json("top", "--json", "-n", "0", *(args + [trace]))))
+    check("domains trace: --domain of the workers shows worker_step, not main_step",
+          "Domains.worker_step" in k and "Domains.main_step" not in k, str(k))
+    out = os.path.join(work, "domains.ctf")
+    r = tool("ctf", "-o", out, trace)
+    rc, cc, text = checker_counts(out)
+    check("domains trace -> one CTF stream passing mtctf_check with viewer rules",
+          r.returncode == 0 and rc == 0 and "viewer rules: ok" in text
+          and cc["allocs"] == j["events"]["alloc"], r.stderr + text[-300:])
+    ct = rows_by_key(tool_json("top", "--json", "-n", "0", out))
+    check("domains trace: CTF export keeps worker/main volumes",
+          ct.get("Domains.worker_step", {}).get("alloc_bytes") == worker
+          and ct.get("Domains.main_step", {}).get("alloc_bytes") == main)
 
 
 def test_robustness(files):
