@@ -126,6 +126,18 @@ static void write_svg(FILE *o, const char *path, const tl_acc *a, const double *
     fprintf(o, "%.1f,%.1f ", XS(t > tend ? tend : t), YB(live[i]));
   }
   fprintf(o, "\"/>\n");
+  /* Peak of the estimated live heap (end of its bin). */
+  uint32_t pk = 0;
+  for (uint32_t i = 1; i < m; i++) if (live[i] > live[pk]) pk = i;
+  if (m && live[pk] > 0) {
+    double tp = (double)((pk + 1) * W) / 1e9;
+    if (tp > tend) tp = tend;
+    int right = XS(tp) > X0 + 0.7 * PW;    /* keep the label inside */
+    fprintf(o, "<circle class=\"peak\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#06c\"/>"
+               "<text x=\"%.1f\" y=\"%.1f\" fill=\"#06c\" text-anchor=\"%s\">peak %s at %.3f s</text>\n",
+            XS(tp), YB(live[pk]), XS(tp) + (right ? -6 : 6), YB(live[pk]) - 6,
+            right ? "end" : "start", human_bytes(live[pk], b1, sizeof b1), tp);
+  }
   if (a->ngc) {
     fprintf(o, "<polyline class=\"heap\" fill=\"none\" stroke=\"#393\" stroke-width=\"1.5\" points=\"");
     double prev = a->gc[0].heap;

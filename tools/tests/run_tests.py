@@ -350,6 +350,7 @@ def test_timeline(path):
     check("timeline SVG has live, heap, rate, one compaction mark, 100 distinct cycles",
           r.returncode == 0 and 'class="live"' in text and 'class="heap"' in text
           and 'class="rate"' in text and text.count('class="compaction"') == 1
+          and text.count('class="peak"') == 1
           and text.count('class="major"') == 100)
 
 
