@@ -30,6 +30,7 @@ typedef struct { uint8_t *p; size_t n, cap; } pbuf;
 
 static void pb_raw(pbuf *b, const void *d, size_t n)
 {
+  if (!n) return;                /* d may be NULL (an empty buffer) */
   grow_array((void **)&b->p, &b->cap, b->n + n, 1);
   memcpy(b->p + b->n, d, n);
   b->n += n;
