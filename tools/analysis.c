@@ -407,7 +407,7 @@ static uint32_t stack_node(an_ctx *c, const uint32_t *s, uint32_t len)
     c->path[k] = node;
   }
   /* prev is stored outer-end-aligned like the stack itself. */
-  memcpy(c->prev, s, len * sizeof *s);
+  if (len) memcpy(c->prev, s, len * sizeof *s);   /* both may be NULL */
   c->prev_len = len;
   return len ? c->path[len - 1] : 0;
 }

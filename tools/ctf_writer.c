@@ -323,7 +323,7 @@ uint64_t ctf_writer_alloc(ctf_writer *w, uint64_t t_us, uint64_t length,
   while (common < ncodes && common < w->prev_len && codes[common] == w->prev[common])
     common++;
   grow_array((void **)&w->prev, &w->prev_cap, ncodes, sizeof *w->prev);
-  memcpy(w->prev, codes, ncodes * sizeof *codes);
+  if (ncodes) memcpy(w->prev, codes, ncodes * sizeof *codes);  /* may be NULL */
   w->prev_len = ncodes;
   const uint64_t *todo = codes + common;
   size_t m = ncodes - common;
