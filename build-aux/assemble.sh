@@ -42,4 +42,4 @@ apply_series "$top/stdlib-patches"
 command -v autoconf >/dev/null 2>&1 || die "autoconf (2.71) is needed to regenerate configure"
 (cd "$stage" && tools/autogen >/dev/null 2>&1) ||
   die "autoconf failed on the patched configure.ac: $(cd "$stage" && autoconf --force 2>&1 | head -n 5)"
-rm -rf "$stage/autom4te.cache"
+rm -rf "$stage/autom4te.cache" "$stage/configure~"

@@ -9,7 +9,7 @@ SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 pkgs="gcc libc6-dev make patch autoconf rsync tar xz-utils xxd ca-certificates liblz4-dev zlib1g-dev"
 # tests: lz4 CLI, python3 (memtrace CTF checker), golang-go (go tool pprof),
 # clang (libFuzzer), chromium (flame graph rendering), opam (switch test)
-[ "${1:-}" = --tests ] && pkgs="$pkgs lz4 python3 golang-go clang chromium opam procps time"
+[ "${1:-}" = --tests ] && pkgs="$pkgs lz4 python3 golang-go clang chromium opam procps time valgrind"
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends $pkgs > /dev/null
 # npm fetches pristine OCaml 5.3.0; the machine image ships Node.js with npm,
