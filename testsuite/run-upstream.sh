@@ -5,8 +5,8 @@
 #   MODE traced: with OCAMLRUNPARAM=memprof=...%p... exported for every
 #                process of the run (compilers, ocamltest, test programs);
 #                afterwards every trace written must decode without error.
-# Results must equal testsuite/upstream-baseline.txt, measured on vanilla
-# 5.3.0 on this platform.  Last line: "N passed, N failed" (tests).
+# Results must equal testsuite/upstream-baseline.{root,user}.txt, measured
+# on vanilla 5.3.0 on this platform.  Last line: "N passed, N failed".
 set -u
 SRC=$1; MODE=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,12 +26,23 @@ num() { awk -v w="$1" '$2 == "tests" && $3 == w { print $1; exit }' "$W/log"; }
 p=$(num passed); s=$(num skipped); f=$(num failed); u=$(num "unexpected")
 p=${p:-0}; s=${s:-0}; f=${f:-0}; u=${u:-0}
 echo "upstream ($MODE): $p passed, $s skipped, $f failed, $u unexpected errors"
-fails=$((f + u))
-base=$(cat "$here/upstream-baseline.txt" 2>/dev/null)
-if [ "$p passed, $s skipped" != "$base" ]; then
-  echo "FAIL upstream ($MODE): expected '$base' as on vanilla 5.3.0"
-  grep -E "=> failed|=> unexpected" "$W/log" | head -n 20
-  [ $fails -gt 0 ] || fails=1
+# What must match vanilla 5.3.0: the counts and the names of failing tests.
+# (As root, lib-runtime-events/test_create_cursor_failures fails on vanilla
+# too: it expects open() of a file it chmod'ed to 000 to fail.  The root
+# baseline was measured on vanilla 5.3.0; the non-root one is inferred from
+# it: that test is the only one whose result depends on being root.)
+{ echo "$p passed, $s skipped, $f failed, $u unexpected"
+  sed -n "s/^ \.\.\. testing '\(.*\)' => \(failed\|unexpected error\)\$/\1/p" "$W/log" | sort -u
+} > "$W/result"
+who=user; [ "$(id -u)" = 0 ] && who=root
+baseline=$here/upstream-baseline.$who.txt
+fails=0
+if ! cmp -s "$W/result" "$baseline"; then
+  echo "FAIL upstream ($MODE): results differ from vanilla 5.3.0 ($baseline):"
+  diff "$baseline" "$W/result" | head -n 20
+  fails=$((f + u)); [ $fails -gt 0 ] || fails=1
+else
+  echo "upstream ($MODE): identical to vanilla 5.3.0 ($(basename "$baseline"))"
 fi
 if [ "$MODE" = traced ]; then
   n=0; bad=0
