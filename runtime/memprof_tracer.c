@@ -284,27 +284,11 @@ static void rng_seed(tracer_domain *d, uint64_t seed)
   }
 }
 
-/* log(x) for x in (0, 1], to about 1e-12 relative error: x = m 2^e with m
-   in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s), s = (m-1)/(m+1), |s| < 0.172,
-   by its odd series to s^13.  A third of libm's cost, and accurate far
-   beyond what the geometric gaps need. */
-static inline double log_unit(double x)
-{
-  int e;
-  double m = frexp(x, &e);                  /* x = m 2^e, m in [1/2, 1) */
-  if (m < 0.70710678118654752) { m *= 2; e--; }
-  double s = (m - 1) / (m + 1), s2 = s * s;
-  double p = 1.0 / 13;
-  p = p * s2 + 1.0 / 11; p = p * s2 + 1.0 / 9; p = p * s2 + 1.0 / 7;
-  p = p * s2 + 1.0 / 5;  p = p * s2 + 1.0 / 3; p = p * s2 + 1.0;
-  return 2 * s * p + e * 0.69314718055994530942;
-}
-
 /* Words up to and including the next sampled word: Geometric(lambda). */
 static uintnat rand_geom(tracer_domain *d)
 {
   double u = 1.0 - (double)(rng_next(d) >> 11) * 0x1.0p-53;  /* (0, 1] */
-  double g = log_unit(u) * one_log1m;
+  double g = log(u) * one_log1m;
   if (!(g < 1e18)) return (uintnat)1e18;
   return 1 + (uintnat)g;
 }
