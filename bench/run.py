@@ -925,7 +925,7 @@ def render_md(data):
                  "instructions divided by the samples of the traced run (functions of "
                  "the program itself move too: the allocation slow path is taken at "
                  "every sample).\n")
-        for pname, pr in prof.items():
+        for pname, pr in sorted(prof.items(), key=lambda kv: kv[0] != "short_lived"):
             if "error" in pr:
                 L.append("%s: %s\n" % (pname, pr["error"]))
                 continue
