@@ -1,4 +1,5 @@
-/* aggregate.c: node accumulators, adaptive time curves, peak search.
+/* aggregate.c: node accumulators, adaptive time curves, peak search, and
+   the per-node pass shared by the reports.
    See aggregate.h for the design; the only subtle point is that curve bins
    hold differences, so coarsening sums pairs and levels are prefix sums. */
 
@@ -47,6 +48,16 @@ nstat nodeagg_get(const nodeagg *a, uint32_t i)
   if (i < a->cap) return a->v[i];
   memset(&z, 0, sizeof z);
   return z;
+}
+
+double nstat_value(const an_ctx *c, const nstat *s, value_kind v)
+{
+  switch (v) {
+  case VALUE_LIVE: return an_bytes(c, s->live_samples);
+  case VALUE_SAMPLES: return s->alloc_samples;
+  case VALUE_OBJECTS: return s->alloc_objects / an_header(c)->sampling_rate;
+  default: return an_bytes(c, s->alloc_samples);
+  }
 }
 
 void nodeagg_free(nodeagg *a)
@@ -153,5 +164,28 @@ int resolve_live_at(const char *arg, const char *path, const an_filter *f, uint6
     fprintf(stderr, "ocaml-memprof: bad --live-at '%s' (end, peak or a time)\n", arg);
     return 1;
   }
+  return 0;
+}
+
+/* ---- the per-node pass ---- */
+
+static void nodeagg_sample(void *u, an_ctx *c, const an_sample *s)
+{
+  (void)c;
+  nodeagg_add(u, s);
+}
+
+int nodeagg_run(const char *path, const an_filter *f, const char *live_arg,
+                nodeagg *agg, an_ctx **ctx)
+{
+  uint64_t live_at;
+  if (resolve_live_at(live_arg, path, f, &live_at)) return 1;
+  an_ctx *c = an_open(path, f);
+  if (!c) return 1;
+  nodeagg_init(agg, live_at);
+  an_callbacks cb = { agg, NULL, nodeagg_sample };
+  int rc = an_run(c, &cb);
+  if (rc) { nodeagg_free(agg); an_close(c); return rc; }
+  *ctx = c;
   return 0;
 }

@@ -8,7 +8,10 @@
      the covered range arrives.  This gives bounded memory without knowing
      the trace's duration in advance, and merging is exact for differences:
      a +v at fine bin i is a +v at coarse bin i/2.
-   - peak finding: a first pass with a tcurve of total live bytes. */
+   - peak finding: a first pass with a tcurve of total live bytes.
+   - nodeagg_run: the whole pass that the per-node reports (top, folded,
+     flamegraph, pprof) start with, so they resolve --live-at, open the
+     trace and clean up after a failed read in one way. */
 
 #ifndef OCAML_MEMPROF_AGGREGATE_H
 #define OCAML_MEMPROF_AGGREGATE_H
@@ -35,6 +38,10 @@ void nodeagg_add(nodeagg *a, const an_sample *s);
 /* Stats of node i (zeroes when never touched). */
 nstat nodeagg_get(const nodeagg *a, uint32_t i);
 void nodeagg_free(nodeagg *a);
+/* What a report shows of a node: estimated bytes allocated or live at
+   live_at, samples, or estimated objects. */
+typedef enum { VALUE_ALLOC, VALUE_LIVE, VALUE_SAMPLES, VALUE_OBJECTS } value_kind;
+double nstat_value(const an_ctx *c, const nstat *s, value_kind v);
 /* Is sample s live at time t (AN_NEVER: at the end)? */
 int sample_live_at(const an_sample *s, uint64_t t);
 
@@ -63,5 +70,13 @@ int find_peak(const char *path, const an_filter *f, uint64_t *t_peak, double *pe
 /* Parse "end", "peak" or a time for --live-at; peak is resolved by a
    first pass. */
 int resolve_live_at(const char *arg, const char *path, const an_filter *f, uint64_t *t);
+
+/* Resolve [live_arg] as resolve_live_at does, open [path] with filter [f]
+   and add every kept sample to [agg] (initialised here; live at the
+   resolved time, also left in agg->live_at).  Returns 0 with *ctx open:
+   the caller then frees [agg] and closes *ctx.  Otherwise returns the exit
+   status (1) after printing the error, with nothing left to free. */
+int nodeagg_run(const char *path, const an_filter *f, const char *live_arg,
+                nodeagg *agg, an_ctx **ctx);
 
 #endif

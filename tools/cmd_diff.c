@@ -91,19 +91,13 @@ int cmd_diff(int argc, char **argv)
     else if (!strcmp(o, "--json")) mode = OUT_JSON;
     else if (!strcmp(o, "--csv")) mode = OUT_CSV;
     else if (i + 1 < argc && !strcmp(o, "--by")) {
-      const char *v = argv[++i];
-      if (!strcmp(v, "function")) a.by = AN_BY_FUNCTION;
-      else if (!strcmp(v, "location")) a.by = AN_BY_LOCATION;
-      else if (!strcmp(v, "module")) a.by = AN_BY_MODULE;
-      else return bad_option("diff", v);
+      if (parse_keykind(argv[++i], &a.by) < 0) return bad_option("diff", argv[i]);
     } else if (i + 1 < argc && !strcmp(o, "--sort")) {
       const char *v = argv[++i];
       if (!strcmp(v, "live")) g_sort_live = 1;
       else if (strcmp(v, "alloc")) return bad_option("diff", v);
     } else if (i + 1 < argc && !strcmp(o, "-n")) {
-      char *e;
-      limit = strtol(argv[++i], &e, 10);
-      if (*e || limit < 0) return bad_option("diff", argv[i]);
+      if (parse_count(argv[++i], &limit) < 0) return bad_option("diff", argv[i]);
     } else if (i + 1 < argc && !strcmp(o, "-o")) out = argv[++i];
     else if (o[0] == '-' && o[1]) return bad_option("diff", o);
     else if (!paths[0]) paths[0] = o;
@@ -113,15 +107,16 @@ int cmd_diff(int argc, char **argv)
   if (!paths[1]) { print_usage(stderr, usage, 1); return 2; }
   a.keys = strpool_new();
   double tot_alloc[2] = { 0, 0 }, tot_live[2] = { 0, 0 };
-  for (int side = 0; side < 2; side++) {
+  int rc = 0;
+  for (int side = 0; side < 2 && !rc; side++) {
     an_ctx *c = an_open(paths[side], &f);
-    if (!c) { strpool_free(a.keys); free(a.rows); an_filter_free(&f); return 1; }
+    if (!c) { rc = 1; break; }
     a.side = side;
     an_callbacks cb = { &a, NULL, on_sample };
-    int rc = an_run(c, &cb);
+    rc = an_run(c, &cb);
     an_close(c);
-    if (rc) { strpool_free(a.keys); free(a.rows); an_filter_free(&f); return rc; }
   }
+  if (rc) { strpool_free(a.keys); free(a.rows); an_filter_free(&f); return rc; }
   for (size_t i = 0; i < a.n; i++)
     for (int s = 0; s < 2; s++) { tot_alloc[s] += a.rows[i].alloc[s]; tot_live[s] += a.rows[i].live[s]; }
   if (a.n) qsort(a.rows, a.n, sizeof *a.rows, cmp);
@@ -168,7 +163,7 @@ int cmd_diff(int argc, char **argv)
               r->live[1] >= r->live[0] ? "+" : "", d2, r->key);
     }
   }
-  int rc = out_close(o, out);
+  rc = out_close(o, out);
   free(a.rows);
   strpool_free(a.keys);
   an_filter_free(&f);

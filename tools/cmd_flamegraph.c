@@ -50,12 +50,6 @@ static uint32_t fnode(ftree *t, uint32_t parent, const char *name)
   return id;
 }
 
-static void on_sample(void *u, an_ctx *c, const an_sample *s)
-{
-  (void)c;
-  nodeagg_add(u, s);
-}
-
 static void js_str(FILE *o, const char *s)
 {
   /* JSON string that is also safe inside <script>: escape '<' and '>'. */
@@ -159,34 +153,13 @@ int cmd_flamegraph(int argc, char **argv)
 {
   an_filter f;
   an_filter_init(&f);
-  const char *path = NULL, *out = NULL, *live_arg = "end", *value = "alloc";
-  int lines = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int k = an_filter_option(&f, argc, argv, &i);
-    if (k < 0) return 2;
-    if (k) continue;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { print_usage(stdout, usage, 1); return 0; }
-    else if (!strcmp(a, "--lines")) lines = 1;
-    else if (i + 1 < argc && !strcmp(a, "--value")) value = argv[++i];
-    else if (i + 1 < argc && !strcmp(a, "--live-at")) live_arg = argv[++i];
-    else if (i + 1 < argc && !strcmp(a, "-o")) out = argv[++i];
-    else if (a[0] == '-' && a[1]) return bad_option("flamegraph", a);
-    else if (!path) path = a;
-    else return bad_option("flamegraph", a);
-  }
-  int vk = !strcmp(value, "alloc") ? 0 : !strcmp(value, "live") ? 1 : !strcmp(value, "samples") ? 2 : -1;
-  if (vk < 0) return bad_option("flamegraph", value);
-  if (!path) { print_usage(stderr, usage, 1); return 2; }
-  uint64_t live_at;
-  if (resolve_live_at(live_arg, path, &f, &live_at)) return 1;
-  an_ctx *c = an_open(path, &f);
-  if (!c) return 1;
+  stack_opts op;
+  int rc = stack_opts_parse(&op, &f, "flamegraph", usage, 0, argc, argv);
+  if (rc >= 0) return rc;
+  an_ctx *c;
   nodeagg agg;
-  nodeagg_init(&agg, live_at);
-  an_callbacks cb = { &agg, NULL, on_sample };
-  int rc = an_run(c, &cb);
-  if (rc) { nodeagg_free(&agg); an_filter_free(&f); an_close(c); return rc; }
+  rc = nodeagg_run(op.path, &f, op.live_arg, &agg, &c);
+  if (rc) { an_filter_free(&f); return rc; }
 
   /* Re-key the call tree by frame names.  Call-tree nodes are created
      parent first, so parents are mapped before their children. */
@@ -209,7 +182,7 @@ int cmd_flamegraph(int argc, char **argv)
       for (uint32_t k = l->n; k-- > 0;) {          /* outermost inlined first */
         const mpt_loc_entry *e = &l->entries[k];
         const char *fn = e->function && e->function[0] ? e->function : "??";
-        if (lines) {
+        if (op.lines) {
           snprintf(buf, sizeof buf, "%s (%s:%u)", fn, e->file ? e->file : "", e->line);
           fn = buf;
         }
@@ -218,19 +191,18 @@ int cmd_flamegraph(int argc, char **argv)
     }
     map[i] = p;
     nstat s = nodeagg_get(&agg, i);
-    t.self[p] += vk == 0 ? an_bytes(c, s.alloc_samples) : vk == 1 ? an_bytes(c, s.live_samples)
-               : s.alloc_samples;
+    t.self[p] += nstat_value(c, &s, op.value);
   }
   nstat s0 = nodeagg_get(&agg, 0);
-  t.self[0] += vk == 0 ? an_bytes(c, s0.alloc_samples) : vk == 1 ? an_bytes(c, s0.live_samples)
-             : s0.alloc_samples;
+  t.self[0] += nstat_value(c, &s0, op.value);
 
-  FILE *o = out_open(out);
+  FILE *o = out_open(op.out);
   fputs(page_head, o);
   fputs("var D={title:", o);
-  js_str(o, path);
-  fprintf(o, ",what:\"%s\",unit:\"%s\",\nnames:[", vk == 0 ? "estimated allocated bytes"
-          : vk == 1 ? "estimated live bytes" : "samples", vk == 2 ? "samples" : "bytes");
+  js_str(o, op.path);
+  fprintf(o, ",what:\"%s\",unit:\"%s\",\nnames:[", op.value == VALUE_ALLOC ? "estimated allocated bytes"
+          : op.value == VALUE_LIVE ? "estimated live bytes" : "samples",
+          op.value == VALUE_SAMPLES ? "samples" : "bytes");
   uint32_t nnames = strpool_count(t.names);
   for (uint32_t k = 0; k < nnames; k++) {
     if (k) putc(',', o);
@@ -244,7 +216,7 @@ int cmd_flamegraph(int argc, char **argv)
   for (size_t k = 0; k < t.n; k++) fprintf(o, "%s%.0f", k ? "," : "", t.self[k]);
   fputs("]};\n", o);
   fputs(page_js, o);
-  rc = out_close(o, out);
+  rc = out_close(o, op.out);
   free(map);
   free(t.parent); free(t.name); free(t.self);
   u64map_free(&t.idx);

@@ -79,6 +79,17 @@ static void on_sample(void *u, an_ctx *c, const an_sample *smp)
   }
 }
 
+static void leaks_free(leaks_acc *a)
+{
+  for (size_t i = 0; i < a->n; i++) {
+    tcurve_free(&a->s[i].live);
+    tcurve_free(&a->s[i].surv);
+    tcurve_free(&a->s[i].survn);
+  }
+  free(a->s);
+  u64map_free(&a->idx);
+}
+
 static int by_score(const void *x, const void *y)
 {
   const site *a = x, *b = y;
@@ -129,11 +140,7 @@ int cmd_leaks(int argc, char **argv)
     } else if (!strcmp(o, "--json")) mode = OUT_JSON;
     else if (!strcmp(o, "--csv")) mode = OUT_CSV;
     else if (i + 1 < argc && !strcmp(o, "--by")) {
-      const char *v = argv[++i];
-      if (!strcmp(v, "function")) a.by = AN_BY_FUNCTION;
-      else if (!strcmp(v, "location")) a.by = AN_BY_LOCATION;
-      else if (!strcmp(v, "module")) a.by = AN_BY_MODULE;
-      else return bad_option("leaks", v);
+      if (parse_keykind(argv[++i], &a.by) < 0) return bad_option("leaks", argv[i]);
     } else if (i + 1 < argc && !strcmp(o, "--window")) {
       if (parse_window(argv[++i], &win) < 0) return bad_option("leaks", argv[i]);
     } else if (i + 1 < argc && !strcmp(o, "--min-score")) {
@@ -141,9 +148,7 @@ int cmd_leaks(int argc, char **argv)
       if (parse_size(argv[++i], &v) < 0) return bad_option("leaks", argv[i]);
       min_score = (double)v;
     } else if (i + 1 < argc && !strcmp(o, "-n")) {
-      char *e;
-      limit = strtol(argv[++i], &e, 10);
-      if (*e || limit < 0) return bad_option("leaks", argv[i]);
+      if (parse_count(argv[++i], &limit) < 0) return bad_option("leaks", argv[i]);
     } else if (i + 1 < argc && !strcmp(o, "-o")) out = argv[++i];
     else if (o[0] == '-' && o[1]) return bad_option("leaks", o);
     else if (!path) path = o;
@@ -156,9 +161,7 @@ int cmd_leaks(int argc, char **argv)
   an_callbacks cb = { &a, NULL, on_sample };
   int rc = an_run(c, &cb);
   if (rc) {
-    for (size_t i = 0; i < a.n; i++) { tcurve_free(&a.s[i].live); tcurve_free(&a.s[i].surv); tcurve_free(&a.s[i].survn); }
-    free(a.s);
-    u64map_free(&a.idx);
+    leaks_free(&a);
     an_filter_free(&f);
     an_close(c);
     return rc;
@@ -270,9 +273,7 @@ int cmd_leaks(int argc, char **argv)
     if (!printed) fprintf(o, "  (none)\n");
   }
   rc = out_close(o, out);
-  for (size_t i = 0; i < a.n; i++) { tcurve_free(&a.s[i].live); tcurve_free(&a.s[i].surv); tcurve_free(&a.s[i].survn); }
-  free(a.s);
-  u64map_free(&a.idx);
+  leaks_free(&a);
   an_filter_free(&f);
   an_close(c);
   return rc;

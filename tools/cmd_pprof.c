@@ -101,12 +101,6 @@ static uint32_t func_id(tables *t, const char *name, const char *file, pbuf *tmp
   return id;
 }
 
-static void on_sample(void *u, an_ctx *c, const an_sample *s)
-{
-  (void)c;
-  nodeagg_add(u, s);
-}
-
 static int write_gzip(FILE *o, const uint8_t *d, size_t n)
 {
   z_stream z;
@@ -152,15 +146,10 @@ int cmd_pprof(int argc, char **argv)
     else return bad_option("pprof", a);
   }
   if (!path || !out) { print_usage(stderr, usage, 1); return 2; }
-  uint64_t live_at;
-  if (resolve_live_at(live_arg, path, &f, &live_at)) return 1;
-  an_ctx *c = an_open(path, &f);
-  if (!c) return 1;
+  an_ctx *c;
   nodeagg agg;
-  nodeagg_init(&agg, live_at);
-  an_callbacks cb = { &agg, NULL, on_sample };
-  int rc = an_run(c, &cb);
-  if (rc) { nodeagg_free(&agg); an_filter_free(&f); an_close(c); return rc; }
+  int rc = nodeagg_run(path, &f, live_arg, &agg, &c);
+  if (rc) { an_filter_free(&f); return rc; }
 
   const ti_header *h = an_header(c);
   tables t;

@@ -57,6 +57,15 @@ static void on_sample(void *u, an_ctx *c, const an_sample *s)
   if (s->t_collect != AN_NEVER) tcurve_add(&a->live, s->t_collect, -b);
 }
 
+static void tl_free(tl_acc *a)
+{
+  free(a->gc);
+  free(a->compact);
+  u64map_free(&a->cycles_seen);
+  tcurve_free(&a->live);
+  tcurve_free(&a->alloc);
+}
+
 /* A "nice" axis maximum: 1, 2 or 5 times a power of ten, >= v. */
 static double nice_max(double v)
 {
@@ -210,9 +219,7 @@ int cmd_timeline(int argc, char **argv)
   an_callbacks cb = { &a, on_event, on_sample };
   int rc = an_run(c, &cb);
   if (rc) {
-    free(a.gc); free(a.compact);
-    u64map_free(&a.cycles_seen);
-    tcurve_free(&a.live); tcurve_free(&a.alloc);
+    tl_free(&a);
     an_filter_free(&f);
     an_close(c);
     return rc;
@@ -244,10 +251,8 @@ int cmd_timeline(int argc, char **argv)
     write_svg(o, path, &a, live, rate, m, W, end);
   }
   rc = out_close(o, out);
-  free(live); free(rate); free(a.gc); free(a.compact);
-  u64map_free(&a.cycles_seen);
-  tcurve_free(&a.live);
-  tcurve_free(&a.alloc);
+  free(live); free(rate);
+  tl_free(&a);
   an_filter_free(&f);
   an_close(c);
   return rc;

@@ -54,12 +54,6 @@ static void add_stat(nstat *d, const nstat *s)
   d->live_blocks += s->live_blocks;
 }
 
-static void on_sample(void *u, an_ctx *c, const an_sample *s)
-{
-  (void)c;
-  nodeagg_add(u, s);
-}
-
 static const char usage[] =
   "usage: ocaml-memprof top [OPTIONS] TRACE\n"
   "Rank allocation sites.  Columns: estimated allocated bytes, samples,\n"
@@ -109,11 +103,7 @@ int cmd_top(int argc, char **argv)
     else if (!strcmp(a, "--json")) mode = OUT_JSON;
     else if (!strcmp(a, "--csv")) mode = OUT_CSV;
     else if (i + 1 < argc && !strcmp(a, "--by")) {
-      const char *v = argv[++i];
-      if (!strcmp(v, "function")) by = AN_BY_FUNCTION;
-      else if (!strcmp(v, "location")) by = AN_BY_LOCATION;
-      else if (!strcmp(v, "module")) by = AN_BY_MODULE;
-      else return bad_option("top", v);
+      if (parse_keykind(argv[++i], &by) < 0) return bad_option("top", argv[i]);
     } else if (i + 1 < argc && !strcmp(a, "--sort")) {
       const char *v = argv[++i];
       if (!strcmp(v, "alloc")) g_sort = SORT_ALLOC;
@@ -125,9 +115,7 @@ int cmd_top(int argc, char **argv)
     else if (i + 1 < argc && !strcmp(a, "--callers")) { rel = 1; rel_pat = argv[++i]; }
     else if (i + 1 < argc && !strcmp(a, "--callees")) { rel = 2; rel_pat = argv[++i]; }
     else if (i + 1 < argc && !strcmp(a, "-n")) {
-      char *e;
-      limit = strtol(argv[++i], &e, 10);
-      if (*e || limit < 0) return bad_option("top", argv[i]);
+      if (parse_count(argv[++i], &limit) < 0) return bad_option("top", argv[i]);
     } else if (i + 1 < argc && !strcmp(a, "-o")) out = argv[++i];
     else if (a[0] == '-' && a[1]) return bad_option("top", a);
     else if (!path) path = a;
@@ -140,22 +128,15 @@ int cmd_top(int argc, char **argv)
     fprintf(stderr, "ocaml-memprof top: bad pattern '%s'\n", rel_pat);
     return 2;
   }
-  uint64_t live_at;
-  if (resolve_live_at(live_arg, path, &f, &live_at)) return 1;
-
-  an_ctx *c = an_open(path, &f);
-  if (!c) return 1;
+  an_ctx *c;
   nodeagg agg;
-  nodeagg_init(&agg, live_at);
-  an_callbacks cb = { &agg, NULL, on_sample };
-  int rc = an_run(c, &cb);
+  int rc = nodeagg_run(path, &f, live_arg, &agg, &c);
   if (rc) {
-    nodeagg_free(&agg);
     if (rel) regfree(&m.re);
     an_filter_free(&f);
-    an_close(c);
     return rc;
   }
+  uint64_t live_at = agg.live_at;
 
   /* Nodes -> rows. */
   const an_node *nodes = an_nodes(c);

@@ -1,5 +1,6 @@
-/* report.c: escaping, byte formatting and output-file handling.  Kept
-   separate so that every subcommand quotes CSV/JSON identically. */
+/* report.c: escaping, byte formatting, output-file handling and the
+   option parsing shared by subcommands.  Kept separate so that every
+   subcommand quotes CSV/JSON and reads its options identically. */
 
 #include "report.h"
 
@@ -84,4 +85,52 @@ int bad_option(const char *cmd, const char *opt)
   fprintf(stderr, "ocaml-memprof %s: unknown option or extra argument '%s' (see --help)\n",
           cmd, opt);
   return 2;
+}
+
+int parse_keykind(const char *s, an_keykind *k)
+{
+  if (!strcmp(s, "function")) *k = AN_BY_FUNCTION;
+  else if (!strcmp(s, "location")) *k = AN_BY_LOCATION;
+  else if (!strcmp(s, "module")) *k = AN_BY_MODULE;
+  else return -1;
+  return 0;
+}
+
+int parse_count(const char *s, long *n)
+{
+  char *e;
+  long v = strtol(s, &e, 10);
+  if (*e || v < 0) return -1;
+  *n = v;
+  return 0;
+}
+
+int stack_opts_parse(stack_opts *o, an_filter *f, const char *cmd, const char *usage,
+                     int objects, int argc, char **argv)
+{
+  const char *value = "alloc";
+  o->path = o->out = NULL;
+  o->live_arg = "end";
+  o->lines = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int k = an_filter_option(f, argc, argv, &i);
+    if (k < 0) return 2;
+    if (k) continue;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { print_usage(stdout, usage, 1); return 0; }
+    else if (!strcmp(a, "--lines")) o->lines = 1;
+    else if (i + 1 < argc && !strcmp(a, "--value")) value = argv[++i];
+    else if (i + 1 < argc && !strcmp(a, "--live-at")) o->live_arg = argv[++i];
+    else if (i + 1 < argc && !strcmp(a, "-o")) o->out = argv[++i];
+    else if (a[0] == '-' && a[1]) return bad_option(cmd, a);
+    else if (!o->path) o->path = a;
+    else return bad_option(cmd, a);
+  }
+  if (!strcmp(value, "alloc")) o->value = VALUE_ALLOC;
+  else if (!strcmp(value, "live")) o->value = VALUE_LIVE;
+  else if (!strcmp(value, "samples")) o->value = VALUE_SAMPLES;
+  else if (objects && !strcmp(value, "objects")) o->value = VALUE_OBJECTS;
+  else return bad_option(cmd, value);
+  if (!o->path) { print_usage(stderr, usage, 1); return 2; }
+  return -1;
 }

@@ -3,13 +3,20 @@
    Tables are printed three ways: aligned text for people, CSV (RFC 4180
    quoting) and JSON (strings escaped per RFC 8259), chosen by the common
    --json / --csv flags.  Output goes to stdout or to the file named by -o,
-   opened through out_open so every subcommand handles -o the same way. */
+   opened through out_open so every subcommand handles -o the same way.
+
+   The option values several subcommands take (--by, -n) and the whole
+   option set of the two stack exports (folded, flamegraph) are parsed
+   here too, so they accept the same spellings and fail with the same
+   messages. */
 
 #ifndef OCAML_MEMPROF_REPORT_H
 #define OCAML_MEMPROF_REPORT_H
 
 #include <stdint.h>
 #include <stdio.h>
+
+#include "aggregate.h"
 
 typedef enum { OUT_TEXT, OUT_CSV, OUT_JSON } out_mode;
 
@@ -28,5 +35,26 @@ int out_close(FILE *f, const char *path);
 void print_usage(FILE *o, const char *text, int filters);
 /* Fails with "ocaml-memprof CMD: unknown option X" and returns 2. */
 int bad_option(const char *cmd, const char *opt);
+
+/* --by: "function", "location" or "module".  Returns 0, or -1 (nothing
+   printed) for anything else. */
+int parse_keykind(const char *s, an_keykind *k);
+/* -n: a row count, a decimal integer >= 0 ("" reads as 0).  Returns 0, or
+   -1 (nothing printed). */
+int parse_count(const char *s, long *n);
+
+/* Options of the stack exports: filters, --value, --live-at, --lines, -o
+   and one TRACE. */
+typedef struct {
+  const char *path, *out, *live_arg;
+  int lines;
+  value_kind value;
+} stack_opts;
+/* Parse argv of subcommand [cmd] (usage text [usage]) into [o] and [f];
+   --value objects is accepted only with [objects] set.  Returns -1 when
+   the command goes on, otherwise its exit status after printing: 0 for
+   --help, 2 for a usage error. */
+int stack_opts_parse(stack_opts *o, an_filter *f, const char *cmd, const char *usage,
+                     int objects, int argc, char **argv);
 
 #endif
