@@ -727,13 +727,17 @@ void caml_memprof_tracer_new_domain(caml_domain_state *s)
     d->countdown_gen = (uintnat)-1;
     domains[s->id] = d;
   }
+  /* Each domain its own random stream: with memprof_seed, streams differ
+     by Domain.self () and are reproducible. */
   rng_seed(d, (params.seeded ? params.seed : (uint64_t)getpid() * 0x9e3779b97f4a7c15ull
                ^ (uint64_t)caml_trace_writer_now())
               + 0x100000001b3ull * (uint64_t)s->unique_id);
   d->trigger_valid = 0;
   s->memprof_tracer = d;
-  s->memprof_tracer_trigger = s->young_start;
   if (atomic_load(&active)) emit_simple(d, MPT_EV_DOMAIN_START, (uint64_t)s->unique_id);
+  /* The minor heap exists already: sample from the first allocation. */
+  caml_memprof_tracer_set_trigger(s);
+  caml_reset_young_limit(s);
 }
 
 void caml_memprof_tracer_delete_domain(caml_domain_state *s)

@@ -131,6 +131,16 @@ band "domains: all domains' samples" "$(site "$D" Domains.work)" 1200
 expect "domains: 12 domain starts" "$(get "$D" domain_starts)" 12
 expect "domains: 12 domain stops" "$(get "$D" domain_stops)" 12
 for k in duplicate_ids unknown_ids collected_twice; do expect "domains: $k" "$(get "$D" $k)" 0; done
+expect "domains: 12 distinct Domain.self () ids announced" "$(get "$D" distinct_domain_ids)" 12
+expect "domains: no domain announced with id 0" "$(get "$D" zero_domain_id)" 0
+# With a fixed seed each domain must still draw its own random stream.  The
+# four worker streams do equal work (λW = 300 samples each): independent
+# Poisson counts spread over a range > 2 except with probability 4e-4
+# (simulated), while one shared stream keeps them within about 1.
+range=$(awk '$1 == "stream_samples" && $2 != 0 { v[n++] = $3 } END {
+  mn = v[0]; mx = v[0]; for (i in v) { if (v[i] < mn) mn = v[i]; if (v[i] > mx) mx = v[i] }
+  print mx - mn }' "$D")
+check "domains: independent random streams per domain (per-stream range $range)" [ "${range:-0}" -gt 2 ]
 
 t=$W/threads.trace
 OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-4,memprof_seed=5" "$W/threads_alloc"

@@ -54,7 +54,8 @@ void caml_memprof_tracer_scan_weak(scanning_action f, void *fdata,
                                    caml_domain_state *state);
 void caml_memprof_tracer_compaction(caml_domain_state *state, int begin);
 
-/* Domains. */
+/* Domains.  new_domain is called by the new domain's thread in
+   domain_create, once its minor heap and Domain.self () exist. */
 void caml_memprof_tracer_new_domain(caml_domain_state *state);
 void caml_memprof_tracer_delete_domain(caml_domain_state *state);
 

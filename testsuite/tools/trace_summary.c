@@ -12,7 +12,8 @@
    Exit status: 0 when the trace decoded without error (truncation is not an
    error), 1 otherwise.
 
-   Also 'source_samples_SRC N' per allocation source, and
+   Also 'source_samples_SRC N' per allocation source, 'stream_samples S N'
+   per stream, the number of distinct Domain.self () ids started, and
    'site_wosize NAME WOSIZE SAMPLES' for blocks of up to 8 words.
 
    Object state is kept in an open-addressing table keyed by id, sized by
@@ -85,7 +86,8 @@ int main(int argc, char **argv)
          !!(in->flags & MPT_FLAG_COMPRESSED));
   uint64_t n[MPT_EV_LOST + 1] = { 0 }, samples = 0, dup = 0, unknown = 0,
     twice = 0, bad_promote = 0, max_stack = 0, empty_locs = 0;
-  uint64_t src_samples[MPT_SRC_COUNT] = { 0 };
+  uint64_t src_samples[MPT_SRC_COUNT] = { 0 }, stream_samples[64] = { 0 };
+  uint64_t start_ids[256]; int nstart_ids = 0;
   uint64_t streams_mask = 0, fork_arg = 0, last_time = 0, time_back = 0;
   mpt_event ev;
   int rc;
@@ -98,6 +100,7 @@ int main(int argc, char **argv)
     case MPT_EV_ALLOC: {
       samples += ev.nsamples;
       src_samples[ev.source] += ev.nsamples;
+      if (ev.stream < 64) stream_samples[ev.stream] += ev.nsamples;
       if (ev.stream < 64) streams_mask |= 1ull << ev.stream;
       if (ev.stack_len > max_stack) max_stack = ev.stack_len;
       const char *name = "<no stack>";
@@ -128,6 +131,12 @@ int main(int argc, char **argv)
       break;
     }
     case MPT_EV_FORK: fork_arg = ev.arg; break;
+    case MPT_EV_DOMAIN_START: {
+      int seen = 0;
+      for (int i = 0; i < nstart_ids; i++) seen |= start_ids[i] == ev.arg;
+      if (!seen && nstart_ids < 256) start_ids[nstart_ids++] = ev.arg;
+      break;
+    }
     default: break;
     }
   }
@@ -151,6 +160,11 @@ int main(int argc, char **argv)
   static const char *srcs[] = { "minor", "major", "custom", "marshal" };
   for (int k = 0; k < MPT_SRC_COUNT; k++)
     printf("source_samples_%s %" PRIu64 "\n", srcs[k], src_samples[k]);
+  int zero_id = 0;
+  for (int i = 0; i < nstart_ids; i++) zero_id |= start_ids[i] == 0;
+  printf("distinct_domain_ids %d\nzero_domain_id %d\n", nstart_ids, zero_id);
+  for (int i = 0; i < 64; i++)
+    if (stream_samples[i]) printf("stream_samples %d %" PRIu64 "\n", i, stream_samples[i]);
   for (size_t i = 0; i < nsites; i++)
     printf("site %s %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
            sites[i].name, sites[i].samples, sites[i].allocs, sites[i].promoted,
