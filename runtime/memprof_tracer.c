@@ -212,6 +212,7 @@ typedef struct tracer_domain {
   uint8_t *zbuf; size_t zcap;
   uint32_t *enc_stack;
   uint64_t last_flush;            /* time units                           */
+  uint64_t last_stats;            /* last MAJOR_CYCLE event, time units   */
   /* location and string tables */
   loc_slot *locs; uint32_t loc_cap, loc_count;
   str_slot *strs; uint32_t str_cap, str_count;
@@ -345,6 +346,7 @@ static int ensure_stream(tracer_domain *d)
   d->samples = d->lost = 0;
   d->next_id = d->id_end = 0;
   d->last_flush = caml_trace_writer_now();
+  d->last_stats = 0;
   d->gen = gen;
   return 1;
 }
@@ -642,6 +644,19 @@ static void heap_stats(mpt_heap_stats *h)
   h->promoted_words = g.alloc_stats.promoted_words;
 }
 
+/* Heap statistics at most this often from stream 0 (time units: 10 ms). */
+#define STATS_INTERVAL (10000000 / CAML_TRACE_TIME_UNIT_NS)
+
+static int mark_cycle(tracer_domain *d, uint64_t now)
+{
+  mpt_heap_stats h;
+  heap_stats(&h);
+  if (ensure_space(d, MPT_MAX_EVENT_BYTES(0)))
+    mpt_enc_major_cycle(&d->enc, now, &h);
+  d->last_stats = now;
+  return 1;
+}
+
 void caml_memprof_tracer_after_major_gc(caml_domain_state *s)
 {
   tracer_domain *d = s->memprof_tracer;
@@ -656,18 +671,19 @@ void caml_memprof_tracer_after_major_gc(caml_domain_state *s)
       orphans.len = 0;
       pthread_mutex_unlock(&orphan_lock);
     }
-    /* Every stream marks the cycle end (the time of its collections);
-       tools count a cycle once by its major_collections number. */
-    if (s->id == 0 || d->major.len) {
-      mpt_heap_stats h;
-      heap_stats(&h);
-      if (ensure_space(d, MPT_MAX_EVENT_BYTES(0)))
-        mpt_enc_major_cycle(&d->enc, caml_trace_writer_now(), &h);
-    }
+    /* A stream marks the cycle end when it has collections to time;
+       stream 0 also records heap statistics at most every
+       STATS_INTERVAL (programs allocating large blocks can end thousands
+       of cycles a second).  Tools count a cycle once by its
+       major_collections number. */
+    uint64_t now = caml_trace_writer_now();
+    int marked = 0;
+    if (s->id == 0 && now - d->last_stats >= STATS_INTERVAL) marked = mark_cycle(d, now);
     size_t kept = 0;
     for (size_t i = 0; i < d->major.len; i++) {
       entry e = d->major.t[i];
       if (is_unmarked(e.block)) {
+        if (!marked) marked = mark_cycle(d, now);
         if (ensure_space(d, 16)) mpt_enc_collect(&d->enc, e.id);
       } else {
         d->major.t[kept++] = e;
