@@ -81,6 +81,8 @@ demo: all
 	OCAMLRUNPARAM='memprof=$(B)/demo/demo.trace,memprof_rate=1e-4' $(B)/demo/demo
 	$(PREFIX)/bin/ocaml-memprof info $(B)/demo/demo.trace
 	$(PREFIX)/bin/ocaml-memprof top -n 8 $(B)/demo/demo.trace
+	$(PREFIX)/bin/ocaml-memprof leaks --hide '^Stdlib' -n 3 $(B)/demo/demo.trace
+	$(PREFIX)/bin/ocamlopt -version
 
 # The distribution tarball: the assembled, patched tree, deterministic.
 dist: $(DIST).tar.gz
