@@ -56,8 +56,6 @@ void mpt_enc_reset_buffer(mpt_encoder *e, uint8_t *buf, size_t len)
   e->end = buf + len;
 }
 
-void mpt_enc_forget_stack(mpt_encoder *e) { e->prev_len = 0; }
-
 static inline void put_time(mpt_encoder *e, uint64_t time)
 {
   /* Times never go backwards within a stream: clamp rather than wrap. */

@@ -142,8 +142,6 @@ static inline size_t mpt_enc_space(const mpt_encoder *e)
 { return (size_t)(e->end - e->pos); }
 static inline size_t mpt_enc_used(const mpt_encoder *e)
 { return (size_t)(e->pos - e->start); }
-/* Forget the previous stack (after a stream switches owner or on fork). */
-void mpt_enc_forget_stack(mpt_encoder *e);
 
 /* Events.  [time] is in time units since trace start, non-decreasing per
    encoder.  [stack] holds location ids (>= 1), innermost frame first. */
