@@ -74,7 +74,15 @@ void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
   while (common < len && common < prev
          && stack[len - 1 - common] == e->prev_stack[prev - 1 - common])
     common++;
-  uint32_t fresh = len - common;
+  mpt_enc_alloc_delta(e, time, id, wosize, nsamples, src, stack, len - common, common);
+}
+
+void mpt_enc_alloc_delta(mpt_encoder *e, uint64_t time, uint64_t id,
+                         uint64_t wosize, uint32_t nsamples,
+                         enum mpt_source src, const uint32_t *stack,
+                         uint32_t fresh, uint32_t common)
+{
+  uint32_t prev = e->prev_len, len = fresh + common;
   uint8_t *p = e->pos;
   *p++ = (uint8_t)(TAG_ALLOC + src);
   e->pos = p; put_time(e, time); p = e->pos;

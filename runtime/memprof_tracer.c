@@ -29,9 +29,9 @@
    - location table: backtrace slot -> location id, and debuginfo string
      pointer -> string id, both open addressing; a location is defined in
      the stream the first time the stream uses it;
-   - previous raw callstack and its location ids: frames shared with the
-     previous sample (counted from main) are neither looked up nor
-     re-encoded;
+   - previous encoded raw callstack: frames shared with it (counted from
+     main) are neither looked up nor compared again by the encoder, which
+     holds the matching location ids;
    - sampling state: xoshiro256+ RNG, the minor trigger's validity, the
      countdown (in words) to the next sample outside the minor heap;
    - tracked blocks: [young] (sampled in this domain's minor heap, checked
@@ -218,7 +218,8 @@ typedef struct tracer_domain {
   str_slot *strs; uint32_t str_cap, str_count;
   /* callstacks */
   backtrace_slot *slots; size_t slots_cap;
-  backtrace_slot *prev_slots; uint32_t *prev_ids, *ids; uint32_t prev_n;
+  backtrace_slot *prev_slots;     /* previous encoded stack's slots    */
+  uint32_t *ids; uint32_t prev_n; /* new location ids of this sample   */
   /* sampling */
   uint64_t rng[4];
   int trigger_valid;
@@ -326,12 +327,10 @@ static int ensure_stream(tracer_domain *d)
     d->zbuf = malloc(d->zcap);
     d->enc_stack = malloc(MPT_MAX_FRAMES * sizeof(uint32_t));
     d->prev_slots = malloc(MPT_MAX_FRAMES * sizeof(backtrace_slot));
-    d->prev_ids = malloc(MPT_MAX_FRAMES * sizeof(uint32_t));
     d->ids = malloc(MPT_MAX_FRAMES * sizeof(uint32_t));
-    if (!d->buf || !d->zbuf || !d->enc_stack || !d->prev_slots
-        || !d->prev_ids || !d->ids) {
+    if (!d->buf || !d->zbuf || !d->enc_stack || !d->prev_slots || !d->ids) {
       free(d->buf); free(d->zbuf); free(d->enc_stack);
-      free(d->prev_slots); free(d->prev_ids); free(d->ids);
+      free(d->prev_slots); free(d->ids);
       d->buf = NULL;
       return 0;
     }
@@ -442,23 +441,20 @@ static uint32_t location_id(tracer_domain *d, backtrace_slot slot)
   return id;
 }
 
-/* Capture the current callstack into d->ids; returns its length, or -1
-   if a location could not be defined (out of memory). */
-static int capture_stack(tracer_domain *d, ptrdiff_t alloc_idx)
+/* Capture the current callstack into d->slots.  Its outermost [*common]
+   frames are those of the previous encoded stack (slot -> location id is
+   one-to-one in a stream, so the encoder's previous ids serve as they
+   are); the others get their location ids in d->ids.  Returns the stack's
+   length, or -1 if a location could not be defined (out of memory). */
+static int capture_stack(tracer_domain *d, ptrdiff_t alloc_idx, uint32_t *common)
 {
   size_t n = caml_get_callstack(max_frames, &d->slots, &d->slots_cap, alloc_idx);
-  /* Outermost frames unchanged since the previous sample keep their ids. */
-  uint32_t common = 0, prev = d->prev_n;
-  while (common < n && common < prev
-         && d->slots[n - 1 - common] == d->prev_slots[prev - 1 - common])
-    common++;
-  uint32_t fresh = (uint32_t)n - common;
-  memmove(d->ids + fresh, d->prev_ids + (prev - common), common * sizeof(uint32_t));
-  for (uint32_t i = 0; i < fresh; i++)
+  uint32_t c = 0, prev = d->prev_n;
+  while (c < n && c < prev && d->slots[n - 1 - c] == d->prev_slots[prev - 1 - c])
+    c++;
+  for (uint32_t i = 0; i < n - c; i++)
     if ((d->ids[i] = location_id(d, d->slots[i])) == 0) return -1;
-  memcpy(d->prev_slots, d->slots, n * sizeof(backtrace_slot));
-  uint32_t *t = d->prev_ids; d->prev_ids = d->ids; d->ids = t;
-  d->prev_n = (uint32_t)n;
+  *common = c;
   return (int)n;
 }
 
@@ -484,7 +480,8 @@ static void record(tracer_domain *d, value block, uintnat wosize,
 {
   stream_lock(d);
   if (!atomic_load(&active) || !ensure_stream(d)) goto out;
-  int n = capture_stack(d, alloc_idx);
+  uint32_t common;
+  int n = capture_stack(d, alloc_idx, &common);
   if (n < 0 || !ensure_space(d, MPT_MAX_EVENT_BYTES(n))) {
     d->lost += nsamples;
     goto out;
@@ -495,9 +492,11 @@ static void record(tracer_domain *d, value block, uintnat wosize,
     d->lost += nsamples;
     goto out;
   }
-  /* The stack in prev_ids is the one just captured. */
-  mpt_enc_alloc(&d->enc, caml_trace_writer_now(), id, wosize,
-                (uint32_t)nsamples, src, d->prev_ids, (uint32_t)n);
+  mpt_enc_alloc_delta(&d->enc, caml_trace_writer_now(), id, wosize,
+                      (uint32_t)nsamples, src, d->ids, (uint32_t)n - common, common);
+  /* Only now is this stack the previous one, for the encoder as for us. */
+  memcpy(d->prev_slots, d->slots, (size_t)n * sizeof(backtrace_slot));
+  d->prev_n = (uint32_t)n;
   d->samples += nsamples;
  out:
   stream_unlock(d);

@@ -148,6 +148,14 @@ static inline size_t mpt_enc_used(const mpt_encoder *e)
 void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
                    uint64_t wosize, uint32_t nsamples, enum mpt_source src,
                    const uint32_t *stack, uint32_t len);
+/* The same, for a caller that already knows how the stack relates to the
+   previous one: the stack is the [fresh] innermost new ids in [stack],
+   followed by the outermost [common] entries of the previous allocation's
+   stack (common <= its length, fresh + common <= the encoder's capacity). */
+void mpt_enc_alloc_delta(mpt_encoder *e, uint64_t time, uint64_t id,
+                         uint64_t wosize, uint32_t nsamples,
+                         enum mpt_source src, const uint32_t *stack,
+                         uint32_t fresh, uint32_t common);
 void mpt_enc_promote(mpt_encoder *e, uint64_t id);
 void mpt_enc_collect(mpt_encoder *e, uint64_t id);
 void mpt_enc_simple(mpt_encoder *e, enum mpt_event_kind kind,
