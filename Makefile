@@ -41,15 +41,16 @@ $(B)/stage.stamp: $(B)/pristine.stamp $(OUR_FILES)
 # Sync by checksum; the stamp's time moves only when some file changed.
 # Upstream's make tracks C dependencies in the runtime (our files and the
 # patched upstream ones alike), but not everything else (e.g. a stdlib
-# interface seen by the bootstrap compiler): when a file outside runtime/
-# changes, the build tree is cleaned.
+# interface seen by the bootstrap compiler, or the domain state layout that
+# the native code generator compiles in): when a file outside runtime/ or
+# domain_state.tbl changes, the build tree is cleaned.
 $(B)/src.stamp: $(B)/stage.stamp
 	@mkdir -p $(SRC)
 	@changes=$$(rsync -rlc --itemize-changes $(STAGE)/ $(SRC)/ | sed -n 's/^>f[^ ]* //p'); \
 	if [ -n "$$changes" ] || [ ! -f $@ ]; then \
 	  echo "$$changes" | sed 's/^/sync: /' | head -n 20; \
 	  if [ -f $(SRC)/Makefile.config ] && \
-	     echo "$$changes" | grep -qv -e '^runtime/' -e '^$$'; then \
+	     echo "$$changes" | { grep -qv -e '^runtime/' -e '^$$' || grep -q domain_state.tbl; }; then \
 	    echo "sync: upstream files changed: cleaning the build tree"; \
 	    $(MAKE) -C $(SRC) clean >/dev/null; fi; \
 	  touch $@; fi
