@@ -50,7 +50,8 @@ $(B)/src.stamp: $(B)/stage.stamp
 	if [ -n "$$changes" ] || [ ! -f $@ ]; then \
 	  echo "$$changes" | sed 's/^/sync: /' | head -n 20; \
 	  if [ -f $(SRC)/Makefile.config ] && \
-	     echo "$$changes" | { grep -qv -e '^runtime/' -e '^$$' || grep -q domain_state.tbl; }; then \
+	     { echo "$$changes" | grep -qv -e '^runtime/' -e '^$$' || \
+	       echo "$$changes" | grep -q domain_state.tbl; }; then \
 	    echo "sync: upstream files changed: cleaning the build tree"; \
 	    $(MAKE) -C $(SRC) clean >/dev/null; fi; \
 	  touch $@; fi
