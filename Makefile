@@ -22,7 +22,7 @@ OUR_FILES := $(wildcard runtime/*.c runtime/caml/*.h runtime/patches/* \
   stdlib-patches/* build-aux/assemble.sh)
 
 .PHONY: all compiler tools install demo test test-ours test-upstream \
-  test-upstream-traced dist bench bench-quick opam-repo opam-test clean distclean
+  test-upstream-traced stress dist bench bench-quick opam-repo opam-test clean distclean
 
 all: compiler tools
 
@@ -107,6 +107,11 @@ $(B)/ocamltest.stamp: $(B)/build.stamp
 
 test-ours: all
 	@testsuite/run.sh '$(PREFIX)'
+
+# The tracer's concurrency stress tests with many runs (make test runs a
+# bounded share): about 10 minutes.
+stress: all
+	@testsuite/stress.sh '$(PREFIX)'
 
 test-upstream: all $(B)/ocamltest.stamp
 	@testsuite/run-upstream.sh '$(CURDIR)/$(SRC)' plain
