@@ -52,13 +52,18 @@ $(B)/src.stamp: $(B)/stage.stamp
 	  if [ -f $(SRC)/Makefile.config ] && \
 	     { echo "$$changes" | grep -qv -e '^runtime/' -e '^$$' || \
 	       echo "$$changes" | grep -q domain_state.tbl; }; then \
-	    echo "sync: upstream files changed: cleaning the build tree"; \
-	    $(MAKE) -C $(SRC) clean >/dev/null; fi; \
+	    echo "sync: upstream files changed: cleaning and reconfiguring the build tree"; \
+	    $(MAKE) -C $(SRC) clean >/dev/null; $(CONFIGURE_SRC); fi; \
 	  touch $@; fi
 
-$(SRC)/Makefile.config: $(B)/src.stamp config.mk Makefile
-	cd $(SRC) && ./configure --prefix='$(PREFIX)' --enable-ocamltest -C > ../configure.log 2>&1 || \
-	  { tail -n 30 $(B)/configure.log; echo "upstream configure failed: see $(B)/configure.log"; exit 1; }
+# Configured once, again when config.mk changes or the sync above cleaned the
+# tree: re-running upstream's configure rewrites its outputs and so rebuilds
+# the whole tree, which a change to our runtime files does not need.
+CONFIGURE_SRC = (cd $(SRC) && ./configure --prefix='$(PREFIX)' --enable-ocamltest -C \
+  > ../configure.log 2>&1) || { tail -n 30 $(B)/configure.log; \
+  echo "upstream configure failed: see $(B)/configure.log"; exit 1; }
+$(SRC)/Makefile.config: config.mk | $(B)/src.stamp
+	@$(CONFIGURE_SRC)
 
 $(B)/build.stamp: $(B)/src.stamp $(SRC)/Makefile.config
 	$(MAKE) -C $(SRC) -j$(JOBS)
