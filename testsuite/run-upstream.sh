@@ -46,7 +46,7 @@ else
 fi
 if [ "$MODE" = traced ]; then
   n=0; bad=0
-  for t in "$W"/traces/*.trace; do
+  for t in "$W"/traces/*.trace*; do
     [ -e "$t" ] || continue
     n=$((n + 1))
     "$top/_build/tests/trace_summary" "$t" > "$W/sum" 2>&1 ||
