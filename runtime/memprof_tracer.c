@@ -32,10 +32,14 @@
    - previous encoded raw callstack: frames shared with it (counted from
      main) are neither looked up nor compared again by the encoder, which
      holds the matching location ids;
-   - sampling state: xoshiro256+ RNG, the minor trigger's validity, the
-     countdown (in words) to the next sample outside the minor heap;
+   - sampling state: xoshiro256+ RNG, the minor trigger and where it was
+     drawn (it is valid until the domain's minor heap is emptied: see
+     trigger_drawn), whether it is parked (statmemprof suspended, see
+     caml_memprof_tracer_statmemprof_suspended), the countdown (in words)
+     to the next sample outside the minor heap;
    - tracked blocks: [young] (sampled in this domain's minor heap, checked
-     after each minor GC: forwarded = promoted, else collected) and
+     after each minor GC, after the minor-GC barrier so that every domain
+     has finished promoting: forwarded = promoted, else collected) and
      [major] (checked at each major cycle end: unmarked = collected; their
      addresses are updated by compaction through the weak-root scan).
 
@@ -50,7 +54,14 @@
    - Object ids come from a global counter, 256 at a time per domain, so
      they are unique across domains.
    - Blocks tracked by a terminating domain are handed to a global orphan
-     list (mutex) and adopted by a live domain at its next major cycle end.
+     list (orphan_lock) while the domain is still in the STW participant
+     set (caml_memprof_tracer_leave_stw, under all_domains_lock), and
+     adopted, under the lock, by the first domain that looks in the next
+     STW section (cycle end or compaction), before it processes its own
+     table: every orphan is filtered at every cycle end and updated at
+     every compaction exactly once.
+   - A flusher thread (plain C, all signals blocked) writes every stream's
+     buffered events each memprof_flush_ms, taking the stream locks.
    - Fork: an atfork child handler re-initialises every lock (only the
      forking thread survives) and either starts a fresh trace for the child
      (%p in the path) or stops tracing; never writes to the parent's file.
