@@ -942,6 +942,19 @@ static void install_handlers(void)
   pthread_atfork(NULL, fork_parent, fork_child);
 }
 
+/* Write every stream's buffered events (each under its lock). */
+static void flush_all_streams(void)
+{
+  uintnat gen = atomic_load(&generation);
+  for (int i = 0; i < Max_domains_max; i++) {
+    tracer_domain *d = domains[i];
+    if (!d) continue;
+    stream_lock(d);
+    if (atomic_load(&active) && d->buf && d->gen == gen) flush_locked(d);
+    stream_unlock(d);
+  }
+}
+
 /* The flusher: a plain C thread (never an OCaml one, it touches no OCaml
    state) that writes every stream's buffered events each flush_ms, so
    that events reach the file within about flush_ms of happening whatever
@@ -956,15 +969,7 @@ static void *flusher_main(void *arg)
                              (long)(params.flush_ms % 1000) * 1000000L };
   for (;;) {
     nanosleep(&period, NULL);
-    if (!atomic_load(&active)) continue;
-    uintnat gen = atomic_load(&generation);
-    for (int i = 0; i < Max_domains_max; i++) {
-      tracer_domain *d = domains[i];
-      if (!d) continue;
-      stream_lock(d);
-      if (atomic_load(&active) && d->buf && d->gen == gen) flush_locked(d);
-      stream_unlock(d);
-    }
+    if (atomic_load(&active)) flush_all_streams();
   }
   return NULL;
 }
@@ -1201,14 +1206,7 @@ CAMLprim value caml_memprof_trace_stop(value unit)
 CAMLprim value caml_memprof_trace_flush(value unit)
 {
   (void)unit;
-  uintnat gen = atomic_load(&generation);
-  for (int i = 0; i < Max_domains_max; i++) {
-    tracer_domain *d = domains[i];
-    if (!d) continue;
-    stream_lock(d);
-    if (atomic_load(&active) && d->buf && d->gen == gen) flush_locked(d);
-    stream_unlock(d);
-  }
+  flush_all_streams();
   return Val_unit;
 }
 
