@@ -282,7 +282,11 @@ typedef struct tracer_domain {
   uint64_t samples, lost;
 } tracer_domain;
 
-static tracer_domain *domains[Max_domains_max];
+/* Published with release by the domain that creates a slot's state, read
+   with acquire by the flusher and by stop/flush from any thread (a race
+   found by `make tsan`). */
+static _Atomic(tracer_domain *) domains[Max_domains_max];
+#define DOMAIN_AT(i) atomic_load_explicit(&domains[i], memory_order_acquire)
 static atomic_int active;                 /* tracing now                  */
 static atomic_uintnat generation;         /* one per trace file           */
 static double lambda, one_log1m;          /* 1 / log(1 - lambda)          */
@@ -865,14 +869,14 @@ static void emit_simple(tracer_domain *d, enum mpt_event_kind k, uint64_t arg)
 
 void caml_memprof_tracer_new_domain(caml_domain_state *s)
 {
-  tracer_domain *d = domains[s->id];
+  tracer_domain *d = DOMAIN_AT(s->id);
   if (d == NULL) {
     d = calloc(1, sizeof *d);
     if (d == NULL) { s->memprof_tracer = NULL; return; }
     d->stream = (uint16_t)s->id;
     d->gen = (uintnat)-1;
     d->countdown_gen = (uintnat)-1;
-    domains[s->id] = d;
+    atomic_store_explicit(&domains[s->id], d, memory_order_release);
   }
   /* Each domain its own random stream: with memprof_seed, streams differ
      by Domain.self () and are reproducible. */
@@ -887,6 +891,24 @@ void caml_memprof_tracer_new_domain(caml_domain_state *s)
   caml_reset_young_limit(s);
 }
 
+/* The end of a domain's stream: DOMAIN_STOP, encoded only.  The stream
+   belongs to the domain slot and outlives the domain: the flusher (or the
+   end of the trace) writes it, and a later domain in the slot appends.  No
+   I/O happens here: a terminating domain is inside upstream 5.3's window
+   between holding all_domains_lock to leave the STW set and orphaning its
+   heap pools, where a compaction misses those pools (ocaml/ocaml#13739,
+   fixed in 5.4 by #14025); a flush here (compressing and writing a chunk)
+   made a compacting domain wait for the lock and start its STW right in
+   that window, and crashed about one run in a hundred of a program whose
+   domains end while another compacts. */
+static void stop_stream_locked(tracer_domain *d, caml_domain_state *s)
+{
+  if (ensure_space(d, MPT_MAX_EVENT_BYTES(0)))
+    mpt_enc_simple(&d->enc, MPT_EV_DOMAIN_STOP, caml_trace_writer_now(),
+                   (uint64_t)s->unique_id);
+}
+
+/* A terminating domain's last work, while it is still in the STW set. */
 void caml_memprof_tracer_leave_stw(caml_domain_state *s)
 {
   tracer_domain *d = s->memprof_tracer;
@@ -895,31 +917,30 @@ void caml_memprof_tracer_leave_stw(caml_domain_state *s)
   /* The minor heap was emptied by the termination loop: young blocks have
      been promoted or collected, and reported. */
   d->young.len = 0;
-  if (stream_live(d) && d->major.len) {
-    pthread_mutex_lock(&orphan_lock);
-    if (orphans_gen != d->gen) { orphans.len = 0; orphans_gen = d->gen; }
-    for (size_t i = 0; i < d->major.len; i++)
-      if (!push_entry(&orphans, d->major.t[i].block, d->major.t[i].id)) d->lost++;
-    atomic_store_explicit(&orphans_pending, orphans.len > 0, memory_order_release);
-    pthread_mutex_unlock(&orphan_lock);
+  if (stream_live(d)) {
+    stop_stream_locked(d, s);
+    if (d->major.len) {
+      pthread_mutex_lock(&orphan_lock);
+      if (orphans_gen != d->gen) { orphans.len = 0; orphans_gen = d->gen; }
+      for (size_t i = 0; i < d->major.len; i++)
+        if (!push_entry(&orphans, d->major.t[i].block, d->major.t[i].id)) d->lost++;
+      atomic_store_explicit(&orphans_pending, orphans.len > 0, memory_order_release);
+      pthread_mutex_unlock(&orphan_lock);
+    }
   }
   d->major.len = 0;
   stream_unlock(d);
+  s->memprof_tracer = NULL;          /* the domain is gone for the tracer */
 }
 
+/* Only reached with the tracer still attached when leave_stw did not run:
+   a domain whose creation failed after it was announced. */
 void caml_memprof_tracer_delete_domain(caml_domain_state *s)
 {
   tracer_domain *d = s->memprof_tracer;
   if (d == NULL) return;
   stream_lock(d);
-  if (stream_live(d)) {
-    if (ensure_space(d, MPT_MAX_EVENT_BYTES(0)))
-      mpt_enc_simple(&d->enc, MPT_EV_DOMAIN_STOP, caml_trace_writer_now(),
-                     (uint64_t)s->unique_id);
-    flush_locked(d);
-  }
-  /* Anything still tracked here missed leave_stw (a domain whose creation
-     failed tracks nothing); it cannot be followed any more. */
+  if (stream_live(d)) stop_stream_locked(d, s);
   d->lost += d->major.len + d->young.len;
   d->major.len = d->young.len = 0;
   stream_unlock(d);
@@ -947,7 +968,7 @@ static void flush_all_streams(void)
 {
   uintnat gen = atomic_load(&generation);
   for (int i = 0; i < Max_domains_max; i++) {
-    tracer_domain *d = domains[i];
+    tracer_domain *d = DOMAIN_AT(i);
     if (!d) continue;
     stream_lock(d);
     if (atomic_load(&active) && d->buf && d->gen == gen) flush_locked(d);
@@ -1038,12 +1059,12 @@ static void stop_locked(tracer_domain *self)
 {
   if (!caml_trace_writer_is_open()) { atomic_store(&active, 0); return; }
   uintnat gen = atomic_load(&generation);
-  if (!self) self = domains[0];
+  if (!self) self = DOMAIN_AT(0);
   if (self) emit_simple(self, MPT_EV_TRACE_STOP, 0);
   atomic_store(&active, 0);
   uint64_t samples = carried_samples, lost = carried_lost;
   for (int i = 0; i < Max_domains_max; i++) {
-    tracer_domain *d = domains[i];
+    tracer_domain *d = DOMAIN_AT(i);
     if (!d) continue;
     stream_lock(d);
     if (d->buf && d->gen == gen) {
@@ -1092,15 +1113,15 @@ static void fork_child(void)
   orphans.len = 0;
   atomic_store(&orphans_pending, 0);
   flusher_started = 0;                /* threads do not survive fork */
-  for (int i = 0; i < Max_domains_max; i++)
-    if (domains[i]) {
-      atomic_store(&domains[i]->lock, 0);
-      domains[i]->young.len = domains[i]->major.len = 0;
-      if (domains[i]->buf)        /* the parent writes these, not us */
-        mpt_enc_reset_buffer(&domains[i]->enc,
-                             domains[i]->buf + MPT_CHUNK_HEADER_BYTES,
-                             BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES);
-    }
+  for (int i = 0; i < Max_domains_max; i++) {
+    tracer_domain *d = DOMAIN_AT(i);
+    if (!d) continue;
+    atomic_store(&d->lock, 0);
+    d->young.len = d->major.len = 0;
+    if (d->buf)                   /* the parent writes these, not us */
+      mpt_enc_reset_buffer(&d->enc, d->buf + MPT_CHUNK_HEADER_BYTES,
+                           BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES);
+  }
   if (!atomic_load(&active)) return;
   atomic_store(&active, 0);
   int own_file = caml_trace_writer_forget_after_fork();

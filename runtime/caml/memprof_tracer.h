@@ -74,10 +74,11 @@ void caml_memprof_tracer_compaction(caml_domain_state *state, int begin);
    domain_create, once its minor heap and Domain.self () exist.
    leave_stw is called by a terminating domain under all_domains_lock,
    right before it leaves the STW participant set (its minor heap is empty
-   and its marking and sweeping done): its tracked blocks are handed to
-   the domains that remain, which adopt them in their next STW section, so
-   no cycle end or compaction misses them.  delete_domain follows, outside
-   the STW set: it only records the domain's end and flushes its stream. */
+   and its marking and sweeping done): it records the domain's end,
+   flushes its stream and hands its tracked blocks to the domains that
+   remain, which adopt them in their next STW section, so no cycle end or
+   compaction misses them.  delete_domain follows, outside the STW set,
+   and has nothing left to do unless the domain's creation failed. */
 void caml_memprof_tracer_new_domain(caml_domain_state *state);
 void caml_memprof_tracer_leave_stw(caml_domain_state *state);
 void caml_memprof_tracer_delete_domain(caml_domain_state *state);
