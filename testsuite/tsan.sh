@@ -38,7 +38,7 @@ finish() { echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]; exit; }
 # ---- requirements ----
 if [ ! -f /usr/include/libunwind.h ] && [ ! -f /usr/include/x86_64-linux-gnu/libunwind.h ] \
    && [ ! -f "/usr/include/$(uname -m)-linux-gnu/libunwind.h" ]; then
-  ko "libunwind headers" "upstream's TSan support needs libunwind-dev (build-aux/install-deps.sh --tests installs it)"
+  ko "libunwind headers" "upstream's TSan support needs libunwind-dev (build-aux/install-deps.sh --tsan installs it)"
   finish
 fi
 
