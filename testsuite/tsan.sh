@@ -108,7 +108,8 @@ SUPP=$here/tsan.supp
 TRACER_RE='memprof_tracer\.c|memprof_trace_writer\.c|memprof_trace_codec\.c|caml_memprof_tracer_|caml_trace_writer_'
 export TSAN_OPTIONS="detect_deadlocks=0 history_size=4 second_deadlock_stack=1 halt_on_error=0 exitcode=0"
 # classify FILES...: one line per report, "tracer|known ENTRY|unknown" TAB
-# the report's summary line; reports are separated by TSan's ===== lines.
+# the report's summary line TAB the file; an entry of tsan.supp matches
+# when its text occurs in frame #0 or #1 of one of the racing accesses.
 classify() {
   local pats=""
   [ -z "${TSAN_NO_SUPP:-}" ] && [ -f "$SUPP" ] && pats=$(sed -n 's/^[a-z_]*:\([^ #]*\).*/\1/p' "$SUPP")
@@ -124,10 +125,14 @@ classify() {
       printf "%s\t%s\t%s\n", kind, summary, FILENAME
       inrep = 0
     }
-    /WARNING: ThreadSanitizer:/ { flush(); inrep = 1; tracer = 0; frames = ""; summary = $0; next }
+    /WARNING: ThreadSanitizer:/ { flush(); inrep = 1; tracer = 0; frames = ""; acc = 0; summary = $0; next }
     inrep && /^SUMMARY: ThreadSanitizer:/ { summary = $0 }
     inrep && $0 ~ tre { tracer = 1 }
-    inrep { frames = frames "\n" $0 }
+    # frames #0 and #1 of each racing access (the lines after "Write of
+    # size 8 at ... by thread T1", "Previous read of size ...", ...)
+    inrep && /^  [A-Za-z ]*(read|write|Read|Write) of size/ { acc = 1; next }
+    inrep && acc && /^ *#[01] / { frames = frames "\n" $2 " " $3; next }
+    inrep && acc && !/^ *#[0-9]/ { acc = 0 }
     inrep && /^==================/ && summary ~ /^SUMMARY/ { flush() }
     END { flush() }' "$f"
   done
