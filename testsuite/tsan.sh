@@ -57,7 +57,7 @@ build() {
     fi
   fi
   [ -f "$DIR/built.stamp" ] && return 0
-  echo "tsan: building a TSan compiler in $SRC (log: $LOG); about an hour on 2 busy cores"
+  echo "tsan: building a TSan compiler in $SRC (log: $LOG); about 20 minutes on 2 cores"
   if [ ! -f "$SRC/Makefile.config" ]; then
     (cd "$SRC" && ./configure --prefix="$PREFIX" --enable-tsan --disable-ocamldoc \
        --disable-debugger ${TSAN_CC:+CC=$TSAN_CC} -C) > "$LOG" 2>&1 ||
