@@ -84,6 +84,7 @@ ok "the compiler has TSan enabled"
 # ---- the programs, built with the TSan compiler ----
 rm -rf "$W"; mkdir -p "$W/reports"
 export PATH="$PREFIX/bin:$PATH"
+export OCAMLLIB="$PREFIX/lib/ocaml"   # also for a moved copy (TSAN_NO_BUILD)
 unset OCAMLRUNPARAM CAMLRUNPARAM
 P=$here/programs
 build_prog() { # NAME LIBS...: as testsuite/run.sh builds them
