@@ -13,8 +13,9 @@
 # other is counted and listed, but does not fail the run.
 #
 # VARIANT "vanilla" builds STAGE as given (pass the pristine tree) and runs
-# the programs untraced only: the same upstream reports must appear there,
-# which is how the suppressions were checked to be upstream's.
+# the programs untraced only: the upstream reports show up there too (when
+# timing allows), which is how the suppressions were checked to be upstream's.
+# TSAN_CC=clang is untested (gcc 12 was used).
 #
 # Needs libunwind-dev (upstream's TSan backtraces) and gcc >= 11 or
 # clang >= 11.  Uses JOBS (default 2) parallel jobs.  Environment:
