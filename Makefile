@@ -124,6 +124,17 @@ test-upstream: all $(B)/ocamltest.stamp
 test-upstream-traced: all $(B)/ocamltest.stamp
 	@testsuite/run-upstream.sh '$(CURDIR)/$(SRC)' traced
 
+# Race detection (ThreadSanitizer): the patched tree built with
+# --enable-tsan in _build/tsan, the multi-domain tracer programs run traced
+# and untraced (testsuite/tsan.sh, suppressions in testsuite/tsan.supp).
+# Not part of `make test`: see README.md for its cost.  tsan-vanilla runs
+# the same programs, untraced, on pristine 5.3.0 built with TSan.
+.PHONY: tsan tsan-vanilla
+tsan: $(B)/stage.stamp
+	@JOBS=$(JOBS) testsuite/tsan.sh '$(CURDIR)/$(B)/tsan' '$(CURDIR)/$(STAGE)'
+tsan-vanilla: $(B)/pristine.stamp
+	@JOBS=$(JOBS) testsuite/tsan.sh '$(CURDIR)/$(B)/tsan-vanilla' '$(CURDIR)/$(PRISTINE)' vanilla
+
 # ---- Benchmarks, opam ----
 bench: all
 	$(MAKE) -C bench PREFIX='$(PREFIX)' PRISTINE='$(CURDIR)/$(PRISTINE)' full
