@@ -322,11 +322,15 @@ uint64_t ctf_writer_alloc(ctf_writer *w, uint64_t t_us, uint64_t length,
   size_t common = 0;
   while (common < ncodes && common < w->prev_len && codes[common] == w->prev[common])
     common++;
-  grow_array((void **)&w->prev, &w->prev_cap, ncodes, sizeof *w->prev);
-  if (ncodes) memcpy(w->prev, codes, ncodes * sizeof *codes);  /* may be NULL */
-  w->prev_len = ncodes;
-  const uint64_t *todo = codes + common;
+  /* An empty backtrace (an allocation made with no OCaml frame) may come
+     as codes == NULL: no arithmetic or copy on it then. */
   size_t m = ncodes - common;
+  const uint64_t *todo = m ? codes + common : NULL;
+  if (ncodes) {
+    grow_array((void **)&w->prev, &w->prev_cap, ncodes, sizeof *w->prev);
+    memcpy(w->prev, codes, ncodes * sizeof *codes);
+  }
+  w->prev_len = ncodes;
   int is_short = length >= 1 && length <= 16 && source == 0 && nsamples == 1 && m < 256;
   begin_event(w, is_short ? 100 + (unsigned)length : 2, t_us);
   uint64_t oid = w->next_id++;

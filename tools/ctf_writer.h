@@ -9,7 +9,8 @@
    Contracts
    - Times are us since the epoch and must be non-decreasing (the writer
      clamps a smaller time to the previous one, as the spec advises).
-   - Backtraces are location codes, outermost frame first; codes must be
+   - Backtraces are location codes, outermost frame first (an empty one,
+     ncodes = 0, may have codes == NULL); codes must be
      non-zero, distinct in their low 63 bits and below 2^62.  The first
      time a code is written the writer asks [lookup] for its location
      (entries innermost first, as in the event model).
