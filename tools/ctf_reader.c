@@ -276,7 +276,7 @@ static ctf_reader *open_common(ctf_reader *r, char *err, size_t errlen)
   if (k > 0 && read_trace_info(r, v) < 0) k = -1;
   if (k <= 0) {
     if (!r->failed)
-      snprintf(r->err, sizeof r->err, "file too short for a memtrace trace-info packet");
+      snprintf(r->err, sizeof r->err, "truncated header: the file ends inside the memtrace trace-info packet");
     snprintf(err, errlen, "%s", r->err);
     ctf_reader_close(r);
     return NULL;

@@ -33,6 +33,32 @@ static int is_memprof(const uint8_t *p, size_t n)
          (n >= MPT_MAGIC_LEN && memcmp(p, MPT_MAGIC, MPT_MAGIC_LEN) == 0);
 }
 
+/* Which format do the first [n] bytes announce?  Returns the format, or
+   0 after writing the reason in [err]: an empty file, a file cut inside a
+   magic number (truncated header), or a foreign file. */
+static int sniff(const uint8_t *p, size_t n, char *err, size_t errlen)
+{
+  static const uint8_t ctf_magic[4] = { 0xC1, 0x1F, 0xFC, 0xC1 };
+  if (is_memprof(p, n)) return TI_FORMAT_MEMPROF;
+  if (ctf_probe(p, n)) return TI_FORMAT_CTF;
+  if (n == 0) snprintf(err, errlen, "empty file (no trace header)");
+  else if ((n < 4 && (!memcmp(p, lz4_magic, n) || !memcmp(p, ctf_magic, n))) ||
+           (n < MPT_MAGIC_LEN && !memcmp(p, MPT_MAGIC, n)))
+    snprintf(err, errlen, "truncated header: the file ends inside the magic number");
+  else snprintf(err, errlen, "not a trace (neither the 5.3.0+memprof format nor memtrace CTF)");
+  return 0;
+}
+
+/* "PATH: message" for an error of a reader that does not name the file. */
+static void name_error(const char *path, char *err, size_t errlen)
+{
+  size_t k = strlen(path);
+  if (!strncmp(err, path, k) && err[k] == ':') return;
+  char tmp[512];
+  snprintf(tmp, sizeof tmp, "%s", err);
+  snprintf(err, errlen, "%s: %s", path, tmp);
+}
+
 static void fill_from_mpt(ti_trace *t)
 {
   const mpt_trace_info *i = mpt_reader_info(t->mpt);
@@ -94,47 +120,40 @@ ti_trace *ti_open(const char *path, char *err, size_t errlen)
   }
   uint8_t m[8];
   size_t n = fread(m, 1, sizeof m, f);
+  if (ferror(f)) {                  /* EISDIR for a directory */
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    fclose(f);
+    return NULL;
+  }
   uint64_t size = 0;
   if (fseek(f, 0, SEEK_END) == 0) {
     long sz = ftell(f);
     if (sz > 0) size = (uint64_t)sz;
   }
   fclose(f);
+  int fmt = sniff(m, n, err, errlen);
+  if (!fmt) { name_error(path, err, errlen); return NULL; }
   ti_trace *t = xcalloc(1, sizeof *t);
   t->size = size;
-  if (is_memprof(m, n)) {
-    t->format = TI_FORMAT_MEMPROF;
-    t->mpt = mpt_reader_open(path, err, errlen);
-    if (!t->mpt) { free(t); return NULL; }
-  } else if (ctf_probe(m, n)) {
-    t->format = TI_FORMAT_CTF;
-    t->ctf = ctf_reader_open(path, err, errlen);
-    if (!t->ctf) { free(t); return NULL; }
-  } else {
-    snprintf(err, errlen, "%s: not a trace (neither the 5.3.0+memprof format nor memtrace CTF)", path);
-    free(t);
-    return NULL;
-  }
-  return finish_open(t, err, errlen);
+  t->format = (ti_format)fmt;
+  if (fmt == TI_FORMAT_MEMPROF) t->mpt = mpt_reader_open(path, err, errlen);
+  else t->ctf = ctf_reader_open(path, err, errlen);
+  if (!t->mpt && !t->ctf) { free(t); name_error(path, err, errlen); return NULL; }
+  t = finish_open(t, err, errlen);
+  if (!t) name_error(path, err, errlen);
+  return t;
 }
 
 ti_trace *ti_open_mem(const uint8_t *data, size_t len, char *err, size_t errlen)
 {
+  int fmt = sniff(data, len, err, errlen);
+  if (!fmt) return NULL;
   ti_trace *t = xcalloc(1, sizeof *t);
   t->size = len;
-  if (is_memprof(data, len)) {
-    t->format = TI_FORMAT_MEMPROF;
-    t->mpt = mpt_reader_open_mem(data, len, err, errlen);
-    if (!t->mpt) { free(t); return NULL; }
-  } else if (ctf_probe(data, len)) {
-    t->format = TI_FORMAT_CTF;
-    t->ctf = ctf_reader_open_mem(data, len, err, errlen);
-    if (!t->ctf) { free(t); return NULL; }
-  } else {
-    snprintf(err, errlen, "not a trace (unknown magic)");
-    free(t);
-    return NULL;
-  }
+  t->format = (ti_format)fmt;
+  if (fmt == TI_FORMAT_MEMPROF) t->mpt = mpt_reader_open_mem(data, len, err, errlen);
+  else t->ctf = ctf_reader_open_mem(data, len, err, errlen);
+  if (!t->mpt && !t->ctf) { free(t); return NULL; }
   return finish_open(t, err, errlen);
 }
 

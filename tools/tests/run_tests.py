@@ -614,6 +614,18 @@ def test_robustness(files):
         j = json.loads(r.stdout)
         ok = j["truncated"] and 0 < j["events"]["alloc"]
     check("cut LZ4 memprof trace: prefix read, truncated flagged", ok, r.stderr)
+    # A file cut inside its header (magic number, header chunk, LZ4 frame
+    # holding the header, CTF trace-info packet) says so, not "bad magic".
+    bad = []
+    for label in ("memprof", "memprof-lz4", "ctf"):
+        data = open(files[label], "rb").read()
+        for cut in (2, 6, 12, 40):
+            open(p, "wb").write(data[:cut])
+            r = tool("info", p)
+            if r.returncode != 1 or len(r.stderr.splitlines()) != 1 or \
+                    "truncated header" not in r.stderr:
+                bad.append("%s cut at %d: %r" % (label, cut, r.stderr))
+    check("file cut inside its header: 'truncated header', exit 1", not bad, "; ".join(bad[:3]))
     r = tool("info", os.path.join(OUT, "does-not-exist"))
     check("missing file: exit 1, one line", r.returncode == 1 and len(r.stderr.splitlines()) == 1)
 
