@@ -97,6 +97,11 @@ int cmd_ctf(int argc, char **argv)
     h->format == TI_FORMAT_CTF ? h->context : h->command_line
   };
   FILE *o = out_open(out);
+  if (!o) {
+    u64map_free(&k.code_loc);
+    ti_close(t);
+    return 1;
+  }
   ctf_writer *w = ctf_writer_open(o, &wi, lookup, &k);
   idtab live;
   idtab_init(&live);

@@ -122,6 +122,7 @@ int cmd_diff(int argc, char **argv)
   if (a.n) qsort(a.rows, a.n, sizeof *a.rows, cmp);
   size_t shown = limit && (size_t)limit < a.n ? (size_t)limit : a.n;
   FILE *o = out_open(out);
+  if (!o) { rc = 1; goto done; }
   if (mode == OUT_JSON) {
     fprintf(o, "{\"a\": "); json_str(o, paths[0]);
     fprintf(o, ", \"b\": "); json_str(o, paths[1]);
@@ -164,6 +165,7 @@ int cmd_diff(int argc, char **argv)
     }
   }
   rc = out_close(o, out);
+done:
   free(a.rows);
   strpool_free(a.keys);
   an_filter_free(&f);

@@ -197,6 +197,7 @@ int cmd_flamegraph(int argc, char **argv)
   t.self[0] += nstat_value(c, &s0, op.value);
 
   FILE *o = out_open(op.out);
+  if (!o) { rc = 1; goto done; }
   fputs(page_head, o);
   fputs("var D={title:", o);
   js_str(o, op.path);
@@ -217,6 +218,7 @@ int cmd_flamegraph(int argc, char **argv)
   fputs("]};\n", o);
   fputs(page_js, o);
   rc = out_close(o, op.out);
+done:
   free(map);
   free(t.parent); free(t.name); free(t.self);
   u64map_free(&t.idx);

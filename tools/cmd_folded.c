@@ -64,6 +64,7 @@ int cmd_folded(int argc, char **argv)
   rc = nodeagg_run(op.path, &f, op.live_arg, &agg, &c);
   if (rc) { an_filter_free(&f); return rc; }
   FILE *o = out_open(op.out);
+  if (!o) { rc = 1; goto done; }
   const an_node *nodes = an_nodes(c);
   uint32_t nn = an_node_count(c);
   uint32_t *path_buf = NULL;
@@ -84,6 +85,7 @@ int cmd_folded(int argc, char **argv)
     fprintf(o, " %lld\n", iv);
   }
   rc = out_close(o, op.out);
+done:
   free(path_buf);
   nodeagg_free(&agg);
   an_filter_free(&f);

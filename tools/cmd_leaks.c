@@ -213,6 +213,7 @@ int cmd_leaks(int argc, char **argv)
     if (a.s[i].score >= min_score) shown++;
 
   FILE *o = out_open(out);
+  if (!o) { rc = 1; goto done; }
   if (mode == OUT_JSON) {
     fprintf(o, "{\"file\": "); json_str(o, path);
     fprintf(o, ", \"duration_s\": %.6f, \"window\": [%.6f, %.6f], \"sites\": [",
@@ -273,6 +274,7 @@ int cmd_leaks(int argc, char **argv)
     if (!printed) fprintf(o, "  (none)\n");
   }
   rc = out_close(o, out);
+done:
   leaks_free(&a);
   an_filter_free(&f);
   an_close(c);

@@ -235,12 +235,14 @@ int cmd_pprof(int argc, char **argv)
   pb_int(&prof, 14, str_id(&t, "alloc_space"));
 
   FILE *o = out_open(out);
+  if (!o) { rc = 1; goto done; }
   rc = 0;
   if (write_gzip(o, prof.p, prof.n) < 0) {
     fprintf(stderr, "ocaml-memprof: compression or write error on %s\n", out);
     rc = 1;
   }
   rc |= out_close(o, out);
+done:
   free(prof.p); free(tmp.p); free(tmp2.p); free(line.p); free(t.fbuf.p);
   free(used); free(ids);
   u64map_free(&t.funcs);

@@ -236,6 +236,7 @@ int cmd_timeline(int argc, char **argv)
   tcurve_levels(&a.live, live);
   for (uint32_t i = 0; i < m; i++) rate[i] = a.alloc.d[i] / (W / 1e9);
   FILE *o = out_open(out);
+  if (!o) { rc = 1; goto done; }
   if (csv) {
     fprintf(o, "time_s,live_bytes,alloc_bytes_per_s,heap_bytes\n");
     size_t g = 0;
@@ -251,6 +252,7 @@ int cmd_timeline(int argc, char **argv)
     write_svg(o, path, &a, live, rate, m, W, end);
   }
   rc = out_close(o, out);
+done:
   free(live); free(rate);
   tl_free(&a);
   an_filter_free(&f);

@@ -186,6 +186,7 @@ int cmd_top(int argc, char **argv)
   const ti_header *h = an_header(c);
   double rate = h->sampling_rate;
   FILE *o = out_open(out);
+  if (!o) { rc = 1; goto done; }
   const char *live_desc = live_at == AN_NEVER ? "end" : "time";
   if (mode == OUT_JSON) {
     fprintf(o, "{\"file\": "); json_str(o, path);
@@ -243,6 +244,7 @@ int cmd_top(int argc, char **argv)
     if (shown < nrows) fprintf(o, "(%zu more rows; -n 0 shows all)\n", nrows - shown);
   }
   rc = out_close(o, out);
+done:
   free(rows);
   u64map_free(&idx);
   nodeagg_free(&agg);

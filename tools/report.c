@@ -57,7 +57,7 @@ FILE *out_open(const char *path)
   FILE *f = fopen(path, "wb");
   if (!f) {
     fprintf(stderr, "ocaml-memprof: cannot write %s: %s\n", path, strerror(errno));
-    exit(1);
+    return NULL;
   }
   return f;
 }

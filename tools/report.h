@@ -24,8 +24,8 @@ void json_str(FILE *o, const char *s);
 void csv_str(FILE *o, const char *s);
 /* Human-readable bytes: "1.23 MB" (decimal units, 3 significant digits). */
 const char *human_bytes(double b, char *buf, size_t n);
-/* Open [path] for writing ("-" or NULL = stdout); exits with a message on
-   failure. */
+/* Open [path] for writing ("-" or NULL = stdout); NULL after printing a
+   message on failure (the caller cleans up and returns 1). */
 FILE *out_open(const char *path);
 /* Close a file from out_open; reports a write error and returns 1. */
 int out_close(FILE *f, const char *path);
