@@ -129,16 +129,17 @@ static void peak_sample(void *u, an_ctx *c, const an_sample *s)
   if (s->t_collect != AN_NEVER) tcurve_add(tc, s->t_collect, -b);
 }
 
-int find_peak(const char *path, const an_filter *f, uint64_t *t_peak, double *peak_bytes)
+int find_peak(const char *const *paths, size_t n, const an_filter *f, uint64_t *t_peak,
+              double *peak_bytes)
 {
-  an_ctx *c = an_open(path, f);
+  an_ctx *c = an_open(paths, n, f);
   if (!c) return 1;
   tcurve tc;
   tcurve_init(&tc, PEAK_BINS, 1000);
   an_callbacks cb = { &tc, NULL, peak_sample };
   int rc = an_run(c, &cb);
   if (!rc) {
-    uint64_t end = an_get_stats(c)->end_time;
+    uint64_t end = an_get_stats(c)->max_end_time;
     double *lv = xmalloc(tc.n * sizeof *lv);
     tcurve_levels(&tc, lv);
     uint32_t best = 0;
@@ -153,16 +154,17 @@ int find_peak(const char *path, const an_filter *f, uint64_t *t_peak, double *pe
   return rc;
 }
 
-int resolve_live_at(const char *arg, const char *path, const an_filter *f, uint64_t *t)
+int resolve_live_at(const char *arg, const char *const *paths, size_t n, const an_filter *f,
+                    uint64_t *t)
 {
   if (!arg || !strcmp(arg, "end")) { *t = AN_NEVER; return 0; }
   if (!strcmp(arg, "peak")) {
     double b;
-    return find_peak(path, f, t, &b);
+    return find_peak(paths, n, f, t, &b);
   }
-  if (parse_time(arg, t) < 0) {
-    fprintf(stderr, "ocaml-memprof: bad --live-at '%s' (end, peak or a time)\n", arg);
-    return 1;
+  if (parse_time(arg, t) < 0) {        /* checked by the option parsers */
+    fprintf(stderr, "ocaml-memprof: bad value '%s' for --live-at (end, peak or a time)\n", arg);
+    return 2;
   }
   return 0;
 }
@@ -175,16 +177,17 @@ static void nodeagg_sample(void *u, an_ctx *c, const an_sample *s)
   nodeagg_add(u, s);
 }
 
-int nodeagg_run(const char *path, const an_filter *f, const char *live_arg,
+int nodeagg_run(const char *const *paths, size_t n, const an_filter *f, const char *live_arg,
                 nodeagg *agg, an_ctx **ctx)
 {
   uint64_t live_at;
-  if (resolve_live_at(live_arg, path, f, &live_at)) return 1;
-  an_ctx *c = an_open(path, f);
+  int rc = resolve_live_at(live_arg, paths, n, f, &live_at);
+  if (rc) return rc;
+  an_ctx *c = an_open(paths, n, f);
   if (!c) return 1;
   nodeagg_init(agg, live_at);
   an_callbacks cb = { agg, NULL, nodeagg_sample };
-  int rc = an_run(c, &cb);
+  rc = an_run(c, &cb);
   if (rc) { nodeagg_free(agg); an_close(c); return rc; }
   *ctx = c;
   return 0;

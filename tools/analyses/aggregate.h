@@ -63,20 +63,23 @@ void tcurve_levels(const tcurve *c, double *out);
 
 /* Time (ns) at which the estimated live heap of the samples kept by [f]
    peaks, to within one bin (1/2048 of the trace); run as a separate pass
-   over [path].  Returns 0 or 1 after printing an error.  *peak_bytes gets
-   the estimated live bytes at that time. */
-int find_peak(const char *path, const an_filter *f, uint64_t *t_peak, double *peak_bytes);
+   over the traces [paths] (merged, times from each one's start).  Returns
+   0 or 1 after printing an error.  *peak_bytes gets the estimated live
+   bytes at that time. */
+int find_peak(const char *const *paths, size_t n, const an_filter *f, uint64_t *t_peak,
+              double *peak_bytes);
 
 /* Parse "end", "peak" or a time for --live-at; peak is resolved by a
    first pass. */
-int resolve_live_at(const char *arg, const char *path, const an_filter *f, uint64_t *t);
+int resolve_live_at(const char *arg, const char *const *paths, size_t n, const an_filter *f,
+                    uint64_t *t);
 
-/* Resolve [live_arg] as resolve_live_at does, open [path] with filter [f]
+/* Resolve [live_arg] as resolve_live_at does, open [paths] with filter [f]
    and add every kept sample to [agg] (initialised here; live at the
    resolved time, also left in agg->live_at).  Returns 0 with *ctx open:
    the caller then frees [agg] and closes *ctx.  Otherwise returns the exit
    status (1) after printing the error, with nothing left to free. */
-int nodeagg_run(const char *path, const an_filter *f, const char *live_arg,
+int nodeagg_run(const char *const *paths, size_t n, const an_filter *f, const char *live_arg,
                 nodeagg *agg, an_ctx **ctx);
 
 #endif

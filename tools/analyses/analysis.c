@@ -32,11 +32,30 @@
 #define LF_FOCUS 4
 #define LF_IGNORE 8
 
+typedef struct {
+  mpt_location l;
+  mpt_loc_entry *e;
+} gloc;
+
 struct an_ctx {
-  ti_trace *t;
+  const char *const *paths;    /* the traces, read one after the other */
+  size_t npaths, cur;
+  ti_trace *t;                 /* the one being read (or the first) */
   const an_filter *f;
-  const ti_header *h;
+  const ti_header *h;          /* = &hdr */
+  ti_header hdr;               /* the first trace's, strings interned */
   an_stats st;
+  uint64_t traces_read, traces_truncated, traces_skipped;
+
+  /* Locations of all traces, interned by content: global ids 1..nglocs;
+     lmap maps the current trace's ids to them. */
+  gloc *glocs;
+  size_t nglocs, glocs_cap;
+  strpool *lockeys;
+  uint32_t *lmap;
+  size_t lmap_cap;
+  uint32_t *gstack;
+  size_t gstack_cap;
   double bytes_per_sample;     /* word_bytes / lambda */
 
   an_node *nodes;
@@ -146,35 +165,43 @@ int parse_size(const char *s, uint64_t *bytes)
   return 0;
 }
 
-static int add_regex(regex_t *arr, int *n, const char *opt, const char *pat)
+static int add_regex(regex_t *arr, int *n, const char *opt, const char *pat,
+                     char *err, size_t errlen)
 {
   if (*n >= AN_MAX_PATTERNS) {
-    fprintf(stderr, "ocaml-memprof: too many %s patterns (max %d)\n", opt, AN_MAX_PATTERNS);
+    snprintf(err, errlen, "too many %s patterns (at most %d)", opt, AN_MAX_PATTERNS);
     return -1;
   }
   int rc = regcomp(&arr[*n], pat, REG_EXTENDED | REG_NOSUB);
   if (rc) {
     char msg[128];
     regerror(rc, &arr[*n], msg, sizeof msg);
-    fprintf(stderr, "ocaml-memprof: %s '%s': %s\n", opt, pat, msg);
+    snprintf(err, errlen, "bad value '%.200s' for %s: %s", pat, opt, msg);
     return -1;
   }
   (*n)++;
   return 0;
 }
 
-int an_filter_option(an_filter *f, int argc, char **argv, int *i)
+int an_filter_option(an_filter *f, int argc, char **argv, int *i, char *err, size_t errlen)
 {
   const char *o = argv[*i];
-  static const char *const with_arg[] = {
-    "--allocated", "--live", "--collected", "--domain", "--source",
-    "--min-size", "--max-size", "--min-lifetime", "--max-lifetime",
-    "--focus", "--ignore", "--hide", NULL };
-  int known = 0;
-  for (int k = 0; with_arg[k]; k++) if (strcmp(o, with_arg[k]) == 0) known = 1;
-  if (!known) return 0;
+  static const struct { const char *name, *expected; } opts[] = {
+    { "--allocated", "a time window A,B (1s,2s; 250ms,; ,3m)" },
+    { "--live", "a time window A,B (1s,2s; 250ms,; ,3m)" },
+    { "--collected", "a time window A,B (1s,2s; 250ms,; ,3m)" },
+    { "--domain", "a domain number" },
+    { "--source", "minor, major, external or marshal" },
+    { "--min-size", "a size in bytes (64, 4k, 1M, 2G)" },
+    { "--max-size", "a size in bytes (64, 4k, 1M, 2G)" },
+    { "--min-lifetime", "a duration (1.5, 300ms, 20us, 2m)" },
+    { "--max-lifetime", "a duration (1.5, 300ms, 20us, 2m)" },
+    { "--focus", "" }, { "--ignore", "" }, { "--hide", "" }, { NULL, NULL } };
+  int known = -1;
+  for (int k = 0; opts[k].name; k++) if (strcmp(o, opts[k].name) == 0) known = k;
+  if (known < 0) return 0;
   if (*i + 1 >= argc) {
-    fprintf(stderr, "ocaml-memprof: %s needs an argument\n", o);
+    snprintf(err, errlen, "option %s needs a value", o);
     return -1;
   }
   const char *a = argv[++*i];
@@ -185,8 +212,11 @@ int an_filter_option(an_filter *f, int argc, char **argv, int *i)
   else if (!strcmp(o, "--domain")) {
     char *e;
     unsigned long d = strtoul(a, &e, 10);
-    if (*e || e == a || d > UINT32_MAX || f->ndomains >= AN_MAX_DOMAINS) bad = -1;
-    else f->domains[f->ndomains++] = (uint32_t)d;
+    if (*e || e == a || a[0] == '-' || d > UINT32_MAX) bad = -1;
+    else if (f->ndomains >= AN_MAX_DOMAINS) {
+      snprintf(err, errlen, "too many --domain options (at most %d)", AN_MAX_DOMAINS);
+      return -1;
+    } else f->domains[f->ndomains++] = (uint32_t)d;
   } else if (!strcmp(o, "--source")) {
     static const char *const names[] = { "minor", "major", "external", "marshal" };
     bad = -1;
@@ -196,11 +226,11 @@ int an_filter_option(an_filter *f, int argc, char **argv, int *i)
   else if (!strcmp(o, "--max-size")) bad = parse_size(a, &f->max_size);
   else if (!strcmp(o, "--min-lifetime")) bad = parse_time(a, &f->min_life);
   else if (!strcmp(o, "--max-lifetime")) bad = parse_time(a, &f->max_life);
-  else if (!strcmp(o, "--focus")) return add_regex(f->focus, &f->nfocus, o, a) < 0 ? -1 : 1;
-  else if (!strcmp(o, "--ignore")) return add_regex(f->ignore, &f->nignore, o, a) < 0 ? -1 : 1;
-  else if (!strcmp(o, "--hide")) return add_regex(f->hide, &f->nhide, o, a) < 0 ? -1 : 1;
+  else if (!strcmp(o, "--focus")) return add_regex(f->focus, &f->nfocus, o, a, err, errlen) < 0 ? -1 : 1;
+  else if (!strcmp(o, "--ignore")) return add_regex(f->ignore, &f->nignore, o, a, err, errlen) < 0 ? -1 : 1;
+  else if (!strcmp(o, "--hide")) return add_regex(f->hide, &f->nhide, o, a, err, errlen) < 0 ? -1 : 1;
   if (bad) {
-    fprintf(stderr, "ocaml-memprof: bad argument for %s: '%s'\n", o, a);
+    snprintf(err, errlen, "bad value '%.200s' for %s: expected %s", a, o, opts[known].expected);
     return -1;
   }
   return 1;
@@ -208,18 +238,56 @@ int an_filter_option(an_filter *f, int argc, char **argv, int *i)
 
 /* ---------------- context ---------------- */
 
-an_ctx *an_open(const char *path, const an_filter *f)
+/* Strings from traces are interned once, with control characters and
+   bytes that are not UTF-8 (corrupt or hostile input) replaced by \xNN
+   escapes, so no report, terminal or JSON consumer sees raw input bytes. */
+static const char *intern(an_ctx *c, const char *s)
+{
+  if (!s) s = "";
+  size_t n = strlen(s), bad = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    int k = utf8_seq_len(p);
+    if (k == 0 || *p < 0x20 || *p == 0x7F) { bad++; p++; } else p += k;
+  }
+  if (!bad) return strpool_get(c->strs, strpool_intern(c->strs, s, n));
+  char *e = xmalloc(n + 3 * bad + 1), *q = e;
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    int k = utf8_seq_len(p);
+    if (k == 0 || *p < 0x20 || *p == 0x7F) { q += sprintf(q, "\\x%02x", *p); p++; }
+    else { memcpy(q, p, (size_t)k); q += k; p += k; }
+  }
+  const char *r = strpool_get(c->strs, strpool_intern(c->strs, e, (size_t)(q - e)));
+  free(e);
+  return r;
+}
+
+an_ctx *an_open(const char *const *paths, size_t npaths, const an_filter *f)
 {
   char err[512];
-  ti_trace *t = ti_open(path, err, sizeof err);
+  if (npaths == 0) {
+    fprintf(stderr, "ocaml-memprof: no trace to read\n");
+    return NULL;
+  }
+  ti_trace *t = ti_open(paths[0], err, sizeof err);
   if (!t) {
     fprintf(stderr, "ocaml-memprof: %s\n", err);
     return NULL;
   }
   an_ctx *c = xcalloc(1, sizeof *c);
+  c->paths = paths;
+  c->npaths = npaths;
   c->t = t;
   c->f = f;
-  c->h = ti_get_header(t);
+  c->strs = strpool_new();
+  c->lockeys = strpool_new();
+  c->hdr = *ti_get_header(t);
+  c->hdr.executable = intern(c, c->hdr.executable);
+  c->hdr.hostname = intern(c, c->hdr.hostname);
+  c->hdr.ocaml_version = intern(c, c->hdr.ocaml_version);
+  c->hdr.command_line = intern(c, c->hdr.command_line);
+  c->hdr.runtime_params = intern(c, c->hdr.runtime_params);
+  c->hdr.context = intern(c, c->hdr.context);
+  c->h = &c->hdr;
   c->bytes_per_sample = c->h->word_bytes / c->h->sampling_rate;
   c->nodes_cap = 1024;
   c->nodes = xmalloc(c->nodes_cap * sizeof *c->nodes);
@@ -227,7 +295,6 @@ an_ctx *an_open(const char *path, const an_filter *f)
   c->nnodes = 1;
   u64map_init(&c->children, 1024);
   idtab_init(&c->live);
-  c->strs = strpool_new();
   return c;
 }
 
@@ -240,6 +307,11 @@ void an_close(an_ctx *c)
   idtab_free(&c->live);
   free(c->locflags);
   for (int k = 0; k < 3; k++) free(c->keys[k]);
+  for (size_t i = 0; i < c->nglocs; i++) free(c->glocs[i].e);
+  free(c->glocs);
+  free(c->lmap);
+  free(c->gstack);
+  strpool_free(c->lockeys);
   strpool_free(c->strs);
   free(c->prev);
   free(c->path);
@@ -251,11 +323,62 @@ void an_close(an_ctx *c)
 const ti_header *an_header(const an_ctx *c) { return c->h; }
 const an_stats *an_get_stats(const an_ctx *c) { return &c->st; }
 ti_trace *an_trace(an_ctx *c) { return c->t; }
-int an_truncated(const an_ctx *c) { return ti_truncated(c->t); }
+int an_truncated(const an_ctx *c) { return c->traces_truncated > 0; }
+uint64_t an_traces_read(const an_ctx *c) { return c->traces_read; }
 uint32_t an_node_count(const an_ctx *c) { return (uint32_t)c->nnodes; }
 const an_node *an_nodes(const an_ctx *c) { return c->nodes; }
+uint32_t an_location_count(const an_ctx *c) { return (uint32_t)c->nglocs; }
 const mpt_location *an_location(const an_ctx *c, uint32_t loc)
-{ return ti_location(c->t, loc); }
+{ return loc >= 1 && loc <= c->nglocs ? &c->glocs[loc - 1].l : NULL; }
+
+/* Global id of the current trace's location [loc]: locations with the same
+   entries (function, file, line, characters) are one location, whichever
+   trace they come from; one without entries is known by its address. */
+static uint32_t global_loc(an_ctx *c, uint32_t loc)
+{
+  if (loc < c->lmap_cap && c->lmap[loc]) return c->lmap[loc];
+  if (loc >= c->lmap_cap) {
+    size_t old = c->lmap_cap;
+    grow_array((void **)&c->lmap, &c->lmap_cap, (size_t)loc + 1, sizeof *c->lmap);
+    memset(c->lmap + old, 0, (c->lmap_cap - old) * sizeof *c->lmap);
+  }
+  const mpt_location *l = ti_location(c->t, loc);
+  uint32_t n = l ? l->n : 0;
+  char *key = NULL;
+  size_t klen = 0, kcap = 0;
+  char num[64];
+  int k = snprintf(num, sizeof num, "%u|%llx", n,
+                   (unsigned long long)(n || !l ? 0 : l->address));
+  grow_array((void **)&key, &kcap, (size_t)k + 1, 1);
+  memcpy(key, num, (size_t)k);
+  klen = (size_t)k;
+  for (uint32_t i = 0; i < n; i++) {
+    const mpt_loc_entry *e = &l->entries[i];
+    const char *fn = e->function ? e->function : "", *file = e->file ? e->file : "";
+    k = snprintf(num, sizeof num, "\x1f%u:%u:%u\x1f", e->line, e->start_char, e->end_char);
+    size_t add = strlen(fn) + strlen(file) + (size_t)k + 2;
+    grow_array((void **)&key, &kcap, klen + add, 1);
+    klen += (size_t)sprintf(key + klen, "%s%s%s", fn, num, file);
+  }
+  uint32_t id = strpool_intern(c->lockeys, key ? key : "", klen);
+  free(key);
+  if (id >= c->nglocs) {               /* new: copy it */
+    grow_array((void **)&c->glocs, &c->glocs_cap, (size_t)id + 1, sizeof *c->glocs);
+    gloc *g = &c->glocs[id];
+    g->e = n ? xmalloc(n * sizeof *g->e) : NULL;
+    for (uint32_t i = 0; i < n; i++) {
+      g->e[i] = l->entries[i];
+      g->e[i].function = intern(c, l->entries[i].function);
+      g->e[i].file = intern(c, l->entries[i].file);
+    }
+    g->l.address = l ? l->address : 0;
+    g->l.n = n;
+    g->l.entries = g->e;
+    c->nglocs = (size_t)id + 1;
+  }
+  c->lmap[loc] = id + 1;
+  return id + 1;
+}
 
 double an_bytes(const an_ctx *c, double nsamples)
 { return nsamples * c->bytes_per_sample; }
@@ -267,7 +390,7 @@ double an_objects(const an_ctx *c, double nsamples, uint64_t wosize)
 
 int an_loc_matches(an_ctx *c, uint32_t loc, const regex_t *re)
 {
-  const mpt_location *l = ti_location(c->t, loc);
+  const mpt_location *l = an_location(c, loc);
   if (!l) return 0;
   for (uint32_t i = 0; i < l->n; i++) {
     const mpt_loc_entry *e = &l->entries[i];
@@ -298,7 +421,7 @@ static uint8_t loc_flags(an_ctx *c, uint32_t loc)
 
 const char *an_loc_function(an_ctx *c, uint32_t loc)
 {
-  const mpt_location *l = ti_location(c->t, loc);
+  const mpt_location *l = an_location(c, loc);
   if (!l || l->n == 0 || !l->entries[0].function || !l->entries[0].function[0])
     return "<unknown>";
   return l->entries[0].function;
@@ -306,7 +429,7 @@ const char *an_loc_function(an_ctx *c, uint32_t loc)
 
 void an_loc_fileline(an_ctx *c, uint32_t loc, const char **file, uint32_t *line)
 {
-  const mpt_location *l = ti_location(c->t, loc);
+  const mpt_location *l = an_location(c, loc);
   if (!l || l->n == 0) { *file = ""; *line = 0; return; }
   *file = l->entries[0].file ? l->entries[0].file : "";
   *line = l->entries[0].line;
@@ -344,7 +467,7 @@ const char *an_loc_key(an_ctx *c, uint32_t loc, an_keykind k)
     memset(c->keys[k] + old, 0, (c->keys_cap[k] - old) * sizeof(char *));
   }
   if (c->keys[k][loc]) return c->keys[k][loc];
-  const mpt_location *l = ti_location(c->t, loc);
+  const mpt_location *l = an_location(c, loc);
   char buf[1024];
   const char *s;
   if (!l || l->n == 0) {
@@ -471,17 +594,42 @@ static double now_s(void)
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-int an_run(an_ctx *c, const an_callbacks *cb)
+/* Progress on stderr when it is a terminal and the read takes long. */
+typedef struct {
+  int tty, shown;
+  double t0, last;
+  uint64_t n;
+} progress;
+
+static void progress_tick(an_ctx *c, progress *p)
+{
+  if (!p->tty || (++p->n & 0xFFFFF) != 0) return;
+  double t = now_s();
+  if (t - p->last < 0.5 || t - p->t0 < 2) return;
+  uint64_t done, total;
+  ti_progress(c->t, &done, &total);
+  char where[64] = "";
+  if (c->npaths > 1)
+    snprintf(where, sizeof where, "trace %zu/%zu, ", c->cur + 1, c->npaths);
+  if (total && done)
+    fprintf(stderr, "\r%s%llu M events, %.0f%%  ", where, (unsigned long long)(p->n >> 20),
+            100.0 * (double)done / (double)total);
+  else
+    fprintf(stderr, "\r%s%llu M events  ", where, (unsigned long long)(p->n >> 20));
+  p->last = t;
+  p->shown = 1;
+}
+
+/* Read the current trace to its end.  0, or 1 after a malformed record
+   (message printed). */
+static int run_trace(an_ctx *c, const an_callbacks *cb, progress *pg)
 {
   mpt_event ev;
   int k;
-  uint64_t n = 0;
-  int tty = isatty(2);
-  double t0 = tty ? now_s() : 0, last = t0;
-  int shown = 0;
+  uint64_t end_time = 0;
   while ((k = ti_next(c->t, &ev)) == TI_OK) {
     if (ev.kind >= 1 && ev.kind <= MPT_EV_LOST) c->st.events[ev.kind]++;
-    if (ev.time_ns > c->st.end_time) c->st.end_time = ev.time_ns;
+    if (ev.time_ns > end_time) end_time = ev.time_ns;
     if (cb->on_event) cb->on_event(cb->u, c, &ev);
     /* Without a sample consumer (info), lifetimes are not needed: skip the
        call tree and the live table, leaving a pure decode-and-count loop. */
@@ -489,7 +637,9 @@ int an_run(an_ctx *c, const an_callbacks *cb)
     case MPT_EV_ALLOC: {
       uint32_t slot = slot_alloc(c), old;
       an_sample *s = &c->pool[slot];
-      s->node = stack_node(c, ev.stack, ev.stack_len);
+      grow_array((void **)&c->gstack, &c->gstack_cap, ev.stack_len, sizeof *c->gstack);
+      for (uint32_t i = 0; i < ev.stack_len; i++) c->gstack[i] = global_loc(c, ev.stack[i]);
+      s->node = stack_node(c, c->gstack, ev.stack_len);
       s->nsamples = ev.nsamples;
       s->wosize = ev.wosize;
       s->t_alloc = ev.time_ns;
@@ -524,34 +674,86 @@ int an_run(an_ctx *c, const an_callbacks *cb)
     default:
       break;
     }
-    if (tty && (++n & 0xFFFFF) == 0) {
-      double t = now_s();
-      if (t - last > 0.5) {
-        uint64_t done, total;
-        ti_progress(c->t, &done, &total);
-        if (total && done)
-          fprintf(stderr, "\r%llu M events, %.0f%%  ", (unsigned long long)(n >> 20),
-                  100.0 * (double)done / (double)total);
-        else
-          fprintf(stderr, "\r%llu M events  ", (unsigned long long)(n >> 20));
-        last = t;
-        shown = 1;
-      }
-    }
+    progress_tick(c, pg);
   }
-  if (shown) fprintf(stderr, "\r%40s\r", "");
   if (k == TI_ERR) {
-    fprintf(stderr, "ocaml-memprof: malformed trace: %s\n", ti_error(c->t));
+    if (pg->shown) { fprintf(stderr, "\r%50s\r", ""); pg->shown = 0; }
+    fprintf(stderr, "ocaml-memprof: %s%s: malformed trace: %s\n", c->npaths > 1 ? "warning: skipped " : "",
+            c->paths[c->cur], ti_error(c->t));
     return 1;
   }
-  if (ti_truncated(c->t))
-    fprintf(stderr, "ocaml-memprof: warning: trace is truncated; read up to its last complete record\n");
+  c->traces_read++;
+  if (ti_truncated(c->t)) {
+    c->traces_truncated++;
+    if (c->npaths == 1)
+      fprintf(stderr, "ocaml-memprof: warning: trace is truncated; read up to its last complete record\n");
+  }
   uint64_t end_ns, total, lost;
-  if (ti_end_info(c->t, &end_ns, &total, &lost) && end_ns > c->st.end_time)
-    c->st.end_time = end_ns;
+  if (ti_end_info(c->t, &end_ns, &total, &lost) && end_ns > end_time) end_time = end_ns;
+  /* Lifetimes of blocks live at the end run to this trace's end. */
+  c->st.end_time = end_time;
+  if (end_time > c->st.max_end_time) c->st.max_end_time = end_time;
   /* Blocks still live at the end, walking the pool in memory order (not
      the map's random order: this is one pass over live samples). */
   for (size_t i = 0; i < c->pool_len; i++)
     if (c->pool[i].nsamples) complete(c, cb, &c->pool[i]);
   return 0;
+}
+
+/* Make the next trace current; 0, or -1 when none is left.  With several
+   traces, one that cannot be opened or that has another sampling rate or
+   word size is skipped with a warning. */
+static int next_trace(an_ctx *c)
+{
+  while (++c->cur < c->npaths) {
+    char err[512];
+    ti_trace *t = ti_open(c->paths[c->cur], err, sizeof err);
+    if (!t) {
+      fprintf(stderr, "ocaml-memprof: warning: skipped %s\n", err);
+      c->traces_skipped++;
+      continue;
+    }
+    const ti_header *h = ti_get_header(t);
+    if (h->sampling_rate != c->h->sampling_rate || h->word_bytes != c->h->word_bytes) {
+      fprintf(stderr, "ocaml-memprof: warning: skipped %s: sampling rate %g or word size %u"
+              " differs from the first trace's (%g, %u)\n", c->paths[c->cur],
+              h->sampling_rate, h->word_bytes * 8, c->h->sampling_rate, c->h->word_bytes * 8);
+      ti_close(t);
+      c->traces_skipped++;
+      continue;
+    }
+    ti_close(c->t);
+    c->t = t;
+    /* Per-trace state: location map, previous stack, live table. */
+    if (c->lmap) memset(c->lmap, 0, c->lmap_cap * sizeof *c->lmap);
+    c->prev_len = 0;
+    idtab_free(&c->live);
+    idtab_init(&c->live);
+    c->pool_len = 0;
+    c->nfree = 0;
+    return 0;
+  }
+  return -1;
+}
+
+int an_run(an_ctx *c, const an_callbacks *cb)
+{
+  progress pg = { isatty(2), 0, 0, 0, 0 };
+  if (pg.tty) pg.t0 = pg.last = now_s();
+  int rc = 0;
+  do {
+    if (run_trace(c, cb, &pg)) {
+      if (c->npaths == 1) return 1;
+      c->traces_skipped++;
+    }
+  } while (next_trace(c) == 0);
+  if (pg.shown) fprintf(stderr, "\r%50s\r", "");
+  if (c->npaths > 1 && c->traces_truncated)
+    fprintf(stderr, "ocaml-memprof: warning: %llu of %zu traces are truncated; read up to their"
+            " last complete record\n", (unsigned long long)c->traces_truncated, c->npaths);
+  if (c->npaths > 1 && c->traces_read == 0) {
+    fprintf(stderr, "ocaml-memprof: none of the %zu traces could be read\n", c->npaths);
+    rc = 1;
+  }
+  return rc;
 }

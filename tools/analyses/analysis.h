@@ -51,8 +51,9 @@ typedef struct {
 void an_filter_init(an_filter *f);
 void an_filter_free(an_filter *f);
 /* If argv[*i] is a filter option, consume it (and its argument), return 1;
-   return -1 after printing an error on a bad argument; 0 otherwise. */
-int an_filter_option(an_filter *f, int argc, char **argv, int *i);
+   return -1 with a one-line message in [err] for a missing or bad value;
+   0 otherwise. */
+int an_filter_option(an_filter *f, int argc, char **argv, int *i, char *err, size_t errlen);
 extern const char an_filter_help[];
 
 /* Parse "1.5", "1.5s", "300ms", "20us", "10ns", "2m": a duration in ns. */
@@ -89,7 +90,9 @@ typedef struct {
   uint64_t events[MPT_EV_LOST + 1];
   uint64_t unknown_promote, unknown_collect, duplicate_alloc;
   uint64_t samples_total, samples_kept;
-  uint64_t end_time;           /* latest event time seen, ns */
+  uint64_t end_time;           /* latest event time of the trace being
+                                  read (or of the last one), ns */
+  uint64_t max_end_time;       /* the largest end_time over the traces */
 } an_stats;
 
 typedef struct an_ctx an_ctx;
@@ -100,23 +103,34 @@ typedef struct {
   void (*on_sample)(void *u, an_ctx *c, const an_sample *s); /* kept samples */
 } an_callbacks;
 
-/* Open [path] for analysis with filter [f] (owned by the caller; must
-   outlive the context).  On failure prints "ocaml-memprof: <msg>" and
-   returns NULL. */
-an_ctx *an_open(const char *path, const an_filter *f);
-/* Read the whole trace.  Returns 0, or 1 after printing the error.
-   Warns on stderr about a truncated file; prints a progress line when
-   stderr is a terminal.  With cb->on_sample NULL, samples are not tracked
-   at all (no call tree, no live table): a pure decode-and-count pass. */
+/* Open the traces [paths] (read one after the other, merged: locations
+   with the same contents are one location; times are from each trace's
+   own start) for analysis with filter [f] (owned by the caller; [paths]
+   and [f] must outlive the context).  The first trace is opened here: on
+   failure prints "ocaml-memprof: <msg>" and returns NULL. */
+an_ctx *an_open(const char *const *paths, size_t npaths, const an_filter *f);
+/* Read all the traces.  Returns 0, or 1 after printing the error.  Warns
+   on stderr about truncated files; prints a progress line when stderr is
+   a terminal and the read lasts more than 2 s.  With several traces, one
+   that cannot be read, is malformed, or has another sampling rate or word
+   size than the first is skipped with a warning.  With cb->on_sample NULL,
+   samples are not tracked at all (no call tree, no live table): a pure
+   decode-and-count pass. */
 int an_run(an_ctx *c, const an_callbacks *cb);
 void an_close(an_ctx *c);
 
+/* The first trace's header (sampling rate and word size are those of all
+   the traces read). */
 const ti_header *an_header(const an_ctx *c);
 const an_stats *an_get_stats(const an_ctx *c);
+/* The trace being read (the last one after an_run). */
 ti_trace *an_trace(an_ctx *c);
 int an_truncated(const an_ctx *c);
+uint64_t an_traces_read(const an_ctx *c);
 uint32_t an_node_count(const an_ctx *c);
 const an_node *an_nodes(const an_ctx *c);
+/* Locations (merged over the traces): ids 1..an_location_count. */
+uint32_t an_location_count(const an_ctx *c);
 const mpt_location *an_location(const an_ctx *c, uint32_t loc);
 
 /* Bytes / objects represented by [nsamples] samples of [wosize] words. */

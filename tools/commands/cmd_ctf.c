@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "ctf_writer.h"
 #include "report.h"
@@ -71,20 +72,32 @@ static const char usage[] =
 
 int cmd_ctf(int argc, char **argv)
 {
-  const char *path = NULL, *out = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      print_usage(stdout, usage, 0);
-      return 0;
-    } else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-    else if (argv[i][0] == '-' && argv[i][1]) return bad_option("ctf", argv[i]);
-    else if (!path) path = argv[i];
-    else return bad_option("ctf", argv[i]);
+  const char *out = NULL;
+  cli_inputs in;
+  cli_inputs_init(&in);
+  int rc = -1;
+  for (int i = 1; i < argc && rc < 0; i++) {
+    int k = cli_option(NULL, &in, 0, argc, argv, &i);
+    if (k < 0) rc = 2;
+    else if (k) continue;
+    else if (cli_is_help(argv[i])) { print_usage(stdout, usage, 0); rc = 0; }
+    else if (!strcmp(argv[i], "-o")) { if (!(out = cli_value(argc, argv, &i))) rc = 2; }
+    else if (argv[i][0] == '-' && argv[i][1]) rc = cli_unknown_option(argv[i]);
+    else cli_inputs_add(&in, argv[i]);
   }
-  if (!path || !out) { print_usage(stderr, usage, 0); return 2; }
+  if (rc < 0 && !out) rc = cli_usage_error("-o OUT.ctf is required");
+  if (rc < 0) {
+    rc = cli_inputs_resolve(&in);
+    if (rc == 0 && in.npaths > 1)
+      rc = cli_usage_error("ctf exports one trace, and %zu are given (select one with --pid)",
+                           in.npaths);
+    else if (rc == 0) rc = -1;      /* resolved: go on */
+  }
+  if (rc >= 0) { cli_inputs_free(&in); return rc; }
+  const char *path = in.paths[0];
   char err[512];
   ti_trace *t = ti_open(path, err, sizeof err);
-  if (!t) { fprintf(stderr, "ocaml-memprof: %s\n", err); return 1; }
+  if (!t) { fprintf(stderr, "ocaml-memprof: %s\n", err); cli_inputs_free(&in); return 1; }
   const ti_header *h = ti_get_header(t);
   codes k;
   memset(&k, 0, sizeof k);
@@ -100,6 +113,7 @@ int cmd_ctf(int argc, char **argv)
   if (!o) {
     u64map_free(&k.code_loc);
     ti_close(t);
+    cli_inputs_free(&in);
     return 1;
   }
   ctf_writer *w = ctf_writer_open(o, &wi, lookup, &k);
@@ -113,7 +127,6 @@ int cmd_ctf(int argc, char **argv)
   size_t scap = 0;
   uint64_t dropped = 0, start = wi.start_us;
   mpt_event ev;
-  int rc;
   while ((rc = ti_next(t, &ev)) == TI_OK) {
     uint64_t tus = start + ev.time_ns / 1000;
     if (ev.kind == MPT_EV_ALLOC) {
@@ -166,5 +179,6 @@ int cmd_ctf(int argc, char **argv)
   idtab_free(&live);
   u64map_free(&k.code_loc);
   ti_close(t);
+  cli_inputs_free(&in);
   return status;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "aggregate.h"
+#include "cli.h"
 #include "commands.h"
 #include "report.h"
 #include "util.h"
@@ -63,8 +64,11 @@ static int cmp(const void *x, const void *y)
 
 static const char usage[] =
   "usage: ocaml-memprof diff [OPTIONS] A B\n"
-  "Compare two traces site by site: estimated allocated bytes and bytes live\n"
-  "at the end, in A and in B, ranked by the absolute change.\n"
+  "       ocaml-memprof diff [OPTIONS] A... -- B...\n"
+  "Compare two traces, or two groups of traces (each A or B a file, a\n"
+  "directory or a glob pattern; several are merged), site by site:\n"
+  "estimated allocated bytes and bytes live at the end, in A and in B,\n"
+  "ranked by the absolute change.\n"
   "  --by function|location|module   site grouping (function)\n"
   "  --sort alloc|live   rank by change of allocated (default) or live bytes\n"
   "  -n N              rows (20; 0 = all)\n"
@@ -78,45 +82,82 @@ int cmd_diff(int argc, char **argv)
   memset(&a, 0, sizeof a);
   a.by = AN_BY_FUNCTION;
   a.live_at = AN_NEVER;
-  const char *paths[2] = { NULL, NULL }, *out = NULL;
+  const char *out = NULL, *v;
   long limit = 20;
   out_mode mode = OUT_TEXT;
   g_sort_live = 0;
-  for (int i = 1; i < argc; i++) {
+  cli_inputs in[2];
+  cli_inputs_init(&in[0]);
+  cli_inputs_init(&in[1]);
+  const char *pos[2] = { NULL, NULL };
+  int npos = 0, dashes = 0, rc = -1;
+  for (int i = 1; i < argc && rc < 0; i++) {
     const char *o = argv[i];
-    int k = an_filter_option(&f, argc, argv, &i);
-    if (k < 0) return 2;
-    if (k) continue;
-    if (!strcmp(o, "--help") || !strcmp(o, "-h")) { print_usage(stdout, usage, 1); return 0; }
+    int k = dashes ? 0 : cli_option(&f, NULL, 0, argc, argv, &i);
+    if (k < 0) rc = 2;
+    else if (k) continue;
+    else if (dashes) cli_inputs_add(&in[1], o);
+    else if (!strcmp(o, "--")) dashes = 1;
+    else if (cli_is_help(o)) { print_usage(stdout, usage, 1); rc = 0; }
     else if (!strcmp(o, "--json")) mode = OUT_JSON;
     else if (!strcmp(o, "--csv")) mode = OUT_CSV;
-    else if (i + 1 < argc && !strcmp(o, "--by")) {
-      if (parse_keykind(argv[++i], &a.by) < 0) return bad_option("diff", argv[i]);
-    } else if (i + 1 < argc && !strcmp(o, "--sort")) {
-      const char *v = argv[++i];
-      if (!strcmp(v, "live")) g_sort_live = 1;
-      else if (strcmp(v, "alloc")) return bad_option("diff", v);
-    } else if (i + 1 < argc && !strcmp(o, "-n")) {
-      if (parse_count(argv[++i], &limit) < 0) return bad_option("diff", argv[i]);
-    } else if (i + 1 < argc && !strcmp(o, "-o")) out = argv[++i];
-    else if (o[0] == '-' && o[1]) return bad_option("diff", o);
-    else if (!paths[0]) paths[0] = o;
-    else if (!paths[1]) paths[1] = o;
-    else return bad_option("diff", o);
+    else if (!strcmp(o, "--by")) {
+      if (!(v = cli_value(argc, argv, &i))) rc = 2;
+      else if (parse_keykind(v, &a.by) < 0) rc = cli_bad_value(o, v, "function, location or module");
+    } else if (!strcmp(o, "--sort")) {
+      if (!(v = cli_value(argc, argv, &i))) rc = 2;
+      else if (!strcmp(v, "live")) g_sort_live = 1;
+      else if (strcmp(v, "alloc")) rc = cli_bad_value(o, v, "alloc or live");
+    } else if (!strcmp(o, "-n")) {
+      if (!(v = cli_value(argc, argv, &i))) rc = 2;
+      else if (parse_count(v, &limit) < 0) rc = cli_bad_value(o, v, "a number of rows (0 = all)");
+    } else if (!strcmp(o, "-o")) {
+      if (!(out = cli_value(argc, argv, &i))) rc = 2;
+    } else if (o[0] == '-' && o[1]) rc = cli_unknown_option(o);
+    else {
+      cli_inputs_add(&in[0], o);
+      if (npos < 2) pos[npos] = o;
+      npos++;
+    }
   }
-  if (!paths[1]) { print_usage(stderr, usage, 1); return 2; }
+  if (rc < 0 && !dashes) {         /* diff A B: one operand per side */
+    if (npos != 2) rc = cli_usage_error("diff takes two traces A B, or A... -- B...");
+    else {
+      cli_inputs_free(&in[0]);
+      cli_inputs_init(&in[0]);
+      cli_inputs_add(&in[0], pos[0]);
+      cli_inputs_add(&in[1], pos[1]);
+    }
+  }
+  if (rc < 0 && dashes && (!in[0].nargs || !in[1].nargs))
+    rc = cli_usage_error("diff A... -- B...: both sides need traces");
+  if (rc == 0) rc = -2;             /* --help: done */
+  if (rc == -1) rc = cli_inputs_resolve(&in[0]);
+  if (rc == 0) rc = cli_inputs_resolve(&in[1]);
+  const char *label[2];
+  char lbuf[2][64];
+  for (int side = 0; side < 2; side++) {
+    if (in[side].npaths == 1) label[side] = in[side].paths[0];
+    else {
+      snprintf(lbuf[side], sizeof lbuf[side], "%zu traces", in[side].npaths);
+      label[side] = lbuf[side];
+    }
+  }
   a.keys = strpool_new();
   double tot_alloc[2] = { 0, 0 }, tot_live[2] = { 0, 0 };
-  int rc = 0;
   for (int side = 0; side < 2 && !rc; side++) {
-    an_ctx *c = an_open(paths[side], &f);
+    an_ctx *c = an_open(in[side].paths, in[side].npaths, &f);
     if (!c) { rc = 1; break; }
     a.side = side;
     an_callbacks cb = { &a, NULL, on_sample };
     rc = an_run(c, &cb);
     an_close(c);
   }
-  if (rc) { strpool_free(a.keys); free(a.rows); an_filter_free(&f); return rc; }
+  if (rc) {
+    strpool_free(a.keys); free(a.rows); an_filter_free(&f);
+    cli_inputs_free(&in[0]); cli_inputs_free(&in[1]);
+    return rc == -2 ? 0 : rc;
+  }
   for (size_t i = 0; i < a.n; i++)
     for (int s = 0; s < 2; s++) { tot_alloc[s] += a.rows[i].alloc[s]; tot_live[s] += a.rows[i].live[s]; }
   if (a.n) qsort(a.rows, a.n, sizeof *a.rows, cmp);
@@ -124,8 +165,8 @@ int cmd_diff(int argc, char **argv)
   FILE *o = out_open(out);
   if (!o) { rc = 1; goto done; }
   if (mode == OUT_JSON) {
-    fprintf(o, "{\"a\": "); json_str(o, paths[0]);
-    fprintf(o, ", \"b\": "); json_str(o, paths[1]);
+    fprintf(o, "{\"a\": "); json_str(o, label[0]);
+    fprintf(o, ", \"b\": "); json_str(o, label[1]);
     fprintf(o, ", \"total\": {\"alloc_a\": %.0f, \"alloc_b\": %.0f, \"live_a\": %.0f, \"live_b\": %.0f}, \"rows\": [",
             tot_alloc[0], tot_alloc[1], tot_live[0], tot_live[1]);
     for (size_t i = 0; i < shown; i++) {
@@ -147,7 +188,9 @@ int cmd_diff(int argc, char **argv)
     }
   } else {
     char b[6][32];
-    fprintf(o, "A = %s\nB = %s\nallocated %s -> %s, live at end %s -> %s\n", paths[0], paths[1],
+    fputs("A = ", o); cli_put_safe(o, label[0]);
+    fputs("\nB = ", o); cli_put_safe(o, label[1]);
+    fprintf(o, "\nallocated %s -> %s, live at end %s -> %s\n",
             human_bytes(tot_alloc[0], b[0], 32), human_bytes(tot_alloc[1], b[1], 32),
             human_bytes(tot_live[0], b[2], 32), human_bytes(tot_live[1], b[3], 32));
     fprintf(o, "%10s %10s %10s %10s %10s %10s  %s\n", "alloc A", "alloc B", "change",
@@ -169,5 +212,7 @@ done:
   free(a.rows);
   strpool_free(a.keys);
   an_filter_free(&f);
+  cli_inputs_free(&in[0]);
+  cli_inputs_free(&in[1]);
   return rc;
 }

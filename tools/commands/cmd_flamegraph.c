@@ -139,7 +139,7 @@ static const char page_js[] =
   "</script></body></html>\n";
 
 static const char usage[] =
-  "usage: ocaml-memprof flamegraph [OPTIONS] TRACE\n"
+  "usage: ocaml-memprof flamegraph [OPTIONS] TRACE...\n"
   "Write a self-contained interactive HTML flame graph (flame view rooted at\n"
   "main, icicle view rooted at allocation sites; click to zoom, regex search,\n"
   "tooltips).  Open FILE#icicle to start in the icicle view.\n"
@@ -154,12 +154,14 @@ int cmd_flamegraph(int argc, char **argv)
   an_filter f;
   an_filter_init(&f);
   stack_opts op;
-  int rc = stack_opts_parse(&op, &f, "flamegraph", usage, 0, argc, argv);
-  if (rc >= 0) return rc;
+  cli_inputs in;
+  cli_inputs_init(&in);
+  int rc = stack_opts_parse(&op, &f, &in, usage, 0, argc, argv);
+  if (rc >= 0) { an_filter_free(&f); cli_inputs_free(&in); return rc; }
   an_ctx *c;
   nodeagg agg;
-  rc = nodeagg_run(op.path, &f, op.live_arg, &agg, &c);
-  if (rc) { an_filter_free(&f); return rc; }
+  rc = nodeagg_run(in.paths, in.npaths, &f, op.live_arg, &agg, &c);
+  if (rc) { an_filter_free(&f); cli_inputs_free(&in); return rc; }
 
   /* Re-key the call tree by frame names.  Call-tree nodes are created
      parent first, so parents are mapped before their children. */
@@ -200,7 +202,7 @@ int cmd_flamegraph(int argc, char **argv)
   if (!o) { rc = 1; goto done; }
   fputs(page_head, o);
   fputs("var D={title:", o);
-  js_str(o, op.path);
+  js_str(o, in.npaths == 1 ? in.paths[0] : "several traces");
   fprintf(o, ",what:\"%s\",unit:\"%s\",\nnames:[", op.value == VALUE_ALLOC ? "estimated allocated bytes"
           : op.value == VALUE_LIVE ? "estimated live bytes" : "samples",
           op.value == VALUE_SAMPLES ? "samples" : "bytes");
@@ -226,5 +228,6 @@ done:
   nodeagg_free(&agg);
   an_filter_free(&f);
   an_close(c);
+  cli_inputs_free(&in);
   return rc;
 }

@@ -44,7 +44,7 @@ static void put_location(FILE *o, an_ctx *c, uint32_t loc, int with_lines, int *
 }
 
 static const char usage[] =
-  "usage: ocaml-memprof folded [OPTIONS] TRACE\n"
+  "usage: ocaml-memprof folded [OPTIONS] TRACE...\n"
   "Print folded stacks (root;...;allocation-site VALUE), one per distinct stack.\n"
   "  --value alloc|live|samples|objects   value per stack: estimated allocated\n"
   "                    bytes (default), bytes live at --live-at, samples, objects\n"
@@ -57,12 +57,14 @@ int cmd_folded(int argc, char **argv)
   an_filter f;
   an_filter_init(&f);
   stack_opts op;
-  int rc = stack_opts_parse(&op, &f, "folded", usage, 1, argc, argv);
-  if (rc >= 0) return rc;
+  cli_inputs in;
+  cli_inputs_init(&in);
+  int rc = stack_opts_parse(&op, &f, &in, usage, 1, argc, argv);
+  if (rc >= 0) { an_filter_free(&f); cli_inputs_free(&in); return rc; }
   an_ctx *c;
   nodeagg agg;
-  rc = nodeagg_run(op.path, &f, op.live_arg, &agg, &c);
-  if (rc) { an_filter_free(&f); return rc; }
+  rc = nodeagg_run(in.paths, in.npaths, &f, op.live_arg, &agg, &c);
+  if (rc) { an_filter_free(&f); cli_inputs_free(&in); return rc; }
   FILE *o = out_open(op.out);
   if (!o) { rc = 1; goto done; }
   const an_node *nodes = an_nodes(c);
@@ -90,5 +92,6 @@ done:
   nodeagg_free(&agg);
   an_filter_free(&f);
   an_close(c);
+  cli_inputs_free(&in);
   return rc;
 }

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "analysis.h"
+#include "cli.h"
 #include "commands.h"
 #include "ctf_reader.h"
 #include "report.h"
@@ -54,36 +55,190 @@ static void on_event(void *u, an_ctx *c, const mpt_event *ev)
 }
 
 static const char usage[] =
-  "usage: ocaml-memprof info [--json] TRACE\n"
-  "Print the trace header, event counts by kind and domain, the estimated\n"
+  "usage: ocaml-memprof info [--json] [--pid N] [--exe NAME] TRACE...\n"
+  "For one trace: the header, event counts by kind and domain, the estimated\n"
   "total allocated bytes and whether the file was truncated.\n"
+  "For several traces (files, directories, glob patterns): the process tree\n"
+  "(pid and parent pid from the headers), with executable, duration, samples\n"
+  "and estimated allocated bytes per process, then totals per executable.\n"
   "Estimates: each sample stands for 1/rate words, so allocated bytes =\n"
   "sum over allocations of nsamples / rate * word_bytes (header words\n"
-  "included, as memtrace counts them).\n";
+  "included, as memtrace counts them).\n"
+  "  --json            machine-readable output\n"
+  "  --pid N, --exe NAME   only the traces of process N / executable NAME\n";
+
+/* ---- several traces: the process tree ---- */
+
+typedef struct {
+  const cli_trace *t;
+  double seconds, bytes;
+  uint64_t samples, start_ns;
+  int truncated, failed, printed;
+  char start[32];
+} proc;
+
+static int cmp_proc(const void *a, const void *b)
+{
+  const proc *x = a, *y = b;
+  if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
+  return x->t->pid < y->t->pid ? -1 : x->t->pid > y->t->pid;
+}
+
+static void print_proc(FILE *o, proc *ps, size_t n, size_t i, int depth, int json, int *first)
+{
+  proc *p = &ps[i];
+  p->printed = 1;
+  char b[32];
+  if (json) {
+    fprintf(o, "%s\n    {\"file\": ", *first ? "" : ",");
+    json_str(o, p->t->path);
+    fprintf(o, ", \"pid\": %llu, \"ppid\": %llu, \"depth\": %d, \"executable\": ",
+            (unsigned long long)p->t->pid, (unsigned long long)p->t->ppid, depth);
+    json_str(o, p->t->exe);
+    fprintf(o, ", \"readable\": %s, \"duration_s\": %.6f, \"samples\": %llu, "
+            "\"estimated_allocated_bytes\": %.0f, \"truncated\": %s}",
+            p->failed ? "false" : "true", p->seconds, (unsigned long long)p->samples, p->bytes,
+            p->truncated ? "true" : "false");
+  } else {
+    fprintf(o, "%*s%-*llu %8llu %10.3f %9llu %10s  ", 2 * depth, "", 8 - 2 * depth < 1 ? 1 : 8 - 2 * depth,
+            (unsigned long long)p->t->pid, (unsigned long long)p->t->ppid, p->seconds,
+            (unsigned long long)p->samples, p->failed ? "-" : human_bytes(p->bytes, b, sizeof b));
+    cli_put_safe(o, p->t->exe);
+    if (p->failed) fputs(" (unreadable)", o);
+    else if (p->truncated) fputs(" (truncated)", o);
+    fputs("  ", o);
+    cli_put_safe(o, p->t->path);
+    fputc('\n', o);
+  }
+  *first = 0;
+  for (size_t k = 0; k < n; k++)
+    if (!ps[k].printed && ps[k].t->ok && ps[k].t->ppid == p->t->pid && k != i)
+      print_proc(o, ps, n, k, depth + 1, json, first);
+}
+
+static void info_one_pass(const char *path, proc *p)
+{
+  an_filter f;
+  an_filter_init(&f);
+  const char *paths[1] = { path };
+  an_ctx *c = an_open(paths, 1, &f);
+  if (!c) { p->failed = 1; return; }
+  info_acc a;
+  memset(&a, 0, sizeof a);
+  an_callbacks cb = { &a, on_event, NULL };
+  if (an_run(c, &cb)) p->failed = 1;
+  for (int s = 0; s < MPT_SRC_COUNT; s++) p->samples += a.samples_by_source[s];
+  p->bytes = an_bytes(c, (double)p->samples);
+  p->seconds = an_get_stats(c)->max_end_time / 1e9;
+  p->truncated = an_truncated(c);
+  p->start_ns = an_header(c)->start_wall_ns;
+  free(a.doms);
+  an_close(c);
+}
+
+static int info_many(const cli_inputs *in, int json)
+{
+  proc *ps = xcalloc(in->ntraces, sizeof *ps);
+  size_t n = 0;
+  for (size_t i = 0; i < in->ntraces; i++) {
+    if (!in->traces[i].selected) continue;
+    ps[n].t = &in->traces[i];
+    info_one_pass(in->traces[i].path, &ps[n]);
+    n++;
+  }
+  qsort(ps, n, sizeof *ps, cmp_proc);
+  FILE *o = stdout;
+  int first = 1;
+  if (json) fprintf(o, "{\"processes\": [");
+  else fprintf(o, "%-8s %8s %10s %9s %10s  %s\n", "PID", "PPID", "SECONDS", "SAMPLES",
+               "ALLOCATED", "EXECUTABLE  FILE");
+  /* Roots: processes whose parent has no trace here. */
+  for (size_t i = 0; i < n; i++) {
+    int has_parent = 0;
+    for (size_t k = 0; k < n && ps[i].t->ok; k++)
+      if (k != i && ps[k].t->ok && ps[k].t->pid == ps[i].t->ppid) has_parent = 1;
+    if (!has_parent && !ps[i].printed) print_proc(o, ps, n, i, 0, json, &first);
+  }
+  for (size_t i = 0; i < n; i++)      /* cycles (pid reuse): print the rest */
+    if (!ps[i].printed) print_proc(o, ps, n, i, 0, json, &first);
+  /* Totals per executable, largest first. */
+  typedef struct { const char *exe; size_t procs; uint64_t samples; double bytes, secs; } exe_tot;
+  exe_tot *et = xcalloc(n + 1, sizeof *et);
+  size_t ne = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t e = 0;
+    while (e < ne && strcmp(et[e].exe, ps[i].t->exe)) e++;
+    if (e == ne) et[ne++].exe = ps[i].t->exe;
+    et[e].procs++;
+    et[e].samples += ps[i].samples;
+    et[e].bytes += ps[i].bytes;
+    et[e].secs += ps[i].seconds;
+  }
+  for (size_t i = 1; i < ne; i++)
+    for (size_t k = i; k > 0 && et[k].bytes > et[k - 1].bytes; k--) {
+      exe_tot x = et[k]; et[k] = et[k - 1]; et[k - 1] = x;
+    }
+  if (json) fprintf(o, "\n  ],\n  \"executables\": [");
+  else fprintf(o, "\n%-24s %9s %10s %9s %10s\n", "EXECUTABLE", "PROCESSES", "SECONDS", "SAMPLES",
+               "ALLOCATED");
+  for (size_t e = 0; e < ne; e++) {
+    char b[32];
+    if (json) {
+      fprintf(o, "%s\n    {\"executable\": ", e ? "," : "");
+      json_str(o, et[e].exe);
+      fprintf(o, ", \"processes\": %zu, \"seconds\": %.6f, \"samples\": %llu, "
+              "\"estimated_allocated_bytes\": %.0f}", et[e].procs, et[e].secs,
+              (unsigned long long)et[e].samples, et[e].bytes);
+    } else {
+      fputs("", o);
+      size_t w = strlen(et[e].exe);
+      cli_put_safe(o, et[e].exe);
+      fprintf(o, "%*s %9zu %10.3f %9llu %10s\n", w < 24 ? (int)(24 - w) : 0, "", et[e].procs,
+              et[e].secs, (unsigned long long)et[e].samples, human_bytes(et[e].bytes, b, sizeof b));
+    }
+  }
+  if (json) fprintf(o, "\n  ]\n}\n");
+  free(et);
+  free(ps);
+  return out_close(stdout, NULL);
+}
 
 int cmd_info(int argc, char **argv)
 {
   int json = 0;
-  const char *path = NULL;
+  cli_inputs in;
+  cli_inputs_init(&in);
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    int k = cli_inputs_option(&in, 0, argc, argv, &i);
+    if (k < 0) { cli_inputs_free(&in); return 2; }
+    if (k) continue;
+    if (cli_is_help(argv[i])) {
       print_usage(stdout, usage, 0);
+      cli_inputs_free(&in);
       return 0;
     } else if (!strcmp(argv[i], "--json")) json = 1;
-    else if (argv[i][0] == '-' && argv[i][1]) return bad_option("info", argv[i]);
-    else if (!path) path = argv[i];
-    else return bad_option("info", argv[i]);
+    else if (argv[i][0] == '-' && argv[i][1]) { cli_inputs_free(&in); return cli_unknown_option(argv[i]); }
+    else cli_inputs_add(&in, argv[i]);
   }
-  if (!path) { print_usage(stderr, usage, 0); return 2; }
+  int rc = cli_inputs_resolve(&in);
+  if (rc) { cli_inputs_free(&in); return rc; }
+  if (in.ntraces > 1 || in.have_pid || in.exe) {
+    if (in.npaths > 1 || in.ntraces > 1) {
+      rc = info_many(&in, json);
+      cli_inputs_free(&in);
+      return rc;
+    }
+  }
+  const char *path = in.paths[0];
   an_filter f;
   an_filter_init(&f);
-  an_ctx *c = an_open(path, &f);
-  if (!c) return 1;
+  an_ctx *c = an_open(in.paths, 1, &f);
+  if (!c) { cli_inputs_free(&in); return 1; }
   info_acc a;
   memset(&a, 0, sizeof a);
   an_callbacks cb = { &a, on_event, NULL };
-  int rc = an_run(c, &cb);
-  if (rc) { an_close(c); free(a.doms); return rc; }
+  rc = an_run(c, &cb);
+  if (rc) { an_close(c); free(a.doms); cli_inputs_free(&in); return rc; }
 
   const ti_header *h = an_header(c);
   const an_stats *st = an_get_stats(c);
@@ -162,16 +317,16 @@ int cmd_info(int argc, char **argv)
     printf("\n}\n");
   } else {
     char b1[32];
-    printf("file:          %s\n", path);
+    printf("file:          "); cli_put_safe(stdout, path); putchar('\n');
     printf("format:        %s, version %d%s\n", ti_format_name(h->format), h->version,
            an_truncated(c) ? " (TRUNCATED)" : "");
-    printf("executable:    %s\n", h->executable);
-    if (h->command_line[0]) printf("command line:  %s\n", h->command_line);
-    printf("host:          %s\n", h->hostname);
+    printf("executable:    "); cli_put_safe(stdout, h->executable); putchar('\n');
+    if (h->command_line[0]) { printf("command line:  "); cli_put_safe(stdout, h->command_line); putchar('\n'); }
+    printf("host:          "); cli_put_safe(stdout, h->hostname); putchar('\n');
     printf("pid:           %llu\n", (unsigned long long)h->pid);
-    if (h->ocaml_version[0]) printf("OCaml:         %s\n", h->ocaml_version);
-    if (h->runtime_params[0]) printf("runtime params: %s\n", h->runtime_params);
-    if (h->context[0]) printf("context:       %s\n", h->context);
+    if (h->ocaml_version[0]) { printf("OCaml:         "); cli_put_safe(stdout, h->ocaml_version); putchar('\n'); }
+    if (h->runtime_params[0]) { printf("runtime params: "); cli_put_safe(stdout, h->runtime_params); putchar('\n'); }
+    if (h->context[0]) { printf("context:       "); cli_put_safe(stdout, h->context); putchar('\n'); }
     printf("sampling rate: %g (one sample per %.0f words)\n", h->sampling_rate,
            1 / h->sampling_rate);
     printf("start:         %s\n", start);
@@ -211,5 +366,6 @@ int cmd_info(int argc, char **argv)
   }
   an_close(c);
   free(a.doms);
+  cli_inputs_free(&in);
   return out_close(stdout, NULL);
 }

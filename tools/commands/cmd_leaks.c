@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "aggregate.h"
+#include "cli.h"
 #include "commands.h"
 #include "report.h"
 #include "util.h"
@@ -106,7 +107,7 @@ static int by_window(const void *x, const void *y)
 }
 
 static const char usage[] =
-  "usage: ocaml-memprof leaks [OPTIONS] TRACE\n"
+  "usage: ocaml-memprof leaks [OPTIONS] TRACE...\n"
   "Rank allocation sites by steady growth of their estimated live bytes: a\n"
   "least-squares line through the live volume at 128 instants of the run gives\n"
   "slope (bytes/s) and r^2; score = max(slope,0) * duration * r^2 (bytes).\n"
@@ -124,50 +125,62 @@ int cmd_leaks(int argc, char **argv)
   leaks_acc a;
   memset(&a, 0, sizeof a);
   a.by = AN_BY_FUNCTION;
-  const char *path = NULL, *out = NULL;
+  const char *out = NULL, *v;
   an_window win = { 0, 0, 0 };
   long limit = 10;
   double min_score = -1;
   out_mode mode = OUT_TEXT;
-  for (int i = 1; i < argc; i++) {
+  cli_inputs in;
+  cli_inputs_init(&in);
+  int rc = -1;
+  for (int i = 1; i < argc && rc < 0; i++) {
     const char *o = argv[i];
-    int k = an_filter_option(&f, argc, argv, &i);
-    if (k < 0) return 2;
-    if (k) continue;
-    if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-      print_usage(stdout, usage, 1);
-      return 0;
-    } else if (!strcmp(o, "--json")) mode = OUT_JSON;
+    int k = cli_option(&f, &in, 0, argc, argv, &i);
+    if (k < 0) rc = 2;
+    else if (k) continue;
+    else if (cli_is_help(o)) { print_usage(stdout, usage, 1); rc = 0; }
+    else if (!strcmp(o, "--json")) mode = OUT_JSON;
     else if (!strcmp(o, "--csv")) mode = OUT_CSV;
-    else if (i + 1 < argc && !strcmp(o, "--by")) {
-      if (parse_keykind(argv[++i], &a.by) < 0) return bad_option("leaks", argv[i]);
-    } else if (i + 1 < argc && !strcmp(o, "--window")) {
-      if (parse_window(argv[++i], &win) < 0) return bad_option("leaks", argv[i]);
-    } else if (i + 1 < argc && !strcmp(o, "--min-score")) {
-      uint64_t v;
-      if (parse_size(argv[++i], &v) < 0) return bad_option("leaks", argv[i]);
-      min_score = (double)v;
-    } else if (i + 1 < argc && !strcmp(o, "-n")) {
-      if (parse_count(argv[++i], &limit) < 0) return bad_option("leaks", argv[i]);
-    } else if (i + 1 < argc && !strcmp(o, "-o")) out = argv[++i];
-    else if (o[0] == '-' && o[1]) return bad_option("leaks", o);
-    else if (!path) path = o;
-    else return bad_option("leaks", o);
+    else if (!strcmp(o, "--by")) {
+      if (!(v = cli_value(argc, argv, &i))) rc = 2;
+      else if (parse_keykind(v, &a.by) < 0) rc = cli_bad_value(o, v, "function, location or module");
+    } else if (!strcmp(o, "--window")) {
+      if (!(v = cli_value(argc, argv, &i))) rc = 2;
+      else if (parse_window(v, &win) < 0) rc = cli_bad_value(o, v, "a time window A,B (1s,2s; 250ms,; ,3m)");
+    } else if (!strcmp(o, "--min-score")) {
+      uint64_t sc;
+      if (!(v = cli_value(argc, argv, &i))) rc = 2;
+      else if (parse_size(v, &sc) < 0) rc = cli_bad_value(o, v, "a size in bytes (64, 4k, 1M)");
+      else min_score = (double)sc;
+    } else if (!strcmp(o, "-n")) {
+      if (!(v = cli_value(argc, argv, &i))) rc = 2;
+      else if (parse_count(v, &limit) < 0) rc = cli_bad_value(o, v, "a number of rows (0 = all)");
+    } else if (!strcmp(o, "-o")) {
+      if (!(out = cli_value(argc, argv, &i))) rc = 2;
+    } else if (o[0] == '-' && o[1]) rc = cli_unknown_option(o);
+    else cli_inputs_add(&in, o);
   }
-  if (!path) { print_usage(stderr, usage, 1); return 2; }
-  an_ctx *c = an_open(path, &f);
-  if (!c) return 1;
+  if (rc < 0) rc = cli_inputs_resolve(&in);
+  else if (rc == 0) rc = -2;        /* --help: done */
+  an_ctx *c = rc ? NULL : an_open(in.paths, in.npaths, &f);
+  if (!c) {
+    an_filter_free(&f);
+    cli_inputs_free(&in);
+    return rc == -2 ? 0 : rc ? rc : 1;
+  }
+  const char *path = in.npaths == 1 ? in.paths[0] : NULL;
   u64map_init(&a.idx, 256);
   an_callbacks cb = { &a, NULL, on_sample };
-  int rc = an_run(c, &cb);
+  rc = an_run(c, &cb);
   if (rc) {
     leaks_free(&a);
     an_filter_free(&f);
     an_close(c);
+    cli_inputs_free(&in);
     return rc;
   }
 
-  uint64_t end = an_get_stats(c)->end_time;
+  uint64_t end = an_get_stats(c)->max_end_time;
   uint64_t W = WIDTH0;
   while (end / W >= LEAK_BINS) W *= 2;
   uint32_t m = (uint32_t)(end / W) + 1;       /* bins within the run */
@@ -215,7 +228,8 @@ int cmd_leaks(int argc, char **argv)
   FILE *o = out_open(out);
   if (!o) { rc = 1; goto done; }
   if (mode == OUT_JSON) {
-    fprintf(o, "{\"file\": "); json_str(o, path);
+    fprintf(o, "{\"file\": ");
+    if (path) json_str(o, path); else fprintf(o, "null");
     fprintf(o, ", \"duration_s\": %.6f, \"window\": [%.6f, %.6f], \"sites\": [",
             dur, win.lo / 1e9, win.hi == UINT64_MAX ? dur : win.hi / 1e9);
     for (size_t i = 0; i < shown; i++) {
@@ -242,8 +256,9 @@ int cmd_leaks(int argc, char **argv)
     }
   } else {
     char b1[32], b2[32], b3[32], b4[32];
-    fprintf(o, "%s: %zu sites, run of %.3f s; live volume sampled at %u instants\n",
-            path, a.n, dur, m);
+    if (path) cli_put_safe(o, path);
+    else fprintf(o, "%zu traces", in.npaths);
+    fprintf(o, ": %zu sites, run of %.3f s; live volume sampled at %u instants\n", a.n, dur, m);
     fprintf(o, "%10s %12s %6s %10s %14s %17s  %s\n", "score", "slope/s", "r2", "live@end",
             "survivors", "allocated (s)", "site");
     for (size_t i = 0; i < shown; i++) {
@@ -278,5 +293,6 @@ done:
   leaks_free(&a);
   an_filter_free(&f);
   an_close(c);
+  cli_inputs_free(&in);
   return rc;
 }

@@ -22,6 +22,7 @@
 #include <zlib.h>
 
 #include "aggregate.h"
+#include "cli.h"
 #include "commands.h"
 #include "report.h"
 #include "util.h"
@@ -122,34 +123,47 @@ static int write_gzip(FILE *o, const uint8_t *d, size_t n)
 }
 
 static const char usage[] =
-  "usage: ocaml-memprof pprof -o OUT.pb.gz [OPTIONS] TRACE\n"
+  "usage: ocaml-memprof pprof -o OUT.pb.gz [OPTIONS] TRACE...\n"
   "Write a gzip-compressed profile.proto for `go tool pprof`, with sample\n"
   "types alloc_objects, alloc_space, inuse_objects, inuse_space (default\n"
   "alloc_space), un-sampled from the trace's rate.\n"
   "  --live-at end|peak|TIME   what in-use means (end)\n";
 
+/* Parse argv; -1 when the command goes on, else the exit status. */
+static int parse(int argc, char **argv, an_filter *f, cli_inputs *in, const char **out,
+                 const char **live_arg)
+{
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int k = cli_option(f, in, 0, argc, argv, &i);
+    if (k < 0) return 2;
+    if (k) continue;
+    if (cli_is_help(a)) { print_usage(stdout, usage, 1); return 0; }
+    else if (!strcmp(a, "--live-at")) {
+      if (!(*live_arg = cli_value(argc, argv, &i)) || check_live_at(*live_arg)) return 2;
+    } else if (!strcmp(a, "-o")) {
+      if (!(*out = cli_value(argc, argv, &i))) return 2;
+    } else if (a[0] == '-' && a[1]) return cli_unknown_option(a);
+    else cli_inputs_add(in, a);
+  }
+  if (!*out) return cli_usage_error("-o OUT.pb.gz is required");
+  int rc = cli_inputs_resolve(in);
+  return rc ? rc : -1;
+}
+
 int cmd_pprof(int argc, char **argv)
 {
   an_filter f;
   an_filter_init(&f);
-  const char *path = NULL, *out = NULL, *live_arg = "end";
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int k = an_filter_option(&f, argc, argv, &i);
-    if (k < 0) return 2;
-    if (k) continue;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { print_usage(stdout, usage, 1); return 0; }
-    else if (i + 1 < argc && !strcmp(a, "--live-at")) live_arg = argv[++i];
-    else if (i + 1 < argc && !strcmp(a, "-o")) out = argv[++i];
-    else if (a[0] == '-' && a[1]) return bad_option("pprof", a);
-    else if (!path) path = a;
-    else return bad_option("pprof", a);
-  }
-  if (!path || !out) { print_usage(stderr, usage, 1); return 2; }
+  cli_inputs in;
+  cli_inputs_init(&in);
+  const char *out = NULL, *live_arg = "end";
+  int rc = parse(argc, argv, &f, &in, &out, &live_arg);
+  if (rc >= 0) { an_filter_free(&f); cli_inputs_free(&in); return rc; }
   an_ctx *c;
   nodeagg agg;
-  int rc = nodeagg_run(path, &f, live_arg, &agg, &c);
-  if (rc) { an_filter_free(&f); return rc; }
+  rc = nodeagg_run(in.paths, in.npaths, &f, live_arg, &agg, &c);
+  if (rc) { an_filter_free(&f); cli_inputs_free(&in); return rc; }
 
   const ti_header *h = an_header(c);
   tables t;
@@ -229,7 +243,7 @@ int cmd_pprof(int argc, char **argv)
     pb_bytes(&prof, 6, s, strlen(s));
   }
   pb_int(&prof, 9, h->start_wall_ns);
-  pb_int(&prof, 10, an_get_stats(c)->end_time);
+  pb_int(&prof, 10, an_get_stats(c)->max_end_time);
   pb_msg(&prof, 11, &tmp);
   pb_int(&prof, 12, (uint64_t)llround(an_bytes(c, 1)));
   pb_int(&prof, 14, str_id(&t, "alloc_space"));
@@ -250,5 +264,6 @@ done:
   nodeagg_free(&agg);
   an_filter_free(&f);
   an_close(c);
+  cli_inputs_free(&in);
   return rc;
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "aggregate.h"
+#include "cli.h"
 #include "commands.h"
 #include "report.h"
 #include "util.h"
@@ -175,7 +176,7 @@ static void write_svg(FILE *o, const char *path, const tl_acc *a, const double *
 }
 
 static const char usage[] =
-  "usage: ocaml-memprof timeline [OPTIONS] TRACE\n"
+  "usage: ocaml-memprof timeline [OPTIONS] TRACE...\n"
   "Plot the estimated live heap (from samples), the allocation rate, and the\n"
   "major heap size reported by the GC (memprof traces), marking compactions\n"
   "and major cycles.\n"
@@ -187,28 +188,38 @@ int cmd_timeline(int argc, char **argv)
 {
   an_filter f;
   an_filter_init(&f);
-  const char *path = NULL, *out = NULL;
+  const char *out = NULL, *v;
   int csv = 0;
   long bins = 200;
-  for (int i = 1; i < argc; i++) {
+  cli_inputs in;
+  cli_inputs_init(&in);
+  int rc = -1;
+  for (int i = 1; i < argc && rc < 0; i++) {
     const char *o = argv[i];
-    int k = an_filter_option(&f, argc, argv, &i);
-    if (k < 0) return 2;
-    if (k) continue;
-    if (!strcmp(o, "--help") || !strcmp(o, "-h")) { print_usage(stdout, usage, 1); return 0; }
+    int k = cli_option(&f, &in, 0, argc, argv, &i);
+    if (k < 0) rc = 2;
+    else if (k) continue;
+    else if (cli_is_help(o)) { print_usage(stdout, usage, 1); rc = 0; }
     else if (!strcmp(o, "--csv")) csv = 1;
-    else if (i + 1 < argc && !strcmp(o, "--bins")) {
+    else if (!strcmp(o, "--bins")) {
       char *e;
-      bins = strtol(argv[++i], &e, 10);
-      if (*e || bins < 2 || bins > 100000) return bad_option("timeline", argv[i]);
-    } else if (i + 1 < argc && !strcmp(o, "-o")) out = argv[++i];
-    else if (o[0] == '-' && o[1]) return bad_option("timeline", o);
-    else if (!path) path = o;
-    else return bad_option("timeline", o);
+      if (!(v = cli_value(argc, argv, &i))) rc = 2;
+      else if ((bins = strtol(v, &e, 10)), e == v || *e || bins < 2 || bins > 100000)
+        rc = cli_bad_value(o, v, "a number of bins from 2 to 100000");
+    } else if (!strcmp(o, "-o")) {
+      if (!(out = cli_value(argc, argv, &i))) rc = 2;
+    } else if (o[0] == '-' && o[1]) rc = cli_unknown_option(o);
+    else cli_inputs_add(&in, o);
   }
-  if (!path) { print_usage(stderr, usage, 1); return 2; }
-  an_ctx *c = an_open(path, &f);
-  if (!c) return 1;
+  if (rc < 0) rc = cli_inputs_resolve(&in);
+  else if (rc == 0) rc = -2;        /* --help: done */
+  an_ctx *c = rc ? NULL : an_open(in.paths, in.npaths, &f);
+  if (!c) {
+    an_filter_free(&f);
+    cli_inputs_free(&in);
+    return rc == -2 ? 0 : rc ? rc : 1;
+  }
+  const char *path = in.npaths == 1 ? in.paths[0] : "several traces";
   tl_acc a;
   memset(&a, 0, sizeof a);
   a.word_bytes = an_header(c)->word_bytes;
@@ -217,14 +228,15 @@ int cmd_timeline(int argc, char **argv)
   tcurve_init(&a.live, (uint32_t)bins * 2, 1000);
   tcurve_init(&a.alloc, (uint32_t)bins * 2, 1000);
   an_callbacks cb = { &a, on_event, on_sample };
-  int rc = an_run(c, &cb);
+  rc = an_run(c, &cb);
   if (rc) {
     tl_free(&a);
     an_filter_free(&f);
     an_close(c);
+    cli_inputs_free(&in);
     return rc;
   }
-  uint64_t end = an_get_stats(c)->end_time;
+  uint64_t end = an_get_stats(c)->max_end_time;
   tcurve_cover(&a.live, end);
   tcurve_cover(&a.alloc, end);
   uint64_t W = a.live.width > a.alloc.width ? a.live.width : a.alloc.width;
@@ -257,5 +269,6 @@ done:
   tl_free(&a);
   an_filter_free(&f);
   an_close(c);
+  cli_inputs_free(&in);
   return rc;
 }

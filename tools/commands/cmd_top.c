@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "aggregate.h"
+#include "cli.h"
 #include "commands.h"
 #include "report.h"
 #include "util.h"
@@ -55,7 +56,7 @@ static void add_stat(nstat *d, const nstat *s)
 }
 
 static const char usage[] =
-  "usage: ocaml-memprof top [OPTIONS] TRACE\n"
+  "usage: ocaml-memprof top [OPTIONS] TRACE...\n"
   "Rank allocation sites.  Columns: estimated allocated bytes, samples,\n"
   "estimated objects, bytes live at --live-at, bytes promoted to the major heap.\n"
   "  --by function|location|module   grouping of the allocation site (function)\n"
@@ -64,6 +65,7 @@ static const char usage[] =
   "  --callers RE      rank the callers of the innermost frame matching RE\n"
   "  --callees RE      rank what that frame calls (<self> = allocates itself)\n"
   "  -n N              rows to print (20; 0 = all)\n"
+  "  --group exe       one table per executable (default: all traces merged)\n"
   "  --json, --csv     machine-readable output\n"
   "  -o FILE           write to FILE\n";
 
@@ -84,58 +86,78 @@ static int loc_match(an_ctx *c, matcher *m, uint32_t loc)
   return m->cache[loc] == 2;
 }
 
-int cmd_top(int argc, char **argv)
-{
+typedef struct {
   an_filter f;
-  an_filter_init(&f);
-  an_keykind by = AN_BY_FUNCTION;
-  const char *path = NULL, *out = NULL, *live_arg = "end", *rel_pat = NULL;
-  int rel = 0;                 /* 1 callers, 2 callees */
-  long limit = 20;
-  out_mode mode = OUT_TEXT;
-  g_sort = SORT_ALLOC;
+  an_keykind by;
+  const char *out, *live_arg;
+  int rel;                     /* 1 callers, 2 callees */
+  matcher m;
+  long limit;
+  out_mode mode;
+} topt;
+
+static int parse(int argc, char **argv, topt *t, cli_inputs *in)
+{
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int k = an_filter_option(&f, argc, argv, &i);
+    const char *a = argv[i], *v;
+    int k = cli_option(&t->f, in, 1, argc, argv, &i);
     if (k < 0) return 2;
     if (k) continue;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { print_usage(stdout, usage, 1); return 0; }
-    else if (!strcmp(a, "--json")) mode = OUT_JSON;
-    else if (!strcmp(a, "--csv")) mode = OUT_CSV;
-    else if (i + 1 < argc && !strcmp(a, "--by")) {
-      if (parse_keykind(argv[++i], &by) < 0) return bad_option("top", argv[i]);
-    } else if (i + 1 < argc && !strcmp(a, "--sort")) {
-      const char *v = argv[++i];
+    if (cli_is_help(a)) { print_usage(stdout, usage, 1); return 0; }
+    else if (!strcmp(a, "--json")) t->mode = OUT_JSON;
+    else if (!strcmp(a, "--csv")) t->mode = OUT_CSV;
+    else if (!strcmp(a, "--by")) {
+      if (!(v = cli_value(argc, argv, &i))) return 2;
+      if (parse_keykind(v, &t->by) < 0) return cli_bad_value(a, v, "function, location or module");
+    } else if (!strcmp(a, "--sort")) {
+      if (!(v = cli_value(argc, argv, &i))) return 2;
       if (!strcmp(v, "alloc")) g_sort = SORT_ALLOC;
       else if (!strcmp(v, "samples")) g_sort = SORT_SAMPLES;
       else if (!strcmp(v, "live")) g_sort = SORT_LIVE;
       else if (!strcmp(v, "promoted")) g_sort = SORT_PROMOTED;
-      else return bad_option("top", v);
-    } else if (i + 1 < argc && !strcmp(a, "--live-at")) live_arg = argv[++i];
-    else if (i + 1 < argc && !strcmp(a, "--callers")) { rel = 1; rel_pat = argv[++i]; }
-    else if (i + 1 < argc && !strcmp(a, "--callees")) { rel = 2; rel_pat = argv[++i]; }
-    else if (i + 1 < argc && !strcmp(a, "-n")) {
-      if (parse_count(argv[++i], &limit) < 0) return bad_option("top", argv[i]);
-    } else if (i + 1 < argc && !strcmp(a, "-o")) out = argv[++i];
-    else if (a[0] == '-' && a[1]) return bad_option("top", a);
-    else if (!path) path = a;
-    else return bad_option("top", a);
+      else return cli_bad_value(a, v, "alloc, samples, live or promoted");
+    } else if (!strcmp(a, "--live-at")) {
+      if (!(t->live_arg = cli_value(argc, argv, &i)) || check_live_at(t->live_arg)) return 2;
+    } else if (!strcmp(a, "--callers") || !strcmp(a, "--callees")) {
+      if (!(v = cli_value(argc, argv, &i))) return 2;
+      if (t->rel) return cli_usage_error("--callers and --callees: only one, once");
+      int e = regcomp(&t->m.re, v, REG_EXTENDED | REG_NOSUB);
+      if (e) {
+        char msg[128];
+        regerror(e, &t->m.re, msg, sizeof msg);
+        return cli_bad_value(a, v, msg);
+      }
+      t->rel = a[7] == 'r' ? 1 : 2;     /* --callers, --callees */
+    } else if (!strcmp(a, "-n")) {
+      if (!(v = cli_value(argc, argv, &i))) return 2;
+      if (parse_count(v, &t->limit) < 0) return cli_bad_value(a, v, "a number of rows (0 = all)");
+    } else if (!strcmp(a, "-o")) {
+      if (!(t->out = cli_value(argc, argv, &i))) return 2;
+    } else if (a[0] == '-' && a[1]) return cli_unknown_option(a);
+    else cli_inputs_add(in, a);
   }
-  if (!path) { print_usage(stderr, usage, 1); return 2; }
-  matcher m;
-  memset(&m, 0, sizeof m);
-  if (rel && regcomp(&m.re, rel_pat, REG_EXTENDED | REG_NOSUB)) {
-    fprintf(stderr, "ocaml-memprof top: bad pattern '%s'\n", rel_pat);
-    return 2;
-  }
+  int rc = cli_inputs_resolve(in);
+  return rc ? rc : -1;
+}
+
+/* One table over the traces [paths]; [group] names the executable in
+   --group exe mode (NULL otherwise; [index] counts the groups). */
+static int top_run(topt *t, const char *const *paths, size_t npaths, const char *group,
+                   size_t index, FILE *o)
+{
+  an_keykind by = t->by;
+  int rel = t->rel;
+  matcher m = t->m;
+  long limit = t->limit;
+  out_mode mode = t->mode;
+  const char *live_arg = t->live_arg;
+  const char *path = npaths == 1 ? paths[0] : NULL;
   an_ctx *c;
   nodeagg agg;
-  int rc = nodeagg_run(path, &f, live_arg, &agg, &c);
-  if (rc) {
-    if (rel) regfree(&m.re);
-    an_filter_free(&f);
-    return rc;
-  }
+  int rc = nodeagg_run(paths, npaths, &t->f, live_arg, &agg, &c);
+  if (rc) return rc;
+  m.cache = NULL;
+  m.cap = 0;
   uint64_t live_at = agg.live_at;
 
   /* Nodes -> rows. */
@@ -185,11 +207,12 @@ int cmd_top(int argc, char **argv)
 
   const ti_header *h = an_header(c);
   double rate = h->sampling_rate;
-  FILE *o = out_open(out);
-  if (!o) { rc = 1; goto done; }
   const char *live_desc = live_at == AN_NEVER ? "end" : "time";
   if (mode == OUT_JSON) {
-    fprintf(o, "{\"file\": "); json_str(o, path);
+    if (group) { fprintf(o, "%s{\"executable\": ", index ? ",\n" : "[\n"); json_str(o, group); fprintf(o, ", "); }
+    else fprintf(o, "{");
+    fprintf(o, "\"traces\": %zu, \"file\": ", npaths);
+    if (path) json_str(o, path); else fprintf(o, "null");
     fprintf(o, ", \"sampling_rate\": %.17g, \"live_at\": ", rate);
     if (live_at == AN_NEVER) fprintf(o, "\"end\"");
     else fprintf(o, "%.9f", live_at / 1e9);
@@ -210,12 +233,14 @@ int cmd_top(int argc, char **argv)
               an_bytes(c, r->s.live_samples), r->s.live_samples, r->s.live_objects / rate,
               an_bytes(c, r->s.promoted_samples));
     }
-    fprintf(o, "\n]}\n");
+    fprintf(o, "\n]}%s", group ? "" : "\n");
   } else if (mode == OUT_CSV) {
-    fprintf(o, "key,file,line,alloc_bytes,samples,blocks,objects,live_bytes,live_samples,"
-               "live_objects,promoted_bytes\n");
+    if (!index)
+      fprintf(o, "%skey,file,line,alloc_bytes,samples,blocks,objects,live_bytes,live_samples,"
+                 "live_objects,promoted_bytes\n", group ? "executable," : "");
     for (size_t i = 0; i < shown; i++) {
       const row *r = &rows[i];
+      if (group) { csv_str(o, group); fputc(',', o); }
       csv_str(o, r->key); fputc(',', o);
       csv_str(o, r->file);
       fprintf(o, ",%u,%.0f,%.0f,%llu,%.0f,%.0f,%.0f,%.0f,%.0f\n", r->line,
@@ -226,31 +251,68 @@ int cmd_top(int argc, char **argv)
     }
   } else {
     char b1[32], b2[32], b3[32];
-    fprintf(o, "%s: %.0f samples kept, %s allocated (estimated), %s live at %s",
-            path, total.alloc_samples, human_bytes(an_bytes(c, total.alloc_samples), b1, sizeof b1),
+    if (group) {
+      fprintf(o, "%s== ", index ? "\n" : "");
+      cli_put_safe(o, group);
+      fprintf(o, " ==\n");
+    }
+    if (path) cli_put_safe(o, path);
+    else fprintf(o, "%zu traces", npaths);
+    fprintf(o, ": %.0f samples kept, %s allocated (estimated), %s live at %s",
+            total.alloc_samples, human_bytes(an_bytes(c, total.alloc_samples), b1, sizeof b1),
             human_bytes(an_bytes(c, total.live_samples), b2, sizeof b2), live_desc);
     if (live_at != AN_NEVER) fprintf(o, " %.6f s", live_at / 1e9);
     fprintf(o, "\n%10s %6s %8s %10s %6s %10s  %s\n", "allocated", "%", "samples", "live", "%",
             "promoted", rel == 1 ? "caller" : rel == 2 ? "callee" : "site");
     for (size_t i = 0; i < shown; i++) {
       const row *r = &rows[i];
-      fprintf(o, "%10s %5.1f%% %8.0f %10s %5.1f%% %10s  %s\n",
+      fprintf(o, "%10s %5.1f%% %8.0f %10s %5.1f%% %10s  %s",
               human_bytes(an_bytes(c, r->s.alloc_samples), b1, sizeof b1),
               total.alloc_samples ? 100 * r->s.alloc_samples / total.alloc_samples : 0,
               r->s.alloc_samples, human_bytes(an_bytes(c, r->s.live_samples), b2, sizeof b2),
               total.live_samples ? 100 * r->s.live_samples / total.live_samples : 0,
-              human_bytes(an_bytes(c, r->s.promoted_samples), b3, sizeof b3), r->key);
+              human_bytes(an_bytes(c, r->s.promoted_samples), b3, sizeof b3), "");
+      cli_put_safe(o, r->key);
+      fputc('\n', o);
     }
     if (shown < nrows) fprintf(o, "(%zu more rows; -n 0 shows all)\n", nrows - shown);
   }
-  rc = out_close(o, out);
-done:
   free(rows);
   u64map_free(&idx);
   nodeagg_free(&agg);
-  if (rel) regfree(&m.re);
   free(m.cache);
-  an_filter_free(&f);
   an_close(c);
+  return 0;
+}
+
+int cmd_top(int argc, char **argv)
+{
+  topt t;
+  memset(&t, 0, sizeof t);
+  an_filter_init(&t.f);
+  t.by = AN_BY_FUNCTION;
+  t.live_arg = "end";
+  t.limit = 20;
+  t.mode = OUT_TEXT;
+  g_sort = SORT_ALLOC;
+  cli_inputs in;
+  cli_inputs_init(&in);
+  int rc = parse(argc, argv, &t, &in);
+  FILE *o = NULL;
+  if (rc < 0) {
+    o = out_open(t.out);
+    rc = o ? 0 : 1;
+  }
+  if (o) {
+    for (size_t g = 0; g < in.ngroups && !rc; g++)
+      rc = top_run(&t, in.groups[g].paths, in.groups[g].n,
+                   in.group_exe ? in.groups[g].name : NULL, g, o);
+    if (!rc && in.group_exe && t.mode == OUT_JSON) fprintf(o, "\n]\n");
+    int rc2 = out_close(o, t.out);
+    if (!rc) rc = rc2;
+  }
+  if (t.rel) regfree(&t.m.re);
+  an_filter_free(&t.f);
+  cli_inputs_free(&in);
   return rc;
 }

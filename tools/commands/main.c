@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "memprof_trace_codec.h"
+
+#include "cli.h"
 #include "commands.h"
 
 typedef struct {
@@ -29,12 +32,16 @@ static const command commands[] = {
 static void usage(FILE *o)
 {
   fputs("usage: ocaml-memprof COMMAND [OPTIONS] TRACE...\n"
+        "       ocaml-memprof --version\n"
         "Analyse memory traces of OCaml programs: 5.3.0+memprof traces\n"
         "(OCAMLRUNPARAM=memprof=PATH) and memtrace CTF files (versions 1-3).\n\n"
         "Commands:\n", o);
   for (const command *c = commands; c->name; c++)
     fprintf(o, "  %-11s %s\n", c->name, c->summary);
-  fputs("\n`ocaml-memprof COMMAND --help` describes a command and its options.\n", o);
+  fputs("\nA TRACE is a file, a directory of traces or a glob pattern; several\n"
+        "are merged (select with --pid, --exe; `info` shows the processes).\n"
+        "`ocaml-memprof COMMAND --help` describes a command and its options.\n"
+        "Exit status: 0 success, 1 unreadable or malformed input, 2 usage error.\n", o);
 }
 
 int main(int argc, char **argv)
@@ -44,8 +51,18 @@ int main(int argc, char **argv)
     usage(stdout);
     return 0;
   }
+  if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+    printf("ocaml-memprof %s (reads 5.3.0+memprof traces version %d and memtrace CTF 1-3)\n",
+           OCAML_MEMPROF_VERSION, MPT_FORMAT_VERSION);
+    return 0;
+  }
   for (const command *c = commands; c->name; c++)
-    if (!strcmp(argv[1], c->name)) return c->run(argc - 1, argv + 1);
-  fprintf(stderr, "ocaml-memprof: unknown command '%s' (see --help)\n", argv[1]);
+    if (!strcmp(argv[1], c->name)) {
+      cli_cmd = c->name;
+      return c->run(argc - 1, argv + 1);
+    }
+  fputs("ocaml-memprof: unknown command '", stderr);
+  cli_put_safe(stderr, argv[1]);
+  fputs("' (see 'ocaml-memprof --help')\n", stderr);
   return 2;
 }

@@ -359,3 +359,23 @@ const char *strpool_get(const strpool *p, uint32_t id)
 }
 
 uint32_t strpool_count(const strpool *p) { return (uint32_t)p->count; }
+
+/* Length of the valid UTF-8 sequence at s (1-4), or 0. */
+int utf8_seq_len(const unsigned char *s)
+{
+  unsigned c = s[0];
+  int n;
+  unsigned min;
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) { n = 2; min = 0x80; }
+  else if (c >= 0xE0 && c <= 0xEF) { n = 3; min = 0x800; }
+  else if (c >= 0xF0 && c <= 0xF4) { n = 4; min = 0x10000; }
+  else return 0;
+  unsigned v = c & (0x3F >> (n - 1));
+  for (int i = 1; i < n; i++) {
+    if ((s[i] & 0xC0) != 0x80) return 0;
+    v = v << 6 | (s[i] & 0x3F);
+  }
+  if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+  return n;
+}

@@ -103,4 +103,8 @@ uint32_t strpool_intern(strpool *p, const char *s, size_t len);
 const char *strpool_get(const strpool *p, uint32_t id);
 uint32_t strpool_count(const strpool *p);
 
+/* Length (1-4) of the valid UTF-8 sequence starting at [s], 0 when the
+   bytes there are not valid UTF-8 (overlong, surrogate, cut short...). */
+int utf8_seq_len(const unsigned char *s);
+
 #endif

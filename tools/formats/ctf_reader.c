@@ -509,6 +509,9 @@ int ctf_reader_next(ctf_reader *r, mpt_event *ev)
     r->pos += 4;
     uint64_t t;
     if (event_time(r, w, &t) < 0) return CTF_ERR;
+    if ((w >> 25) == 0 && r->id_begin == 0 && r->id_end == 0)
+      return fail(r, "a second trace-info packet: the file holds concatenated traces;"
+                  " give each trace its own file");
     if (t < d->last_time) return fail(r, "event timestamps not monotone");
     if (t - r->hdr.start_us > UINT64_MAX / 1000)
       return fail(r, "event time too far from the trace start");

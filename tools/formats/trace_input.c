@@ -10,6 +10,7 @@
 #include "trace_input.h"
 
 #include <errno.h>
+#include <lz4frame.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,11 @@ struct ti_trace {
   ctf_reader *ctf;
   ti_header hdr;
   uint64_t size;
+  char *path;                   /* or data/len for ti_open_mem */
+  const uint8_t *data;
+  size_t len;
+  int after_end;                /* a second trace follows the first */
+  char err[160];
 };
 
 static const uint8_t lz4_magic[4] = { 0x04, 0x22, 0x4D, 0x18 };
@@ -135,10 +141,11 @@ ti_trace *ti_open(const char *path, char *err, size_t errlen)
   if (!fmt) { name_error(path, err, errlen); return NULL; }
   ti_trace *t = xcalloc(1, sizeof *t);
   t->size = size;
+  t->path = xstrdup(path);
   t->format = (ti_format)fmt;
   if (fmt == TI_FORMAT_MEMPROF) t->mpt = mpt_reader_open(path, err, errlen);
   else t->ctf = ctf_reader_open(path, err, errlen);
-  if (!t->mpt && !t->ctf) { free(t); name_error(path, err, errlen); return NULL; }
+  if (!t->mpt && !t->ctf) { free(t->path); free(t); name_error(path, err, errlen); return NULL; }
   t = finish_open(t, err, errlen);
   if (!t) name_error(path, err, errlen);
   return t;
@@ -150,6 +157,8 @@ ti_trace *ti_open_mem(const uint8_t *data, size_t len, char *err, size_t errlen)
   if (!fmt) return NULL;
   ti_trace *t = xcalloc(1, sizeof *t);
   t->size = len;
+  t->data = data;
+  t->len = len;
   t->format = (ti_format)fmt;
   if (fmt == TI_FORMAT_MEMPROF) t->mpt = mpt_reader_open_mem(data, len, err, errlen);
   else t->ctf = ctf_reader_open_mem(data, len, err, errlen);
@@ -159,10 +168,104 @@ ti_trace *ti_open_mem(const uint8_t *data, size_t len, char *err, size_t errlen)
 
 const ti_header *ti_get_header(const ti_trace *t) { return &t->hdr; }
 
+/* ---- concatenated traces ----
+   The codec stops at a trace's END chunk, so a file holding several traces
+   (`cat a.trace b.trace`) would silently read as its first one.  Once a
+   trace has ended cleanly, count the traces in the file: raw files by
+   walking the chunk headers, LZ4 files by walking the frames and decoding
+   the start of each (a trace starts a frame with its magic).  More than
+   one is an error. */
+
+static int rd_at(FILE *f, uint64_t off, uint8_t *b, size_t n)
+{
+  return fseeko(f, (off_t)off, SEEK_SET) == 0 && fread(b, 1, n, f) == n;
+}
+
+static uint32_t le32(const uint8_t *p)
+{ return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+/* Does the LZ4 frame at [off] decode to content starting with the magic?
+   Sets *next to the frame's end.  -1 when [off] holds no valid frame. */
+static int lz4_frame_starts_trace(FILE *f, uint64_t off, uint64_t *next)
+{
+  uint8_t h[19];
+  if (!rd_at(f, off, h, 7) || memcmp(h, lz4_magic, 4)) return -1;
+  uint8_t flg = h[4];
+  size_t hl = 7 + (flg & 8 ? 8 : 0) + (flg & 1 ? 4 : 0);
+  uint64_t p = off + hl;
+  size_t first_block = 0;
+  for (int b = 0;; b++) {
+    uint8_t w[4];
+    if (!rd_at(f, p, w, 4)) return -1;
+    uint32_t bs = le32(w);
+    p += 4;
+    if (bs == 0) break;
+    if (b == 0) first_block = (size_t)(p - off) + (bs & 0x7FFFFFFFu) + (flg & 16 ? 4 : 0);
+    p += (bs & 0x7FFFFFFFu) + (flg & 16 ? 4 : 0);
+    if (p > ((uint64_t)1 << 62)) return -1;
+  }
+  *next = p + (flg & 4 ? 4 : 0);
+  if (!first_block || first_block > (8u << 20)) return 0;
+  uint8_t *in = malloc(first_block), out[MPT_MAGIC_LEN];
+  int starts = 0;
+  LZ4F_dctx *dc = NULL;
+  if (in && rd_at(f, off, in, first_block) &&
+      !LZ4F_isError(LZ4F_createDecompressionContext(&dc, LZ4F_VERSION))) {
+    size_t dst = sizeof out, src = first_block;
+    size_t r = LZ4F_decompress(dc, out, &dst, in, &src, NULL);
+    starts = !LZ4F_isError(r) && dst == MPT_MAGIC_LEN && !memcmp(out, MPT_MAGIC, MPT_MAGIC_LEN);
+  }
+  if (dc) LZ4F_freeDecompressionContext(dc);
+  free(in);
+  return starts;
+}
+
+/* 1 when something other than the end of the file follows the first
+   trace's END chunk (said in t->err). */
+static int check_after_end(ti_trace *t)
+{
+  FILE *f = t->path ? fopen(t->path, "rb") : fmemopen((void *)t->data, t->len, "rb");
+  if (!f) return 0;
+  uint8_t b[MPT_MAGIC_LEN];
+  int traces = 0, junk = 0;
+  if (t->hdr.flags & MPT_FLAG_COMPRESSED) {
+    uint64_t off = 0, next;
+    int k;
+    while ((k = lz4_frame_starts_trace(f, off, &next)) >= 0) {
+      traces += k;
+      off = next;
+    }
+    junk = rd_at(f, off, b, 1);
+  } else {
+    uint64_t off = MPT_MAGIC_LEN;
+    traces = 1;
+    for (;;) {
+      uint8_t h[MPT_CHUNK_HEADER_BYTES];
+      if (!rd_at(f, off, h, sizeof h)) { junk = 0; break; }
+      if (!memcmp(h, MPT_MAGIC, MPT_MAGIC_LEN)) { traces++; off += MPT_MAGIC_LEN; continue; }
+      if (h[4] < MPT_CHUNK_HEADER || h[4] > MPT_CHUNK_END) { junk = 1; break; }
+      off += MPT_CHUNK_HEADER_BYTES + le32(h);
+    }
+  }
+  fclose(f);
+  if (traces > 1)
+    snprintf(t->err, sizeof t->err, "the file holds %d concatenated traces; give each"
+             " trace its own file (memprof=PATH with %%p)", traces);
+  else if (junk)
+    snprintf(t->err, sizeof t->err, "unexpected bytes after the end of the trace");
+  return traces > 1 || junk;
+}
+
 int ti_next(ti_trace *t, mpt_event *ev)
 {
+  if (t->after_end) return TI_ERR;
   if (t->mpt) {
     int k = mpt_reader_next(t->mpt, ev);
+    uint64_t e, n, l;
+    if (k == MPT_END && mpt_reader_end_info(t->mpt, &e, &n, &l) && check_after_end(t)) {
+      t->after_end = 1;
+      return TI_ERR;
+    }
     return k == MPT_OK ? TI_OK : k == MPT_END ? TI_END : TI_ERR;
   }
   int k = ctf_reader_next(t->ctf, ev);
@@ -183,6 +286,7 @@ const mpt_location *ti_location(const ti_trace *t, uint32_t id)
 
 const char *ti_error(const ti_trace *t)
 {
+  if (t->after_end) return t->err;
   return t->mpt ? mpt_reader_error(t->mpt) : ctf_reader_error(t->ctf);
 }
 
@@ -215,6 +319,7 @@ void ti_close(ti_trace *t)
   if (!t) return;
   if (t->mpt) mpt_reader_close(t->mpt);
   if (t->ctf) ctf_reader_close(t->ctf);
+  free(t->path);
   free(t);
 }
 

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "cli.h"
+#include "util.h"
 
 void json_str(FILE *o, const char *s)
 {
@@ -20,9 +22,13 @@ void json_str(FILE *o, const char *s)
     case '\n': fputs("\\n", o); break;
     case '\t': fputs("\\t", o); break;
     case '\r': fputs("\\r", o); break;
-    default:
-      if (*p < 0x20) fprintf(o, "\\u%04x", *p);
-      else putc(*p, o);
+    default: {
+      /* Bytes that are not UTF-8 (from a corrupt trace) become U+FFFD. */
+      int n = *p < 0x80 ? 1 : utf8_seq_len(p);
+      if (*p < 0x20 || *p == 0x7F) fprintf(o, "\\u%04x", *p);
+      else if (n == 0) fputs("\\ufffd", o);
+      else { fwrite(p, 1, (size_t)n, o); p += n - 1; }
+    }
     }
   }
   putc('"', o);
@@ -77,14 +83,9 @@ int out_close(FILE *f, const char *path)
 void print_usage(FILE *o, const char *text, int filters)
 {
   fputs(text, o);
+  fputc('\n', o);
+  fputs(cli_inputs_help, o);
   if (filters) { fputc('\n', o); fputs(an_filter_help, o); }
-}
-
-int bad_option(const char *cmd, const char *opt)
-{
-  fprintf(stderr, "ocaml-memprof %s: unknown option or extra argument '%s' (see --help)\n",
-          cmd, opt);
-  return 2;
 }
 
 int parse_keykind(const char *s, an_keykind *k)
@@ -100,37 +101,47 @@ int parse_count(const char *s, long *n)
 {
   char *e;
   long v = strtol(s, &e, 10);
-  if (*e || v < 0) return -1;
+  if (e == s || *e || v < 0) return -1;
   *n = v;
   return 0;
 }
 
-int stack_opts_parse(stack_opts *o, an_filter *f, const char *cmd, const char *usage,
+int check_live_at(const char *v)
+{
+  uint64_t t;
+  if (!strcmp(v, "end") || !strcmp(v, "peak") || parse_time(v, &t) == 0) return 0;
+  return cli_bad_value("--live-at", v, "end, peak or a time (1.5, 300ms, 2m)");
+}
+
+int stack_opts_parse(stack_opts *o, an_filter *f, cli_inputs *in, const char *usage,
                      int objects, int argc, char **argv)
 {
-  const char *value = "alloc";
-  o->path = o->out = NULL;
+  o->out = NULL;
   o->live_arg = "end";
   o->lines = 0;
+  o->value = VALUE_ALLOC;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int k = an_filter_option(f, argc, argv, &i);
+    const char *a = argv[i], *v;
+    int k = cli_option(f, in, 0, argc, argv, &i);
     if (k < 0) return 2;
     if (k) continue;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { print_usage(stdout, usage, 1); return 0; }
+    if (cli_is_help(a)) { print_usage(stdout, usage, 1); return 0; }
     else if (!strcmp(a, "--lines")) o->lines = 1;
-    else if (i + 1 < argc && !strcmp(a, "--value")) value = argv[++i];
-    else if (i + 1 < argc && !strcmp(a, "--live-at")) o->live_arg = argv[++i];
-    else if (i + 1 < argc && !strcmp(a, "-o")) o->out = argv[++i];
-    else if (a[0] == '-' && a[1]) return bad_option(cmd, a);
-    else if (!o->path) o->path = a;
-    else return bad_option(cmd, a);
+    else if (!strcmp(a, "--value")) {
+      if (!(v = cli_value(argc, argv, &i))) return 2;
+      if (!strcmp(v, "alloc")) o->value = VALUE_ALLOC;
+      else if (!strcmp(v, "live")) o->value = VALUE_LIVE;
+      else if (!strcmp(v, "samples")) o->value = VALUE_SAMPLES;
+      else if (objects && !strcmp(v, "objects")) o->value = VALUE_OBJECTS;
+      else return cli_bad_value(a, v, objects ? "alloc, live, samples or objects"
+                                              : "alloc, live or samples");
+    } else if (!strcmp(a, "--live-at")) {
+      if (!(o->live_arg = cli_value(argc, argv, &i)) || check_live_at(o->live_arg)) return 2;
+    } else if (!strcmp(a, "-o")) {
+      if (!(o->out = cli_value(argc, argv, &i))) return 2;
+    } else if (a[0] == '-' && a[1]) return cli_unknown_option(a);
+    else cli_inputs_add(in, a);
   }
-  if (!strcmp(value, "alloc")) o->value = VALUE_ALLOC;
-  else if (!strcmp(value, "live")) o->value = VALUE_LIVE;
-  else if (!strcmp(value, "samples")) o->value = VALUE_SAMPLES;
-  else if (objects && !strcmp(value, "objects")) o->value = VALUE_OBJECTS;
-  else return bad_option(cmd, value);
-  if (!o->path) { print_usage(stderr, usage, 1); return 2; }
-  return -1;
+  int rc = cli_inputs_resolve(in);
+  return rc ? rc : -1;
 }

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "aggregate.h"
+#include "cli.h"
 
 typedef enum { OUT_TEXT, OUT_CSV, OUT_JSON } out_mode;
 
@@ -33,28 +34,29 @@ int out_close(FILE *f, const char *path);
 /* Usage printing: each subcommand registers its text; `--help` prints it
    with the shared filter help when [filters] is set. */
 void print_usage(FILE *o, const char *text, int filters);
-/* Fails with "ocaml-memprof CMD: unknown option X" and returns 2. */
-int bad_option(const char *cmd, const char *opt);
-
 /* --by: "function", "location" or "module".  Returns 0, or -1 (nothing
    printed) for anything else. */
 int parse_keykind(const char *s, an_keykind *k);
-/* -n: a row count, a decimal integer >= 0 ("" reads as 0).  Returns 0, or
+/* -n: a row count, a decimal integer >= 0.  Returns 0, or
    -1 (nothing printed). */
 int parse_count(const char *s, long *n);
 
-/* Options of the stack exports: filters, --value, --live-at, --lines, -o
-   and one TRACE. */
+/* --live-at: end, peak or a time.  0, or 2 after a usage error. */
+int check_live_at(const char *v);
+
+/* Options of the stack exports: filters, trace selection, --value,
+   --live-at, --lines, -o and TRACE... */
 typedef struct {
-  const char *path, *out, *live_arg;
+  const char *out, *live_arg;
   int lines;
   value_kind value;
 } stack_opts;
-/* Parse argv of subcommand [cmd] (usage text [usage]) into [o] and [f];
-   --value objects is accepted only with [objects] set.  Returns -1 when
-   the command goes on, otherwise its exit status after printing: 0 for
-   --help, 2 for a usage error. */
-int stack_opts_parse(stack_opts *o, an_filter *f, const char *cmd, const char *usage,
+/* Parse argv (usage text [usage]) into [o], [f] and [in] (initialised by
+   the caller, and resolved here); --value objects is accepted only with
+   [objects] set.  Returns -1 when the command goes on, otherwise its exit
+   status after printing: 0 for --help, 2 for a usage error, 1 when no
+   trace can be read. */
+int stack_opts_parse(stack_opts *o, an_filter *f, cli_inputs *in, const char *usage,
                      int objects, int argc, char **argv);
 
 #endif
