@@ -189,6 +189,7 @@ int nodeagg_run(const char *const *paths, size_t n, const an_filter *f, const ch
   an_callbacks cb = { agg, NULL, nodeagg_sample };
   rc = an_run(c, &cb);
   if (rc) { nodeagg_free(agg); an_close(c); return rc; }
+  an_print_hints(c);
   *ctx = c;
   return 0;
 }

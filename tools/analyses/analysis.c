@@ -568,6 +568,10 @@ static void complete(an_ctx *c, const an_callbacks *cb, const an_sample *s)
   c->st.samples_total++;
   if (!keep_sample(c, s)) return;
   c->st.samples_kept++;
+  if (s->node) {
+    const mpt_location *l = an_location(c, c->nodes[s->node].loc);
+    if (!l || l->n == 0) c->st.samples_no_location++;
+  }
   if (cb->on_sample) cb->on_sample(cb->u, c, s);
 }
 
@@ -756,4 +760,20 @@ int an_run(an_ctx *c, const an_callbacks *cb)
     rc = 1;
   }
   return rc;
+}
+
+void an_print_hints(const an_ctx *c)
+{
+  const an_stats *st = &c->st;
+  if (st->samples_total == 0) {
+    fprintf(stderr, "ocaml-memprof: note: no sampled block in %s; sample more (a larger"
+            " memprof_rate) or trace a longer run\n", c->npaths > 1 ? "these traces" : "this trace");
+  } else if (st->samples_kept == 0) {
+    fprintf(stderr, "ocaml-memprof: note: none of the %llu sampled blocks passes the filters\n",
+            (unsigned long long)st->samples_total);
+  } else if (st->samples_no_location * 2 > st->samples_kept) {
+    fprintf(stderr, "ocaml-memprof: note: %.0f%% of the sampled blocks have no source location"
+            " (shown as <unknown>): build the program with -g (ocamlopt -g, ocamlc -g)\n",
+            100.0 * (double)st->samples_no_location / (double)st->samples_kept);
+  }
 }

@@ -90,6 +90,7 @@ typedef struct {
   uint64_t events[MPT_EV_LOST + 1];
   uint64_t unknown_promote, unknown_collect, duplicate_alloc;
   uint64_t samples_total, samples_kept;
+  uint64_t samples_no_location;  /* kept, site without debug information */
   uint64_t end_time;           /* latest event time of the trace being
                                   read (or of the last one), ns */
   uint64_t max_end_time;       /* the largest end_time over the traces */
@@ -118,6 +119,9 @@ an_ctx *an_open(const char *const *paths, size_t npaths, const an_filter *f);
    decode-and-count pass. */
 int an_run(an_ctx *c, const an_callbacks *cb);
 void an_close(an_ctx *c);
+/* After an_run: one note on stderr when the result is empty or mostly
+   without source locations, saying why (no samples, filters, no -g). */
+void an_print_hints(const an_ctx *c);
 
 /* The first trace's header (sampling rate and word size are those of all
    the traces read). */

@@ -180,6 +180,7 @@ int cmd_leaks(int argc, char **argv)
     return rc;
   }
 
+  an_print_hints(c);
   uint64_t end = an_get_stats(c)->max_end_time;
   uint64_t W = WIDTH0;
   while (end / W >= LEAK_BINS) W *= 2;

@@ -236,6 +236,7 @@ int cmd_timeline(int argc, char **argv)
     cli_inputs_free(&in);
     return rc;
   }
+  an_print_hints(c);
   uint64_t end = an_get_stats(c)->max_end_time;
   tcurve_cover(&a.live, end);
   tcurve_cover(&a.alloc, end);

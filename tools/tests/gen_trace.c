@@ -186,6 +186,8 @@ int main(int argc, char **argv)
   const char *format = NULL, *out = NULL;
   long steps = 100000;
   int leak = 1, compress = 0, empty = 0;
+  uint64_t pid = 4242, ppid = 1;
+  const char *exe = "synthetic";
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--format") && i + 1 < argc) format = argv[++i];
     else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
@@ -195,12 +197,16 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[i], "--no-leak")) leak = 0;
     else if (!strcmp(argv[i], "--compress")) compress = 1;
     else if (!strcmp(argv[i], "--empty-stacks")) empty = 1;
+    else if (!strcmp(argv[i], "--pid") && i + 1 < argc) pid = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--ppid") && i + 1 < argc) ppid = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--exe") && i + 1 < argc) exe = argv[++i];
     else { fprintf(stderr, "gen_trace: bad argument %s\n", argv[i]); return 2; }
   }
   if (!format || !out || (strcmp(format, "memprof") && strcmp(format, "ctf")) ||
       steps <= 0 || !(lambda > 0 && lambda <= 1)) {
     fprintf(stderr, "usage: gen_trace --format memprof|ctf -o OUT [--steps N] [--rate R]"
-                    " [--seed S] [--no-leak] [--compress] [--empty-stacks]\n");
+                    " [--seed S] [--no-leak] [--compress] [--empty-stacks]\n"
+                    "                [--pid N] [--ppid N] [--exe PATH]\n");
     return 2;
   }
   static sink s;
@@ -216,11 +222,11 @@ int main(int argc, char **argv)
       ctf_entries[k] = (mpt_loc_entry){ sites[k].file, sites[k].fn, sites[k].line, 2, 20 };
       ctf_locs[k] = (mpt_location){ 0x1000 + (uint64_t)k, 1, &ctf_entries[k] };
     }
-    ctf_winfo wi = { lambda, 64, 4242, s.start_us, "synthetic", "testhost", "", "gen_trace" };
+    ctf_winfo wi = { lambda, 64, pid, s.start_us, exe, "testhost", "", "gen_trace" };
     s.cw = ctf_writer_open(s.out, &wi, ctf_lookup, NULL);
   } else {
-    mpt_trace_info info = { MPT_FORMAT_VERSION, 64, 0, lambda, 64, 1000, 4242, 1,
-                            s.start_us * 1000, "synthetic", "testhost", "5.3.0+memprof",
+    mpt_trace_info info = { MPT_FORMAT_VERSION, 64, 0, lambda, 64, 1000, pid, ppid,
+                            s.start_us * 1000, exe, "testhost", "5.3.0+memprof",
                             "synthetic --leak" };
     static uint8_t hb[MPT_MAGIC_LEN + MPT_CHUNK_HEADER_BYTES + 128 + 4 * (MPT_MAX_STRING + 10)];
     size_t n = mpt_write_header_chunk(hb, sizeof hb, &info);

@@ -628,6 +628,25 @@ def test_robustness(files):
     check("file cut inside its header: 'truncated header', exit 1", not bad, "; ".join(bad[:3]))
     r = tool("info", os.path.join(OUT, "does-not-exist"))
     check("missing file: exit 1, one line", r.returncode == 1 and len(r.stderr.splitlines()) == 1)
+    # Concatenated traces: rejected with a message saying so, all formats.
+    bad = []
+    for label in ("memprof", "memprof-lz4", "ctf"):
+        data = open(files[label], "rb").read()
+        open(p, "wb").write(data + data)
+        r = tool("top", p)
+        if r.returncode != 1 or "concatenated" not in r.stderr or len(r.stderr.splitlines()) != 1:
+            bad.append("%s: rc=%d %r" % (label, r.returncode, r.stderr[:200]))
+    check("concatenated traces rejected: exit 1, one line saying 'concatenated'", not bad,
+          "; ".join(bad))
+    # Invalid UTF-8 and control bytes in trace strings never reach the output.
+    data = bytearray(open(files["ctf"], "rb").read())
+    i = data.find(b"synthetic")
+    data[i:i + 4] = b"\xff\x1b[2"
+    open(p, "wb").write(bytes(data))
+    r = subprocess.run([TOOL, "info", p], capture_output=True)
+    check("info escapes invalid UTF-8 and control bytes from the trace",
+          r.returncode == 0 and b"\xff" not in r.stdout and b"\x1b" not in r.stdout
+          and b"\\xff\\x1b[2hetic" in r.stdout, repr(r.stdout[:300]))
 
 
 def test_idtab():
@@ -636,14 +655,118 @@ def test_idtab():
           r.returncode == 0 and r.stdout.startswith("ok"), r.stdout + r.stderr)
 
 
+def test_many(files):
+    """Several traces: a directory of three processes (a parent and two
+    children of another executable) plus a file that is not a trace."""
+    d = os.path.join(OUT, "many")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    procs = [("parent.mpt", "100", "1", "/usr/bin/build", "1"),
+             ("child1.mpt", "101", "100", "/opt/ocamlopt", "2"),
+             ("child2.mpt", "102", "100", "/opt/ocamlopt", "3")]
+    for f, pid, ppid, exe, seed in procs:
+        gen("memprof", os.path.join(d, f), "--steps", "20000", "--pid", pid, "--ppid", ppid,
+            "--exe", exe, "--seed", seed)
+    open(os.path.join(d, "notes.txt"), "w").write("not a trace\n")
+    one = {f: tool_json("top", "--json", "-n", "0", os.path.join(d, f))["total"] for f, *_ in procs}
+    r = tool("info", "--json", d)
+    j = json.loads(r.stdout) if r.returncode == 0 else {"processes": [], "executables": []}
+    tree = {p["pid"]: (p["ppid"], p["depth"], p["executable"]) for p in j["processes"]}
+    check("info DIR: process tree from the headers (pid, ppid, depth, executable)",
+          tree == {100: (1, 0, "build"), 101: (100, 1, "ocamlopt"), 102: (100, 1, "ocamlopt")}
+          and "skipped 1 files that are not traces" in r.stderr, str(tree) + r.stderr)
+    ex = {e["executable"]: e for e in j["executables"]}
+    check("info DIR: per-executable totals",
+          ex.get("ocamlopt", {}).get("processes") == 2
+          and ex["ocamlopt"]["samples"] == one["child1.mpt"]["samples"] + one["child2.mpt"]["samples"],
+          json.dumps(j["executables"]))
+    t = tool_json("top", "--json", "-n", "0", d)["total"]
+    check("top DIR merges every trace: totals are the sums",
+          t["samples"] == sum(v["samples"] for v in one.values())
+          and abs(t["alloc_bytes"] - sum(v["alloc_bytes"] for v in one.values())) < 2, str(t))
+    g = tool_json("top", "--json", "--group", "exe", "-n", "0", d)
+    gs = {x["executable"]: x["total"]["samples"] for x in g}
+    check("top --group exe: one table per executable",
+          gs == {"build": one["parent.mpt"]["samples"],
+                 "ocamlopt": one["child1.mpt"]["samples"] + one["child2.mpt"]["samples"]}, str(gs))
+    check("top --pid 101 = the child's trace alone",
+          tool_json("top", "--json", "-n", "0", "--pid", "101", d)["total"] == one["child1.mpt"])
+    t = tool_json("top", "--json", "-n", "0", "--exe", "ocamlopt", os.path.join(d, "*.mpt"))["total"]
+    check("top --exe with a quoted glob: the two children",
+          t["samples"] == one["child1.mpt"]["samples"] + one["child2.mpt"]["samples"], str(t))
+    j = tool_json("diff", "--json", os.path.join(d, "parent.mpt"), "--",
+                  os.path.join(d, "child1.mpt"), os.path.join(d, "child2.mpt"))
+    check("diff A -- B1 B2: totals of the two groups",
+          abs(j["total"]["alloc_b"] - one["child1.mpt"]["alloc_bytes"] - one["child2.mpt"]["alloc_bytes"]) < 2
+          and abs(j["total"]["alloc_a"] - one["parent.mpt"]["alloc_bytes"]) < 2, str(j["total"]))
+    r = tool("top", "--focus", "NoSuchFunction", d)
+    check("empty result: a note says no sample passes the filters",
+          r.returncode == 0 and "passes the filters" in r.stderr, r.stderr)
+    r = tool("ctf", "-o", os.path.join(OUT, "many.ctf"), d)
+    check("ctf with several traces: usage error naming the count",
+          r.returncode == 2 and "3 are given" in r.stderr, r.stderr)
+
+
+COMMANDS = ("info", "top", "folded", "ctf", "pprof", "flamegraph", "timeline", "leaks", "diff")
+
+
 def test_cli():
-    for cmd in ("info", "top", "folded", "ctf", "pprof", "flamegraph", "timeline", "leaks", "diff"):
+    for cmd in COMMANDS:
         r = tool(cmd, "--help")
         check("%s --help" % cmd, r.returncode == 0 and "usage: ocaml-memprof " + cmd in r.stdout)
     r = tool("nosuch")
     check("unknown command: exit 2", r.returncode == 2)
-    r = tool("top", "--bogus", "x")
-    check("unknown option: exit 2", r.returncode == 2)
+    r = tool("--version")
+    check("--version: exit 0, one line with the version",
+          r.returncode == 0 and r.stdout.startswith("ocaml-memprof 5.3.0+memprof")
+          and len(r.stdout.splitlines()) == 1, r.stdout)
+
+
+def test_cli_table(good):
+    """Every subcommand x {unknown option, bad value, missing value, missing
+    file, directory without traces, empty file, cut header, wrong format}:
+    exit status and one line on stderr naming the option/value or file."""
+    junk = os.path.join(OUT, "cli.out")
+    base = {c: [] for c in COMMANDS}
+    base["pprof"] = ["-o", junk]
+    base["ctf"] = ["-o", junk]
+    bad_value = {"info": ["--pid", "x1"], "top": ["-n", "x1"], "folded": ["--value", "x1"],
+                 "ctf": ["--pid", "x1"], "pprof": ["--live-at", "x1"],
+                 "flamegraph": ["--value", "x1"], "timeline": ["--bins", "x1"],
+                 "leaks": ["--window", "x1"], "diff": ["--sort", "x1"]}
+    d = os.path.join(OUT, "cli-empty-dir")
+    os.makedirs(d, exist_ok=True)
+    empty = os.path.join(OUT, "cli-empty.trace")
+    open(empty, "wb").close()
+    cut = os.path.join(OUT, "cli-cut.trace")
+    open(cut, "wb").write(open(good, "rb").read()[:20])
+    wrong = os.path.join(OUT, "cli-wrong.trace")
+    open(wrong, "w").write("this is a text file, not a trace\n")
+    missing = os.path.join(OUT, "cli-missing.trace")
+    cases = [("unknown option", lambda c: ["--bogus", good], 2, "unknown option '--bogus'"),
+             ("bad value", lambda c: bad_value[c] + [good], 2, "bad value 'x1' for " + bad_value[c][0]),
+             ("missing value", lambda c: [good, "--by" if c not in ("info", "ctf") else "--pid"], 2,
+              "needs a value"),
+             ("missing file", lambda c: [missing], 1, "No such file or directory"),
+             ("directory without traces", lambda c: [d], 1, "no trace files in directory"),
+             ("empty file", lambda c: [empty], 1, "empty file"),
+             ("file cut in its header", lambda c: [cut], 1, "truncated header"),
+             ("wrong format", lambda c: [wrong], 1, "not a trace")]
+    for name, args, status, text in cases:
+        bad = []
+        for c in COMMANDS:
+            a = base[c] + args(c)
+            if c == "diff" and status == 1:
+                a = a + [good]
+            if c == "diff" and name == "bad value":
+                a = a + [good]
+            r = tool(c, *a)
+            lines = r.stderr.splitlines()
+            if r.returncode != status or len(lines) != 1 or text not in lines[0] \
+                    or not lines[0].startswith("ocaml-memprof"):
+                bad.append("%s: rc=%d %r" % (c, r.returncode, r.stderr[:150]))
+        check("CLI table, every command: %s -> exit %d, one line with '%s'" % (name, status, text),
+              not bad, "; ".join(bad[:3]))
 
 
 def main():
@@ -664,6 +787,8 @@ def main():
     test_empty_stacks()
     test_runtime_trace()
     test_robustness(files)
+    test_cli_table(files["memprof"])
+    test_many(files)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
