@@ -63,12 +63,59 @@ static const mpt_location *lookup(void *u, uint64_t code)
   return loc ? ti_location(k->t, *loc) : NULL;
 }
 
+/* Marshal samples: memtrace has no "unmarshalled" source; such a block is
+   exported as minor when the trace later promotes it (so the promotion is
+   kept: only minor blocks may be promoted in CTF), else as major.  A first
+   pass over the file finds them: bit k of the result is set when the k-th
+   marshal allocation is promoted.  Returns NULL when there are none. */
+static uint64_t *promoted_marshal(const char *path)
+{
+  char err[512];
+  ti_trace *t = ti_open(path, err, sizeof err);
+  if (!t) return NULL;
+  idtab ord;                   /* block id -> marshal ordinal + 1 */
+  idtab_init(&ord);
+  uint64_t *bits = NULL, n = 0;
+  size_t cap = 0;
+  int any = 0;
+  mpt_event ev;
+  while (ti_next(t, &ev) == TI_OK) {
+    if (ev.kind == MPT_EV_ALLOC) {
+      uint32_t old;
+      idtab_del(&ord, ev.id, &old);
+      if (ev.source != MPT_SRC_MARSHAL) continue;
+      if (n < UINT32_MAX) idtab_replace(&ord, ev.id, (uint32_t)n, NULL);
+      n++;
+      size_t words = (size_t)(n + 63) / 64;
+      if (words > cap) {
+        size_t oc = cap;
+        grow_array((void **)&bits, &cap, words, sizeof *bits);
+        memset(bits + oc, 0, (cap - oc) * sizeof *bits);
+      }
+    } else if (ev.kind == MPT_EV_PROMOTE || ev.kind == MPT_EV_COLLECT) {
+      uint32_t k;
+      if (!idtab_del(&ord, ev.id, &k)) continue;
+      if (ev.kind == MPT_EV_PROMOTE) { bits[k / 64] |= 1ULL << (k % 64); any = 1; }
+    }
+  }
+  idtab_free(&ord);
+  ti_close(t);
+  if (!any) { free(bits); return NULL; }
+  return bits;
+}
+
 static const char usage[] =
   "usage: ocaml-memprof ctf -o OUT.ctf TRACE\n"
   "Write TRACE as a memtrace CTF version-2 file (one stream, all domains\n"
   "merged), readable by released memtrace tools and memtrace_viewer.\n"
-  "GC, domain and other non-allocation events have no CTF equivalent and are\n"
-  "left out; this export takes no filters.\n";
+  "Kept: every allocation (length, samples, source, backtrace with inlined\n"
+  "frames), promotion and collection.  memtrace cannot represent, so left\n"
+  "out: minor/major GC, compaction, heap statistics, domain start/stop,\n"
+  "tracing start/stop, fork and lost-sample events; the OCaml version; the\n"
+  "domain of each event (streams are merged).  The marshal source becomes\n"
+  "minor when the block is promoted later, else major; the command line\n"
+  "becomes the context string.  Times are rounded down to microseconds.\n"
+  "This export takes no filters.\n";
 
 int cmd_ctf(int argc, char **argv)
 {
@@ -125,7 +172,9 @@ int cmd_ctf(int argc, char **argv)
   size_t nfree = 0, fcap = 0;
   uint64_t *stack = NULL;
   size_t scap = 0;
-  uint64_t dropped = 0, start = wi.start_us;
+  uint64_t *marshal_promoted = h->format == TI_FORMAT_MEMPROF ? promoted_marshal(path) : NULL;
+  uint64_t marshal_n = 0;
+  uint64_t unknown = 0, twice = 0, start = wi.start_us;
   mpt_event ev;
   while ((rc = ti_next(t, &ev)) == TI_OK) {
     uint64_t tus = start + ev.time_ns / 1000;
@@ -134,6 +183,12 @@ int cmd_ctf(int argc, char **argv)
       for (uint32_t i = 0; i < ev.stack_len; i++)
         stack[i] = code_for(&k, ev.stack[ev.stack_len - 1 - i]);
       int src = ev.source == MPT_SRC_MINOR ? 0 : ev.source == MPT_SRC_CUSTOM ? 2 : 1;
+      if (ev.source == MPT_SRC_MARSHAL) {
+        if (marshal_promoted && marshal_n < UINT32_MAX &&
+            (marshal_promoted[marshal_n / 64] >> (marshal_n % 64) & 1))
+          src = 0;
+        marshal_n++;
+      }
       uint64_t oid = ctf_writer_alloc(w, tus, ev.wosize, ev.nsamples, src, stack, ev.stack_len);
       uint32_t slot, old;
       if (idtab_del(&live, ev.id, &old)) { /* reused id: forget the old block */
@@ -149,15 +204,13 @@ int cmd_ctf(int argc, char **argv)
       idtab_replace(&live, ev.id, slot, NULL);
     } else if (ev.kind == MPT_EV_PROMOTE) {
       uint32_t slot;
-      if (!idtab_get(&live, ev.id, &slot) || !pool[slot].minor || pool[slot].promoted) {
-        dropped++;
-        continue;
-      }
+      if (!idtab_get(&live, ev.id, &slot)) { unknown++; continue; }
+      if (!pool[slot].minor || pool[slot].promoted) { twice++; continue; }
       pool[slot].promoted = 1;
       ctf_writer_promote(w, tus, pool[slot].out_id);
     } else if (ev.kind == MPT_EV_COLLECT) {
       uint32_t slot;
-      if (!idtab_del(&live, ev.id, &slot)) { dropped++; continue; }
+      if (!idtab_del(&live, ev.id, &slot)) { unknown++; continue; }
       ctf_writer_collect(w, tus, pool[slot].out_id);
       grow_array((void **)&freel, &fcap, nfree + 1, sizeof *freel);
       freel[nfree++] = slot;
@@ -170,9 +223,14 @@ int cmd_ctf(int argc, char **argv)
   } else if (ti_truncated(t)) {
     fprintf(stderr, "ocaml-memprof: warning: trace is truncated; exported up to its last complete record\n");
   }
-  if (dropped)
-    fprintf(stderr, "ocaml-memprof: note: %llu promotions/collections of unknown blocks left out\n",
-            (unsigned long long)dropped);
+  if (unknown)
+    fprintf(stderr, "ocaml-memprof: note: %llu promotions/collections of blocks whose allocation"
+            " is not in the trace left out\n", (unsigned long long)unknown);
+  if (twice)
+    fprintf(stderr, "ocaml-memprof: note: %llu promotions of blocks not allocated in the minor"
+            " heap, or promoted twice, left out (memtrace cannot represent them)\n",
+            (unsigned long long)twice);
+  free(marshal_promoted);
   if (ctf_writer_close(w) < 0) status = 1;
   if (out_close(o, out)) status = 1;
   free(pool); free(freel); free(stack); free(k.code_of);

@@ -95,8 +95,10 @@ static uint32_t func_id(tables *t, const char *name, const char *file, pbuf *tmp
   u64map_put(&t->funcs, key, id);
   tmp->n = 0;
   pb_int(tmp, 1, id);
+  /* name only: go tool pprof "demangles" a system_name equal to the name,
+     simplifying away <...> and (...) (so "<unknown>" came out blank and
+     "f.(fun)" as "f."); a name without system_name is left as it is. */
   pb_int(tmp, 2, ni);
-  pb_int(tmp, 3, ni);
   pb_int(tmp, 4, fi);
   pb_msg(&t->fbuf, 5, tmp);
   return id;

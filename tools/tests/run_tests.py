@@ -127,13 +127,26 @@ def test_upstream():
           os.path.exists(v3) and open(v3, "rb").read() == open(v2, "rb").read())
 
 
-def go_total(pb, index):
+def go_top(pb, index):
+    """go tool pprof -top in bytes: (total, [names]) or an error string."""
     if not shutil.which("go"):
         return None
-    r = run(["go", "tool", "pprof", "-top", "-unit=B", "-sample_index=" + index, pb],
+    r = run(["go", "tool", "pprof", "-top", "-nodecount=100000", "-unit=B", "-sample_index=" + index, pb],
             cwd=OUT, env=dict(os.environ, HOME=os.environ.get("HOME", "/tmp")))
     m = re.search(r"Total samples = (\d+)B", r.stdout)
-    return int(m.group(1)) if m else ("error: " + r.stderr[-300:] + r.stdout[-300:])
+    if not m:
+        return "error: " + r.stderr[-300:] + r.stdout[-300:]
+    names = []
+    for line in r.stdout.splitlines():
+        f = re.match(r"\s*\S+\s+\S+%\s+\S+%\s+\S+\s+\S+%\s?(.*)$", line)
+        if f and "flat%" not in line:
+            names.append(f.group(1).strip())
+    return int(m.group(1)), names
+
+
+def go_total(pb, index):
+    t = go_top(pb, index)
+    return t[0] if isinstance(t, tuple) else t
 
 
 def test_pprof(path, label):
@@ -146,14 +159,16 @@ def test_pprof(path, label):
         return
     a = go_total(pb, "alloc_space")
     i = go_total(pb, "inuse_space")
-    rows = max(1, len(t["rows"]))
-    # pprof values are rounded per stack; allow 1 byte per stack of slack.
-    ok_a = isinstance(a, int) and abs(a - t["total"]["alloc_bytes"]) <= 1 + 1e-9 * a + 1000
-    ok_i = isinstance(i, int) and abs(i - t["total"]["live_bytes"]) <= 1 + 1e-9 * (i or 1) + 1000
-    check("go tool pprof alloc_space total = top: " + label, ok_a,
-          "%s vs %s (%d rows)" % (a, t["total"]["alloc_bytes"], rows))
-    check("go tool pprof inuse_space total = top live: " + label, ok_i,
-          "%s vs %s" % (i, t["total"]["live_bytes"]))
+    # Rates of the form 10^-k make a sample an integral number of bytes:
+    # the totals then agree to the byte.
+    check("go tool pprof alloc_space total = top, to the byte: " + label,
+          a == t["total"]["alloc_bytes"], "%s vs %s" % (a, t["total"]["alloc_bytes"]))
+    check("go tool pprof inuse_space total = top live, to the byte: " + label,
+          i == t["total"]["live_bytes"], "%s vs %s" % (i, t["total"]["live_bytes"]))
+    top = go_top(pb, "alloc_space")
+    names = top[1] if isinstance(top, tuple) else []
+    check("go tool pprof -top: no blank function name, (fun) and <unknown> kept: " + label,
+          names and all(names) and all(not n.endswith(".") for n in names), str(names[:20]))
 
 
 TRUE_WORDS = {}
@@ -510,12 +525,45 @@ def test_runtime_trace():
         lk = tool_json("leaks", "--json", trace)
         check("runtime trace: leaks ranks leak_step first (compress=%s)" % compress,
               lk["sites"] and "leak_step" in lk["sites"][0]["site"], json.dumps(lk["sites"][:2])[:300])
+        test_pprof(trace, "runtime-compress-" + compress)
         out = os.path.join(work, "leaky.ctf")
         r = tool("ctf", "-o", out, trace)
         rc, cc, text = checker_counts(out)
         check("runtime trace -> CTF passes mtctf_check with viewer rules (compress=%s)" % compress,
               r.returncode == 0 and rc == 0 and "viewer rules: ok" in text, r.stderr + text[-300:])
     test_runtime_domains(ocamlopt, work)
+    test_runtime_marshal(ocamlopt, work)
+
+
+def test_runtime_marshal(ocamlopt, work):
+    """Unmarshalled blocks that are promoted (tests/marshal.ml): the CTF
+    export keeps every allocation, promotion and collection, as counted by
+    our reader and by the independent checker."""
+    shutil.copy(os.path.join(HERE, "marshal.ml"), work)
+    r = run([ocamlopt, "-g", "marshal.ml", "-o", "marshal.exe"], cwd=work)
+    check("compile tests/marshal.ml", r.returncode == 0, r.stderr[-500:])
+    if r.returncode != 0:
+        return
+    trace = os.path.join(work, "marshal.trace")
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=0.01,memprof_seed=3" % trace)
+    r = run([os.path.join(work, "marshal.exe"), "100000"], env=env, cwd=work)
+    if r.returncode != 0 or not os.path.exists(trace):
+        check("traced run of marshal.exe", False, r.stderr[-300:])
+        return
+    src = tool_json("info", "--json", trace)
+    out = os.path.join(work, "marshal.ctf")
+    r = tool("ctf", "-o", out, trace)
+    rc, cc, text = checker_counts(out)
+    ev = src["events"]
+    check("marshal trace: promoted unmarshalled samples present",
+          src["samples_by_source"]["marshal"] > 0 and ev["promote"] > 0, json.dumps(src)[:300])
+    check("marshal trace -> CTF: every alloc/promote/collect kept (mtctf_check counts), no note",
+          r.returncode == 0 and rc == 0 and "viewer rules: ok" in text and "note" not in r.stderr
+          and (cc.get("allocs"), cc.get("promotions"), cc.get("collections"))
+          == (ev["alloc"], ev["promote"], ev["collect"]), r.stderr + text[-300:])
+    a = tool_json("top", "--json", "-n", "0", trace)["total"]
+    b = tool_json("top", "--json", "-n", "0", out)["total"]
+    check("marshal trace -> CTF: same allocated, live and promoted totals", a == b, "%s %s" % (a, b))
 
 
 def test_runtime_domains(ocamlopt, work):
