@@ -1,6 +1,8 @@
 /* ctf_reader.h: streaming reader of memtrace CTF traces, versions 1-3.
 
-   Written from shared/spec/memtrace-ctf-format.md.  It yields the event
+   Written from the specification of memtrace's CTF format (the format
+   notes of the memtrace library, not part of this repository; section
+   numbers below refer to it).  It yields the event
    model of runtime/caml/memprof_trace_codec.h (mpt_event, mpt_location), so
    analyses never know which format they read:
    - ALLOC/PROMOTE/COLLECT events only (CTF has no GC events);
