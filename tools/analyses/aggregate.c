@@ -163,7 +163,7 @@ int resolve_live_at(const char *arg, const char *const *paths, size_t n, const a
     return find_peak(paths, n, f, t, &b);
   }
   if (parse_time(arg, t) < 0) {        /* checked by the option parsers */
-    fprintf(stderr, "ocaml-memprof: bad value '%s' for --live-at (end, peak or a time)\n", arg);
+    msg("bad value '%s' for --live-at (end, peak or a time)\n", arg);
     return 2;
   }
   return 0;

@@ -10,10 +10,9 @@
      cost at one integer compare per shared frame.
    - Per-location cache: match flags for --hide/--focus/--ignore (computed
      once per location, on first use) and interned key strings.
-   - Live table: idtab (util.h) from block id to a slot of a pool of an_sample,
-     with a free list; a collection completes the sample and frees the
-     slot; samples still live at the end are completed with
-     t_collect = AN_NEVER, in pool order.
+   - Live table: livetab.h, block id -> a compact 20-byte record; a
+     collection completes the sample and frees the record; samples still
+     live at the end are completed with t_collect = AN_NEVER.
    Filters are evaluated on completed samples (see analysis.h). */
 
 #include "analysis.h"
@@ -25,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "livetab.h"
 #include "util.h"
 
 #define LF_DONE 1
@@ -71,11 +71,7 @@ struct an_ctx {
   uint32_t *prev, *path;       /* previous stack and its nodes */
   size_t prev_len, prev_cap;
 
-  an_sample *pool;
-  size_t pool_len, pool_cap;
-  uint32_t *free_slots;
-  size_t nfree, free_cap;
-  idtab live;
+  livetab live;
 };
 
 /* ---------------- filters and option parsing ---------------- */
@@ -265,12 +261,12 @@ an_ctx *an_open(const char *const *paths, size_t npaths, const an_filter *f)
 {
   char err[512];
   if (npaths == 0) {
-    fprintf(stderr, "ocaml-memprof: no trace to read\n");
+    msg("no trace to read\n");
     return NULL;
   }
   ti_trace *t = ti_open(paths[0], err, sizeof err);
   if (!t) {
-    fprintf(stderr, "ocaml-memprof: %s\n", err);
+    msg("%s\n", err);
     return NULL;
   }
   an_ctx *c = xcalloc(1, sizeof *c);
@@ -294,7 +290,7 @@ an_ctx *an_open(const char *const *paths, size_t npaths, const an_filter *f)
   c->nodes[0] = (an_node){ 0, 0, 0, 0 };
   c->nnodes = 1;
   u64map_init(&c->children, 1024);
-  idtab_init(&c->live);
+  livetab_init(&c->live);
   return c;
 }
 
@@ -304,7 +300,7 @@ void an_close(an_ctx *c)
   ti_close(c->t);
   free(c->nodes);
   u64map_free(&c->children);
-  idtab_free(&c->live);
+  livetab_free(&c->live);
   free(c->locflags);
   for (int k = 0; k < 3; k++) free(c->keys[k]);
   for (size_t i = 0; i < c->nglocs; i++) free(c->glocs[i].e);
@@ -315,8 +311,6 @@ void an_close(an_ctx *c)
   strpool_free(c->strs);
   free(c->prev);
   free(c->path);
-  free(c->pool);
-  free(c->free_slots);
   free(c);
 }
 
@@ -575,20 +569,31 @@ static void complete(an_ctx *c, const an_callbacks *cb, const an_sample *s)
   if (cb->on_sample) cb->on_sample(cb->u, c, s);
 }
 
-static uint32_t slot_alloc(an_ctx *c)
+/* The completed sample of a live record. */
+static an_sample unpack(const an_live *r, uint64_t t_collect)
 {
-  if (c->nfree) return c->free_slots[--c->nfree];
-  grow_array((void **)&c->pool, &c->pool_cap, c->pool_len + 1, sizeof *c->pool);
-  return (uint32_t)c->pool_len++;
+  an_sample s;
+  s.node = an_live_node(r);
+  s.nsamples = r->nsamples;
+  s.wosize = r->wosize;
+  s.t_alloc = an_live_time(r);
+  s.t_collect = t_collect;
+  s.domain = an_live_domain(r);
+  s.source = (uint8_t)an_live_source(r);
+  s.promoted = (uint8_t)an_live_promoted(r);
+  return s;
 }
 
-/* A free slot has nsamples = 0 (real samples have at least one), so the
-   pool can be walked without the map. */
-static void slot_free(an_ctx *c, uint32_t i)
+typedef struct {
+  an_ctx *c;
+  const an_callbacks *cb;
+} end_walk;
+
+static void complete_live(void *u, const an_live *r)
 {
-  c->pool[i].nsamples = 0;
-  grow_array((void **)&c->free_slots, &c->free_cap, c->nfree + 1, sizeof *c->free_slots);
-  c->free_slots[c->nfree++] = i;
+  end_walk *w = u;
+  an_sample s = unpack(r, AN_NEVER);
+  complete(w->c, w->cb, &s);
 }
 
 static double now_s(void)
@@ -639,39 +644,27 @@ static int run_trace(an_ctx *c, const an_callbacks *cb, progress *pg)
        call tree and the live table, leaving a pure decode-and-count loop. */
     switch (cb->on_sample ? ev.kind : 0) {
     case MPT_EV_ALLOC: {
-      uint32_t slot = slot_alloc(c), old;
-      an_sample *s = &c->pool[slot];
       grow_array((void **)&c->gstack, &c->gstack_cap, ev.stack_len, sizeof *c->gstack);
       for (uint32_t i = 0; i < ev.stack_len; i++) c->gstack[i] = global_loc(c, ev.stack[i]);
-      s->node = stack_node(c, c->gstack, ev.stack_len);
-      s->nsamples = ev.nsamples;
-      s->wosize = ev.wosize;
-      s->t_alloc = ev.time_ns;
-      s->t_promote = s->t_collect = AN_NEVER;
-      s->domain = ev.stream;
-      s->source = (uint8_t)ev.source;
-      s->promoted = 0;
-      if (idtab_replace(&c->live, ev.id, slot, &old)) {
-        /* Same id allocated twice: the first block's fate is unknown;
-           count it and forget it rather than guessing. */
-        c->st.duplicate_alloc++;
-        slot_free(c, old);
-      }
+      uint32_t node = stack_node(c, c->gstack, ev.stack_len);
+      int had;
+      an_live *r = livetab_put(&c->live, ev.id, &had);
+      /* Same id allocated twice: the first block's fate is unknown; count
+         it and forget it rather than guessing. */
+      if (had) c->st.duplicate_alloc++;
+      an_live_pack(r, node, ev.nsamples, ev.wosize, ev.time_ns, ev.source, ev.stream);
       break;
     }
     case MPT_EV_PROMOTE: {
-      uint32_t slot;
-      if (!idtab_get(&c->live, ev.id, &slot)) { c->st.unknown_promote++; break; }
-      c->pool[slot].promoted = 1;
-      c->pool[slot].t_promote = ev.time_ns;
+      an_live *r = livetab_get(&c->live, ev.id);
+      if (!r) { c->st.unknown_promote++; break; }
+      r->node |= 1u << 31;
       break;
     }
     case MPT_EV_COLLECT: {
-      uint32_t slot;
-      if (!idtab_del(&c->live, ev.id, &slot)) { c->st.unknown_collect++; break; }
-      an_sample s = c->pool[slot];
-      slot_free(c, slot);
-      s.t_collect = ev.time_ns;
+      an_live r;
+      if (!livetab_del(&c->live, ev.id, &r)) { c->st.unknown_collect++; break; }
+      an_sample s = unpack(&r, ev.time_ns);
       complete(c, cb, &s);
       break;
     }
@@ -682,7 +675,7 @@ static int run_trace(an_ctx *c, const an_callbacks *cb, progress *pg)
   }
   if (k == TI_ERR) {
     if (pg->shown) { fprintf(stderr, "\r%50s\r", ""); pg->shown = 0; }
-    fprintf(stderr, "ocaml-memprof: %s%s: malformed trace: %s\n", c->npaths > 1 ? "warning: skipped " : "",
+    msg("%s%s: malformed trace: %s\n", c->npaths > 1 ? "warning: skipped " : "",
             c->paths[c->cur], ti_error(c->t));
     return 1;
   }
@@ -690,17 +683,17 @@ static int run_trace(an_ctx *c, const an_callbacks *cb, progress *pg)
   if (ti_truncated(c->t)) {
     c->traces_truncated++;
     if (c->npaths == 1)
-      fprintf(stderr, "ocaml-memprof: warning: trace is truncated; read up to its last complete record\n");
+      msg("warning: trace is truncated; read up to its last complete record\n");
   }
   uint64_t end_ns, total, lost;
   if (ti_end_info(c->t, &end_ns, &total, &lost) && end_ns > end_time) end_time = end_ns;
   /* Lifetimes of blocks live at the end run to this trace's end. */
   c->st.end_time = end_time;
   if (end_time > c->st.max_end_time) c->st.max_end_time = end_time;
-  /* Blocks still live at the end, walking the pool in memory order (not
-     the map's random order: this is one pass over live samples). */
-  for (size_t i = 0; i < c->pool_len; i++)
-    if (c->pool[i].nsamples) complete(c, cb, &c->pool[i]);
+  /* Blocks still live at the end, in memory order (ring, then the older
+     ones in id order). */
+  end_walk w = { c, cb };
+  livetab_each(&c->live, complete_live, &w);
   return 0;
 }
 
@@ -713,13 +706,13 @@ static int next_trace(an_ctx *c)
     char err[512];
     ti_trace *t = ti_open(c->paths[c->cur], err, sizeof err);
     if (!t) {
-      fprintf(stderr, "ocaml-memprof: warning: skipped %s\n", err);
+      msg("warning: skipped %s\n", err);
       c->traces_skipped++;
       continue;
     }
     const ti_header *h = ti_get_header(t);
     if (h->sampling_rate != c->h->sampling_rate || h->word_bytes != c->h->word_bytes) {
-      fprintf(stderr, "ocaml-memprof: warning: skipped %s: sampling rate %g or word size %u"
+      msg("warning: skipped %s: sampling rate %g or word size %u"
               " differs from the first trace's (%g, %u)\n", c->paths[c->cur],
               h->sampling_rate, h->word_bytes * 8, c->h->sampling_rate, c->h->word_bytes * 8);
       ti_close(t);
@@ -731,10 +724,8 @@ static int next_trace(an_ctx *c)
     /* Per-trace state: location map, previous stack, live table. */
     if (c->lmap) memset(c->lmap, 0, c->lmap_cap * sizeof *c->lmap);
     c->prev_len = 0;
-    idtab_free(&c->live);
-    idtab_init(&c->live);
-    c->pool_len = 0;
-    c->nfree = 0;
+    livetab_free(&c->live);
+    livetab_init(&c->live);
     return 0;
   }
   return -1;
@@ -753,10 +744,10 @@ int an_run(an_ctx *c, const an_callbacks *cb)
   } while (next_trace(c) == 0);
   if (pg.shown) fprintf(stderr, "\r%50s\r", "");
   if (c->npaths > 1 && c->traces_truncated)
-    fprintf(stderr, "ocaml-memprof: warning: %llu of %zu traces are truncated; read up to their"
+    msg("warning: %llu of %zu traces are truncated; read up to their"
             " last complete record\n", (unsigned long long)c->traces_truncated, c->npaths);
   if (c->npaths > 1 && c->traces_read == 0) {
-    fprintf(stderr, "ocaml-memprof: none of the %zu traces could be read\n", c->npaths);
+    msg("none of the %zu traces could be read\n", c->npaths);
     rc = 1;
   }
   return rc;
@@ -766,13 +757,13 @@ void an_print_hints(const an_ctx *c)
 {
   const an_stats *st = &c->st;
   if (st->samples_total == 0) {
-    fprintf(stderr, "ocaml-memprof: note: no sampled block in %s; sample more (a larger"
+    msg("note: no sampled block in %s; sample more (a larger"
             " memprof_rate) or trace a longer run\n", c->npaths > 1 ? "these traces" : "this trace");
   } else if (st->samples_kept == 0) {
-    fprintf(stderr, "ocaml-memprof: note: none of the %llu sampled blocks passes the filters\n",
+    msg("note: none of the %llu sampled blocks passes the filters\n",
             (unsigned long long)st->samples_total);
   } else if (st->samples_no_location * 2 > st->samples_kept) {
-    fprintf(stderr, "ocaml-memprof: note: %.0f%% of the sampled blocks have no source location"
+    msg("note: %.0f%% of the sampled blocks have no source location"
             " (shown as <unknown>): build the program with -g (ocamlopt -g, ocamlc -g)\n",
             100.0 * (double)st->samples_no_location / (double)st->samples_kept);
   }

@@ -81,7 +81,7 @@ typedef struct {
   uint32_t node;               /* stack after --hide */
   uint32_t nsamples;
   uint64_t wosize;
-  uint64_t t_alloc, t_promote, t_collect;  /* ns; AN_NEVER when not */
+  uint64_t t_alloc, t_collect; /* ns; t_collect AN_NEVER when live at the end */
   uint32_t domain;
   uint8_t source, promoted;
 } an_sample;

@@ -14,11 +14,9 @@
 #include "trace_input.h"
 #include "util.h"
 
-const char *cli_cmd = "";
-
 static void prefix(void)
 {
-  fprintf(stderr, "ocaml-memprof%s%s: ", cli_cmd[0] ? " " : "", cli_cmd);
+  fprintf(stderr, "ocaml-memprof%s%s: ", msg_cmd[0] ? " " : "", msg_cmd);
 }
 
 int cli_usage_error(const char *fmt, ...)
@@ -28,7 +26,7 @@ int cli_usage_error(const char *fmt, ...)
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
   va_end(ap);
-  fprintf(stderr, " (see 'ocaml-memprof %s --help')\n", cli_cmd);
+  fprintf(stderr, " (see 'ocaml-memprof %s --help')\n", msg_cmd);
   return 2;
 }
 
@@ -37,7 +35,7 @@ int cli_unknown_option(const char *opt)
   prefix();
   fputs("unknown option '", stderr);
   cli_put_safe(stderr, opt);
-  fprintf(stderr, "' (see 'ocaml-memprof %s --help')\n", cli_cmd);
+  fprintf(stderr, "' (see 'ocaml-memprof %s --help')\n", msg_cmd);
   return 2;
 }
 
@@ -261,7 +259,7 @@ int cli_inputs_resolve(cli_inputs *in)
   in->traces = l.v;
   in->ntraces = l.n;
   if (skipped)
-    fprintf(stderr, "ocaml-memprof: note: skipped %zu files that are not traces\n", skipped);
+    msg("note: skipped %zu files that are not traces\n", skipped);
   /* Headers: needed to select or group, and to name processes. */
   int need = in->have_pid || in->exe || in->group_exe || in->ntraces > 1;
   for (size_t i = 0; need && i < in->ntraces; i++) {

@@ -20,8 +20,8 @@
 
 #define OCAML_MEMPROF_VERSION "5.3.0+memprof"
 
-/* The subcommand being run ("top"), for messages; set by the dispatcher. */
-extern const char *cli_cmd;
+/* Messages name the subcommand being run: msg_cmd (util.h), set by the
+   dispatcher. */
 
 /* "ocaml-memprof CMD: <message> (see 'ocaml-memprof CMD --help')"; 2. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -144,7 +144,7 @@ int cmd_ctf(int argc, char **argv)
   const char *path = in.paths[0];
   char err[512];
   ti_trace *t = ti_open(path, err, sizeof err);
-  if (!t) { fprintf(stderr, "ocaml-memprof: %s\n", err); cli_inputs_free(&in); return 1; }
+  if (!t) { msg("%s\n", err); cli_inputs_free(&in); return 1; }
   const ti_header *h = ti_get_header(t);
   codes k;
   memset(&k, 0, sizeof k);
@@ -218,16 +218,16 @@ int cmd_ctf(int argc, char **argv)
   }
   int status = 0;
   if (rc == TI_ERR) {
-    fprintf(stderr, "ocaml-memprof: malformed trace: %s\n", ti_error(t));
+    msg("malformed trace: %s\n", ti_error(t));
     status = 1;
   } else if (ti_truncated(t)) {
-    fprintf(stderr, "ocaml-memprof: warning: trace is truncated; exported up to its last complete record\n");
+    msg("warning: trace is truncated; exported up to its last complete record\n");
   }
   if (unknown)
-    fprintf(stderr, "ocaml-memprof: note: %llu promotions/collections of blocks whose allocation"
+    msg("note: %llu promotions/collections of blocks whose allocation"
             " is not in the trace left out\n", (unsigned long long)unknown);
   if (twice)
-    fprintf(stderr, "ocaml-memprof: note: %llu promotions of blocks not allocated in the minor"
+    msg("note: %llu promotions of blocks not allocated in the minor"
             " heap, or promoted twice, left out (memtrace cannot represent them)\n",
             (unsigned long long)twice);
   free(marshal_promoted);

@@ -254,7 +254,7 @@ int cmd_pprof(int argc, char **argv)
   if (!o) { rc = 1; goto done; }
   rc = 0;
   if (write_gzip(o, prof.p, prof.n) < 0) {
-    fprintf(stderr, "ocaml-memprof: compression or write error on %s\n", out);
+    msg("compression or write error on %s\n", out);
     rc = 1;
   }
   rc |= out_close(o, out);

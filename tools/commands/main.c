@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "util.h"
 
 typedef struct {
   const char *name;
@@ -58,7 +59,7 @@ int main(int argc, char **argv)
   }
   for (const command *c = commands; c->name; c++)
     if (!strcmp(argv[1], c->name)) {
-      cli_cmd = c->name;
+      msg_cmd = c->name;
       return c->run(argc - 1, argv + 1);
     }
   fputs("ocaml-memprof: unknown command '", stderr);

@@ -11,11 +11,23 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
+
+const char *msg_cmd = "";
+
+void msg(const char *fmt, ...)
+{
+  va_list ap;
+  fprintf(stderr, "ocaml-memprof%s%s: ", msg_cmd[0] ? " " : "", msg_cmd);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+}
 
 static void oom(void)
 {
-  fputs("ocaml-memprof: out of memory\n", stderr);
+  msg("out of memory\n");
   exit(2);
 }
 

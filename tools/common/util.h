@@ -19,6 +19,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The subcommand being run ("top"; "" before dispatch), and a message on
+   stderr prefixed "ocaml-memprof top: " ([fmt] ends with its newline). */
+extern const char *msg_cmd;
+void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);

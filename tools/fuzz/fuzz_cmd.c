@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "util.h"
 
 #ifndef FUZZ_CMD
 #error "build with -DFUZZ_CMD=cmd_xxx -DFUZZ_NAME=\"xxx\""
@@ -106,6 +107,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
   snprintf(in_path, sizeof in_path, "/tmp/fuzz-%s-%ld.in", FUZZ_NAME, (long)getpid());
   snprintf(out_path, sizeof out_path, "/tmp/fuzz-%s-%ld.out", FUZZ_NAME, (long)getpid());
   atexit(cleanup);
+  msg_cmd = FUZZ_NAME;
   int null = open("/dev/null", O_WRONLY);
   if (null < 0 || dup2(null, 1) < 0) abort();
   close(null);

@@ -62,7 +62,7 @@ FILE *out_open(const char *path)
   if (!path || strcmp(path, "-") == 0) return stdout;
   FILE *f = fopen(path, "wb");
   if (!f) {
-    fprintf(stderr, "ocaml-memprof: cannot write %s: %s\n", path, strerror(errno));
+    msg("cannot write %s: %s\n", path, strerror(errno));
     return NULL;
   }
   return f;
@@ -74,7 +74,7 @@ int out_close(FILE *f, const char *path)
   if (f == stdout) bad |= fflush(f) != 0;
   else bad |= fclose(f) != 0;
   if (bad) {
-    fprintf(stderr, "ocaml-memprof: error writing %s\n", path ? path : "standard output");
+    msg("error writing %s\n", path ? path : "standard output");
     return 1;
   }
   return 0;

@@ -643,7 +643,8 @@ def test_robustness(files):
         open(p, "wb").write(data)
         for cmd in every + (more if idx % 3 == 0 else ()):
             r = tool(*(cmd + [p]))
-            errs = [l for l in r.stderr.splitlines() if not l.startswith("ocaml-memprof: warning") and not l.startswith("ocaml-memprof: note")]
+            errs = [l for l in r.stderr.splitlines()
+                    if not re.match(r"ocaml-memprof( \w+)?: (warning|note)", l)]
             if r.returncode == 0:
                 if "truncated" in r.stderr:
                     truncated_ok += 1
@@ -782,6 +783,9 @@ def test_cli_table(good):
                  "ctf": ["--pid", "x1"], "pprof": ["--live-at", "x1"],
                  "flamegraph": ["--value", "x1"], "timeline": ["--bins", "x1"],
                  "leaks": ["--window", "x1"], "diff": ["--sort", "x1"]}
+    missing_value = {"info": "--pid", "top": "--by", "folded": "--value", "ctf": "-o",
+                     "pprof": "--live-at", "flamegraph": "--value", "timeline": "--bins",
+                     "leaks": "--by", "diff": "--by"}
     d = os.path.join(OUT, "cli-empty-dir")
     os.makedirs(d, exist_ok=True)
     empty = os.path.join(OUT, "cli-empty.trace")
@@ -792,9 +796,8 @@ def test_cli_table(good):
     open(wrong, "w").write("this is a text file, not a trace\n")
     missing = os.path.join(OUT, "cli-missing.trace")
     cases = [("unknown option", lambda c: ["--bogus", good], 2, "unknown option '--bogus'"),
-             ("bad value", lambda c: bad_value[c] + [good], 2, "bad value 'x1' for " + bad_value[c][0]),
-             ("missing value", lambda c: [good, "--by" if c not in ("info", "ctf") else "--pid"], 2,
-              "needs a value"),
+             ("bad value", lambda c: bad_value[c] + [good], 2, "bad value 'x1' for "),
+             ("missing value", lambda c: [good, missing_value[c]], 2, "needs a value"),
              ("missing file", lambda c: [missing], 1, "No such file or directory"),
              ("directory without traces", lambda c: [d], 1, "no trace files in directory"),
              ("empty file", lambda c: [empty], 1, "empty file"),
@@ -810,8 +813,9 @@ def test_cli_table(good):
                 a = a + [good]
             r = tool(c, *a)
             lines = r.stderr.splitlines()
-            if r.returncode != status or len(lines) != 1 or text not in lines[0] \
-                    or not lines[0].startswith("ocaml-memprof"):
+            want = text + (bad_value[c][0] if name == "bad value" else "")
+            if r.returncode != status or len(lines) != 1 or want not in lines[0] \
+                    or not lines[0].startswith("ocaml-memprof " + c):
                 bad.append("%s: rc=%d %r" % (c, r.returncode, r.stderr[:150]))
         check("CLI table, every command: %s -> exit %d, one line with '%s'" % (name, status, text),
               not bad, "; ".join(bad[:3]))
