@@ -24,12 +24,17 @@ int sample_live_at(const an_sample *s, uint64_t t)
 
 void nodeagg_add(nodeagg *a, const an_sample *s)
 {
-  if (s->node >= a->cap) {
-    size_t old = a->cap;
-    grow_array((void **)&a->v, &a->cap, (size_t)s->node + 1, sizeof *a->v);
-    memset(a->v + old, 0, (a->cap - old) * sizeof *a->v);
+  if (s->node >= a->idx_cap) {
+    size_t old = a->idx_cap;
+    grow_array((void **)&a->idx, &a->idx_cap, (size_t)s->node + 1, sizeof *a->idx);
+    memset(a->idx + old, 0, (a->idx_cap - old) * sizeof *a->idx);
   }
-  nstat *n = &a->v[s->node];
+  if (!a->idx[s->node]) {       /* first sample of this node */
+    grow_array((void **)&a->v, &a->cap, a->n + 1, sizeof *a->v);
+    memset(&a->v[a->n], 0, sizeof a->v[a->n]);
+    a->idx[s->node] = (uint32_t)++a->n;
+  }
+  nstat *n = &a->v[a->idx[s->node] - 1];
   double obj = (double)s->nsamples / (double)(s->wosize + 1);
   n->alloc_samples += s->nsamples;
   n->alloc_objects += obj;
@@ -45,7 +50,7 @@ void nodeagg_add(nodeagg *a, const an_sample *s)
 nstat nodeagg_get(const nodeagg *a, uint32_t i)
 {
   nstat z;
-  if (i < a->cap) return a->v[i];
+  if (i < a->idx_cap && a->idx[i]) return a->v[a->idx[i] - 1];
   memset(&z, 0, sizeof z);
   return z;
 }
@@ -63,8 +68,8 @@ double nstat_value(const an_ctx *c, const nstat *s, value_kind v)
 void nodeagg_free(nodeagg *a)
 {
   free(a->v);
-  a->v = NULL;
-  a->cap = 0;
+  free(a->idx);
+  memset(a, 0, sizeof *a);
 }
 
 /* ---- tcurve ---- */

@@ -1,7 +1,8 @@
 /* aggregate.h: reusable accumulators over completed samples.
 
    - nodeagg: per call-tree node sums (allocated, live at a chosen time,
-     promoted).  Indexed by node id, so it costs O(1) per sample; reports
+     promoted), kept only for the nodes that have samples, found through a
+     4-byte index per node, so it costs O(1) per sample; reports
      map nodes to keys (function, location, module, caller...) afterwards.
    - tcurve: a time series kept as a difference array of a fixed number of
      bins whose width doubles (adjacent bins merged) whenever a time beyond
@@ -28,8 +29,11 @@ typedef struct {
 } nstat;
 
 typedef struct {
-  nstat *v;
-  size_t cap;
+  uint32_t *idx;               /* per node: 1 + index in v, 0 = no sample */
+  size_t idx_cap;
+  nstat *v;                    /* only the nodes with samples (most call-tree
+                                  nodes are inner frames without any) */
+  size_t n, cap;
   uint64_t live_at;            /* AN_NEVER = at the end of the trace */
 } nodeagg;
 

@@ -60,6 +60,9 @@ struct an_ctx {
 
   an_node *nodes;
   size_t nnodes, nodes_cap;
+  /* Children: a list per node (first child, next sibling), and for the
+     few nodes with many children a map from (parent, loc). */
+  struct { uint32_t first, next; } *links;
   u64map children;
 
   uint8_t *locflags;
@@ -287,9 +290,10 @@ an_ctx *an_open(const char *const *paths, size_t npaths, const an_filter *f)
   c->bytes_per_sample = c->h->word_bytes / c->h->sampling_rate;
   c->nodes_cap = 1024;
   c->nodes = xmalloc(c->nodes_cap * sizeof *c->nodes);
+  c->links = xcalloc(c->nodes_cap, sizeof *c->links);
   c->nodes[0] = (an_node){ 0, 0, 0, 0 };
   c->nnodes = 1;
-  u64map_init(&c->children, 1024);
+  u64map_init(&c->children, 16);
   livetab_init(&c->live);
   return c;
 }
@@ -299,6 +303,7 @@ void an_close(an_ctx *c)
   if (!c) return;
   ti_close(c->t);
   free(c->nodes);
+  free(c->links);
   u64map_free(&c->children);
   livetab_free(&c->live);
   free(c->locflags);
@@ -488,19 +493,40 @@ const char *an_loc_key(an_ctx *c, uint32_t loc, an_keykind k)
 
 /* ---------------- stacks -> nodes ---------------- */
 
+#define NODE_HASHED 0x80            /* children also in c->children */
+#define MAX_LIST_WALK 8
+
 static uint32_t child(an_ctx *c, uint32_t parent, uint32_t loc, uint8_t lf)
 {
   uint64_t key = ((uint64_t)parent << 32) | loc;
-  uint32_t *v = u64map_get(&c->children, key);
-  if (v) return *v;
-  grow_array((void **)&c->nodes, &c->nodes_cap, c->nnodes + 1, sizeof *c->nodes);
+  if (c->nodes[parent].flags & NODE_HASHED) {
+    uint32_t *v = u64map_get(&c->children, key);
+    if (v) return *v;
+  } else {
+    int walked = 0;
+    for (uint32_t k = c->links[parent].first; k; k = c->links[k].next, walked++)
+      if (c->nodes[k].loc == loc) return k;
+    if (walked > MAX_LIST_WALK) {   /* many children: index them */
+      for (uint32_t k = c->links[parent].first; k; k = c->links[k].next)
+        u64map_put(&c->children, ((uint64_t)parent << 32) | c->nodes[k].loc, k);
+      c->nodes[parent].flags |= NODE_HASHED;
+    }
+  }
+  if (c->nnodes == c->nodes_cap) {
+    size_t old = c->nodes_cap;
+    grow_array((void **)&c->nodes, &c->nodes_cap, c->nnodes + 1, sizeof *c->nodes);
+    c->links = xrealloc(c->links, c->nodes_cap * sizeof *c->links);
+    memset(c->links + old, 0, (c->nodes_cap - old) * sizeof *c->links);
+  }
   uint32_t id = (uint32_t)c->nnodes++;
   an_node *p = &c->nodes[parent];
-  uint8_t fl = p->flags;
+  uint8_t fl = p->flags & (AN_NODE_FOCUS | AN_NODE_IGNORE);
   if (lf & LF_FOCUS) fl |= AN_NODE_FOCUS;
   if (lf & LF_IGNORE) fl |= AN_NODE_IGNORE;
   c->nodes[id] = (an_node){ parent, loc, p->depth + 1, fl };
-  u64map_put(&c->children, key, id);
+  c->links[id].next = c->links[parent].first;
+  c->links[parent].first = id;
+  if (c->nodes[parent].flags & NODE_HASHED) u64map_put(&c->children, key, id);
   return id;
 }
 

@@ -74,6 +74,7 @@ typedef struct {
 
 #define AN_NODE_FOCUS 1        /* some frame on the path matches --focus */
 #define AN_NODE_IGNORE 2       /* some frame on the path matches --ignore */
+/* (bit 0x80 is internal to analysis.c) */
 
 /* ---- completed samples ---- */
 
