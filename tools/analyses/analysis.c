@@ -45,7 +45,7 @@ struct an_ctx {
   const ti_header *h;          /* = &hdr */
   ti_header hdr;               /* the first trace's, strings interned */
   an_stats st;
-  uint64_t traces_read, traces_truncated, traces_skipped;
+  uint64_t traces_read, traces_truncated, traces_skipped, traces_ended;
 
   /* Locations of all traces, interned by content: global ids 1..nglocs;
      lmap maps the current trace's ids to them. */
@@ -324,6 +324,8 @@ const an_stats *an_get_stats(const an_ctx *c) { return &c->st; }
 ti_trace *an_trace(an_ctx *c) { return c->t; }
 int an_truncated(const an_ctx *c) { return c->traces_truncated > 0; }
 uint64_t an_traces_read(const an_ctx *c) { return c->traces_read; }
+uint64_t an_traces_ended(const an_ctx *c) { return c->traces_ended; }
+int an_quiet_truncation;
 uint32_t an_node_count(const an_ctx *c) { return (uint32_t)c->nnodes; }
 const an_node *an_nodes(const an_ctx *c) { return c->nodes; }
 uint32_t an_location_count(const an_ctx *c) { return (uint32_t)c->nglocs; }
@@ -708,11 +710,14 @@ static int run_trace(an_ctx *c, const an_callbacks *cb, progress *pg)
   c->traces_read++;
   if (ti_truncated(c->t)) {
     c->traces_truncated++;
-    if (c->npaths == 1)
+    if (c->npaths == 1 && !an_quiet_truncation)
       msg("warning: trace is truncated; read up to its last complete record\n");
   }
   uint64_t end_ns, total, lost;
-  if (ti_end_info(c->t, &end_ns, &total, &lost) && end_ns > end_time) end_time = end_ns;
+  if (ti_end_info(c->t, &end_ns, &total, &lost)) {
+    c->traces_ended++;
+    if (end_ns > end_time) end_time = end_ns;
+  }
   /* Lifetimes of blocks live at the end run to this trace's end. */
   c->st.end_time = end_time;
   if (end_time > c->st.max_end_time) c->st.max_end_time = end_time;
@@ -769,7 +774,7 @@ int an_run(an_ctx *c, const an_callbacks *cb)
     }
   } while (next_trace(c) == 0);
   if (pg.shown) fprintf(stderr, "\r%50s\r", "");
-  if (c->npaths > 1 && c->traces_truncated)
+  if (c->npaths > 1 && c->traces_truncated && !an_quiet_truncation)
     msg("warning: %llu of %zu traces are truncated; read up to their"
             " last complete record\n", (unsigned long long)c->traces_truncated, c->npaths);
   if (c->npaths > 1 && c->traces_read == 0) {

@@ -132,6 +132,10 @@ const an_stats *an_get_stats(const an_ctx *c);
 ti_trace *an_trace(an_ctx *c);
 int an_truncated(const an_ctx *c);
 uint64_t an_traces_read(const an_ctx *c);
+/* Traces read to their end record (the traced process ended cleanly). */
+uint64_t an_traces_ended(const an_ctx *c);
+/* Set while following traces being written: no truncation warnings. */
+extern int an_quiet_truncation;
 uint32_t an_node_count(const an_ctx *c);
 const an_node *an_nodes(const an_ctx *c);
 /* Locations (merged over the traces): ids 1..an_location_count. */

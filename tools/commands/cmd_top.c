@@ -8,8 +8,12 @@
    Live volume is measured at --live-at (end, peak or a time); "peak" costs
    a first pass over the file (aggregate.c). */
 
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "aggregate.h"
 #include "cli.h"
@@ -66,6 +70,8 @@ static const char usage[] =
   "  --callees RE      rank what that frame calls (<self> = allocates itself)\n"
   "  -n N              rows to print (20; 0 = all)\n"
   "  --group exe       one table per executable (default: all traces merged)\n"
+  "  --follow          read the traces while they are written and refresh the\n"
+  "                    table every --interval (1s) until their processes end\n"
   "  --json, --csv     machine-readable output\n"
   "  -o FILE           write to FILE\n";
 
@@ -94,6 +100,9 @@ typedef struct {
   matcher m;
   long limit;
   out_mode mode;
+  int follow;
+  double interval;             /* s between refreshes with --follow */
+  uint64_t ended;              /* traces read to their end record */
 } topt;
 
 static int parse(int argc, char **argv, topt *t, cli_inputs *in)
@@ -133,9 +142,19 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
       if (parse_count(v, &t->limit) < 0) return cli_bad_value(a, v, "a number of rows (0 = all)");
     } else if (!strcmp(a, "-o")) {
       if (!(t->out = cli_value(argc, argv, &i))) return 2;
+    } else if (!strcmp(a, "--follow")) t->follow = 1;
+    else if (!strcmp(a, "--interval")) {
+      uint64_t ns;
+      if (!(v = cli_value(argc, argv, &i))) return 2;
+      if (parse_time(v, &ns) < 0 || ns < 10000000 || ns > 3600000000000ULL)
+        return cli_bad_value(a, v, "a duration from 10ms to 1h (0.5, 2s, 250ms)");
+      t->interval = ns / 1e9;
     } else if (a[0] == '-' && a[1]) return cli_unknown_option(a);
     else cli_inputs_add(in, a);
   }
+  if (t->follow && !strcmp(t->live_arg, "peak"))
+    return cli_usage_error("--follow and --live-at peak: the peak is known at the end only");
+  if (t->follow) return in->nargs ? -1 : cli_usage_error("no TRACE given");
   int rc = cli_inputs_resolve(in);
   return rc ? rc : -1;
 }
@@ -277,12 +296,74 @@ static int top_run(topt *t, const char *const *paths, size_t npaths, const char 
     }
     if (shown < nrows) fprintf(o, "(%zu more rows; -n 0 shows all)\n", nrows - shown);
   }
+  t->ended += an_traces_ended(c);
   free(rows);
   u64map_free(&idx);
   nodeagg_free(&agg);
   free(m.cache);
   an_close(c);
   return 0;
+}
+
+static int print_tops(topt *t, cli_inputs *in, FILE *o)
+{
+  int rc = 0;
+  t->ended = 0;
+  for (size_t g = 0; g < in->ngroups && !rc; g++)
+    rc = top_run(t, in->groups[g].paths, in->groups[g].n,
+                 in->group_exe ? in->groups[g].name : NULL, g, o);
+  if (!rc && in->group_exe && t->mode == OUT_JSON) fprintf(o, "\n]\n");
+  return rc;
+}
+
+/* Is the process that writes trace [path] still running (on this host)? */
+static int writer_alive(const char *path)
+{
+  char err[256];
+  ti_trace *tr = ti_open(path, err, sizeof err);
+  if (!tr) return 1;                /* not even a header yet */
+  uint64_t pid = ti_get_header(tr)->pid;
+  ti_close(tr);
+  if (pid == 0 || pid > INT32_MAX) return 0;
+  return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+/* --follow: read the traces again every interval while they are written,
+   clearing the terminal (or separating refreshes with a line); stop after
+   a last refresh once every trace has its end record or its process has
+   gone. */
+static int follow(topt *t, cli_inputs *args, FILE *o)
+{
+  an_quiet_truncation = 1;
+  int tty = isatty(fileno(o)), waited = 0;
+  for (unsigned n = 0;; n++) {
+    cli_inputs in;
+    cli_inputs_init(&in);
+    in.have_pid = args->have_pid; in.pid = args->pid;
+    in.exe = args->exe; in.group_exe = args->group_exe;
+    for (size_t i = 0; i < args->nargs; i++) cli_inputs_add(&in, args->args[i]);
+    int ready = 1;
+    for (size_t i = 0; i < in.nargs; i++)
+      if (access(in.args[i], R_OK) != 0) ready = 0;
+    int rc = ready ? cli_inputs_resolve(&in) : 1;
+    if (rc == 0) {
+      /* Decide before reading, so that the last refresh reads everything. */
+      int done = 1;
+      for (size_t i = 0; i < in.npaths && done; i++) done = !writer_alive(in.paths[i]);
+      if (tty) fputs("\033[H\033[2J", o);
+      else if (n) fprintf(o, "--- refresh %u\n", n);
+      rc = print_tops(t, &in, o);
+      fflush(o);
+      if (rc == 0 && (done || t->ended == in.npaths)) { cli_inputs_free(&in); return 0; }
+    } else if (!waited) {
+      msg("waiting for the trace to appear\n");
+      waited = 1;
+    }
+    cli_inputs_free(&in);
+    if (rc == 2) return rc;
+    struct timespec ts = { (time_t)t->interval, (long)((t->interval - (time_t)t->interval) * 1e9) };
+    nanosleep(&ts, NULL);
+  }
 }
 
 int cmd_top(int argc, char **argv)
@@ -294,6 +375,7 @@ int cmd_top(int argc, char **argv)
   t.live_arg = "end";
   t.limit = 20;
   t.mode = OUT_TEXT;
+  t.interval = 1;
   g_sort = SORT_ALLOC;
   cli_inputs in;
   cli_inputs_init(&in);
@@ -304,10 +386,7 @@ int cmd_top(int argc, char **argv)
     rc = o ? 0 : 1;
   }
   if (o) {
-    for (size_t g = 0; g < in.ngroups && !rc; g++)
-      rc = top_run(&t, in.groups[g].paths, in.groups[g].n,
-                   in.group_exe ? in.groups[g].name : NULL, g, o);
-    if (!rc && in.group_exe && t.mode == OUT_JSON) fprintf(o, "\n]\n");
+    rc = t.follow ? follow(&t, &in, o) : print_tops(&t, &in, o);
     int rc2 = out_close(o, t.out);
     if (!rc) rc = rc2;
   }

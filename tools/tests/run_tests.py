@@ -533,6 +533,41 @@ def test_runtime_trace():
               r.returncode == 0 and rc == 0 and "viewer rules: ok" in text, r.stderr + text[-300:])
     test_runtime_domains(ocamlopt, work)
     test_runtime_marshal(ocamlopt, work)
+    test_runtime_follow(ocamlopt, work)
+
+
+def test_runtime_follow(ocamlopt, work):
+    """top --follow on a running 4-domain program (tests/follow.ml): several
+    refreshes while the trace is written, exit 0 when the program ends, and
+    the last table equals top on the finished trace."""
+    shutil.copy(os.path.join(HERE, "follow.ml"), work)
+    r = run([ocamlopt, "-g", "-I", "+unix", "unix.cmxa", "follow.ml", "-o", "follow.exe"], cwd=work)
+    check("compile tests/follow.ml", r.returncode == 0, r.stderr[-500:])
+    if r.returncode != 0:
+        return
+    trace = os.path.join(work, "follow.trace")
+    if os.path.exists(trace):
+        os.remove(trace)
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-4,memprof_flush_ms=100" % trace)
+    prog = subprocess.Popen([os.path.join(work, "follow.exe"), "3"], env=env, cwd=work,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        r = run([TOOL, "top", "--follow", "--interval", "300ms", "--json", "-n", "0", trace], timeout=120)
+    finally:
+        prog.wait(timeout=120)
+    docs = r.stdout.split("--- refresh ")
+    last = docs[-1].split("\n", 1)[1] if len(docs) > 1 else docs[-1]
+    final = tool_json("top", "--json", "-n", "0", trace)
+    try:
+        got = json.loads(last)
+    except ValueError:
+        got = None
+    first = json.loads(docs[0]) if docs[0].strip().startswith("{") else {"total": {"samples": -1}}
+    check("top --follow on a 4-domain program: exits 0 after several refreshes",
+          r.returncode == 0 and len(docs) >= 3, "rc=%d refreshes=%d %s" % (r.returncode, len(docs), r.stderr[-300:]))
+    check("top --follow: the first refresh saw part of the run, the last equals top on the final trace",
+          got == final and 0 <= first["total"]["samples"] < final["total"]["samples"],
+          "%s vs %s" % (str(got)[:200], str(final)[:200]))
 
 
 def test_runtime_marshal(ocamlopt, work):
