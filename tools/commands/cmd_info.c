@@ -55,7 +55,7 @@ static void on_event(void *u, an_ctx *c, const mpt_event *ev)
 }
 
 static const char usage[] =
-  "usage: ocaml-memprof info [--json] [--pid N] [--exe NAME] TRACE...\n"
+  "usage: ocaml-memprof info [--json | --top N] [--pid N] [--exe NAME] TRACE...\n"
   "For one trace: the header, event counts by kind and domain, the estimated\n"
   "total allocated bytes and whether the file was truncated.\n"
   "For several traces (files, directories, glob patterns): the process tree\n"
@@ -65,6 +65,8 @@ static const char usage[] =
   "sum over allocations of nsamples / rate * word_bytes (header words\n"
   "included, as memtrace counts them).\n"
   "  --json            machine-readable output\n"
+  "  --top N           after the process tree, the N top allocation sites of\n"
+  "                    each executable (as `top --group exe -n N`)\n"
   "  --pid N, --exe NAME   only the traces of process N / executable NAME\n";
 
 /* ---- several traces: the process tree ---- */
@@ -206,6 +208,7 @@ static int info_many(const cli_inputs *in, int json)
 int cmd_info(int argc, char **argv)
 {
   int json = 0;
+  const char *top = NULL;
   cli_inputs in;
   cli_inputs_init(&in);
   for (int i = 1; i < argc; i++) {
@@ -217,11 +220,41 @@ int cmd_info(int argc, char **argv)
       cli_inputs_free(&in);
       return 0;
     } else if (!strcmp(argv[i], "--json")) json = 1;
+    else if (!strcmp(argv[i], "--top")) {
+      const char *v = cli_value(argc, argv, &i);
+      long n;
+      if (!v) { cli_inputs_free(&in); return 2; }
+      if (parse_count(v, &n) < 0 || n == 0) {
+        cli_inputs_free(&in);
+        return cli_bad_value("--top", v, "a number of sites per executable (>= 1)");
+      }
+      top = v;
+    }
     else if (argv[i][0] == '-' && argv[i][1]) { cli_inputs_free(&in); return cli_unknown_option(argv[i]); }
     else cli_inputs_add(&in, argv[i]);
   }
+  if (top && json) {
+    cli_inputs_free(&in);
+    return cli_usage_error("--top is for text output (use `top --group exe --json`)");
+  }
   int rc = cli_inputs_resolve(&in);
   if (rc) { cli_inputs_free(&in); return rc; }
+  if (top) {                    /* the tree, then top sites per executable */
+    rc = info_many(&in, 0);
+    if (!rc) {
+      fflush(stdout);
+      putchar('\n');
+      char **av = xcalloc(in.npaths + 6, sizeof *av);
+      int ac = 0;
+      av[ac++] = "top"; av[ac++] = "--group"; av[ac++] = "exe"; av[ac++] = "-n";
+      av[ac++] = (char *)top;
+      for (size_t i = 0; i < in.npaths; i++) av[ac++] = (char *)in.paths[i];
+      rc = cmd_top(ac, av);
+      free(av);
+    }
+    cli_inputs_free(&in);
+    return rc;
+  }
   if (in.ntraces > 1 || in.have_pid || in.exe) {
     if (in.npaths > 1 || in.ntraces > 1) {
       rc = info_many(&in, json);

@@ -764,6 +764,10 @@ def test_many(files):
           ex.get("ocamlopt", {}).get("processes") == 2
           and ex["ocamlopt"]["samples"] == one["child1.mpt"]["samples"] + one["child2.mpt"]["samples"],
           json.dumps(j["executables"]))
+    r = tool("info", "--top", "3", d)
+    check("info --top 3 DIR: the process tree, then top sites per executable",
+          r.returncode == 0 and r.stdout.startswith("PID") and "== build ==" in r.stdout
+          and "== ocamlopt ==" in r.stdout and "Leak.grow" in r.stdout, r.stdout[-500:] + r.stderr)
     t = tool_json("top", "--json", "-n", "0", d)["total"]
     check("top DIR merges every trace: totals are the sums",
           t["samples"] == sum(v["samples"] for v in one.values())
