@@ -69,8 +69,9 @@ int ti_truncated(const ti_trace *t);
    and fills the values, else 0. */
 int ti_end_info(const ti_trace *t, uint64_t *end_time_ns,
                 uint64_t *total_samples, uint64_t *lost_samples);
-/* Bytes consumed / total file size (0 when unknown), for progress lines. */
-void ti_progress(const ti_trace *t, uint64_t *done, uint64_t *total);
+/* Bytes consumed / total file size (0 when unknown), for progress lines
+   (for the 5.3.0+memprof format, the file offset as Linux reports it). */
+void ti_progress(ti_trace *t, uint64_t *done, uint64_t *total);
 /* Format-specific statistics for `info`: a const ctf_stats * (ctf_reader.h)
    for CTF input, NULL otherwise. */
 const void *ti_ctf_stats(const ti_trace *t);
