@@ -336,7 +336,7 @@ static int follow(topt *t, cli_inputs *args, FILE *o)
 {
   an_quiet_truncation = 1;
   int tty = isatty(fileno(o)), waited = 0;
-  for (unsigned n = 0;; n++) {
+  for (unsigned n = 0;;) {
     cli_inputs in;
     cli_inputs_init(&in);
     in.have_pid = args->have_pid; in.pid = args->pid;
@@ -352,6 +352,7 @@ static int follow(topt *t, cli_inputs *args, FILE *o)
       for (size_t i = 0; i < in.npaths && done; i++) done = !writer_alive(in.paths[i]);
       if (tty) fputs("\033[H\033[2J", o);
       else if (n) fprintf(o, "--- refresh %u\n", n);
+      n++;
       rc = print_tops(t, &in, o);
       fflush(o);
       if (rc == 0 && (done || t->ended == in.npaths)) { cli_inputs_free(&in); return 0; }
