@@ -261,7 +261,7 @@ int cli_inputs_resolve(cli_inputs *in)
   if (skipped)
     msg("note: skipped %zu files that are not traces\n", skipped);
   /* Headers: needed to select or group, and to name processes. */
-  int need = in->have_pid || in->exe || in->group_exe || in->ntraces > 1;
+  int need = in->have_pid || in->exe || in->group_exe || in->headers || in->ntraces > 1;
   for (size_t i = 0; need && i < in->ntraces; i++) {
     char err[512];
     cli_trace *t = &in->traces[i];

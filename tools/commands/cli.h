@@ -67,6 +67,7 @@ typedef struct {
   uint64_t pid;
   const char *exe;
   int group_exe;
+  int headers;                  /* read the headers even for one trace */
   /* after cli_inputs_resolve: */
   cli_trace *traces;
   size_t ntraces;

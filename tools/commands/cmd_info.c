@@ -237,6 +237,7 @@ int cmd_info(int argc, char **argv)
     cli_inputs_free(&in);
     return cli_usage_error("--top is for text output (use `top --group exe --json`)");
   }
+  in.headers = top != NULL;
   int rc = cli_inputs_resolve(&in);
   if (rc) { cli_inputs_free(&in); return rc; }
   if (top) {                    /* the tree, then top sites per executable */

@@ -13,7 +13,9 @@
    the option sets below are wrong), and any call to exit(), which
    libFuzzer reports as a "fuzz target exited". */
 
+#include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +34,14 @@
    Each set ends with NULL. */
 #define IN "\001in"
 #define OUT "\001out"
+#define DIR "\001dir"
 typedef const char *optset[MAXARGS];
 
 static const optset sets_info[] = {
   { IN, NULL },
   { "--json", IN, NULL },
+  { IN, IN, NULL },                           /* the process tree */
+  { "--top", "3", DIR, NULL },
 };
 static const optset sets_top[] = {
   { IN, NULL },
@@ -48,6 +53,8 @@ static const optset sets_top[] = {
   { "--focus", ".", "--hide", "Stdlib", "--allocated", "0,1ms", "--source", "minor",
     "--min-size", "16", "--max-lifetime", "1s", IN, NULL },
   { "--domain", "1", "--live", "0,", "--collected", ",", "--ignore", "List", IN, NULL },
+  { "--group", "exe", "--json", IN, IN, NULL },   /* two traces merged */
+  { "--exe", "x", DIR, NULL },
 };
 static const optset sets_leaks[] = {
   { IN, NULL },
@@ -75,6 +82,7 @@ static const optset sets_pprof[] = {
 };
 static const optset sets_folded[] = {
   { IN, NULL },
+  { DIR, IN, NULL },
   { "--value", "objects", "--lines", IN, NULL },
   { "--value", "live", "--live-at", "end", "--min-lifetime", "1us", IN, NULL },
 };
@@ -88,7 +96,7 @@ static const struct { const char *name; const optset *sets; size_t n; } all_sets
   SETS(diff), SETS(pprof), SETS(folded), SETS(ctf),
 };
 
-static char in_path[64], out_path[64];
+static char dir_path[64], in_path[80], out_path[64];
 static const optset *sets;
 static size_t nsets;
 
@@ -96,6 +104,7 @@ static void cleanup(void)
 {
   unlink(in_path);
   unlink(out_path);
+  rmdir(dir_path);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -104,7 +113,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
   for (size_t i = 0; i < sizeof all_sets / sizeof all_sets[0]; i++)
     if (!strcmp(all_sets[i].name, FUZZ_NAME)) { sets = all_sets[i].sets; nsets = all_sets[i].n; }
   if (!sets) { fprintf(stderr, "fuzz_cmd: no option sets for %s\n", FUZZ_NAME); abort(); }
-  snprintf(in_path, sizeof in_path, "/tmp/fuzz-%s-%ld.in", FUZZ_NAME, (long)getpid());
+  /* The input sits alone in a directory of its own, for the DIR sets. */
+  snprintf(dir_path, sizeof dir_path, "/tmp/fuzz-%s-%ld.d", FUZZ_NAME, (long)getpid());
+  if (mkdir(dir_path, 0700) != 0 && errno != EEXIST) abort();
+  snprintf(in_path, sizeof in_path, "%s/in.trace", dir_path);
   snprintf(out_path, sizeof out_path, "/tmp/fuzz-%s-%ld.out", FUZZ_NAME, (long)getpid());
   atexit(cleanup);
   msg_cmd = FUZZ_NAME;
@@ -123,6 +135,7 @@ static void run_set(const optset set)
     const char *a = set[i];
     if (!strcmp(a, IN)) a = in_path;
     else if (!strcmp(a, OUT)) a = out_path;
+    else if (!strcmp(a, DIR)) a = dir_path;
     argv[argc++] = (char *)a;
   }
   argv[argc] = NULL;
