@@ -84,35 +84,24 @@ static an_live *stray_slot(livetab *t, uint64_t id, int *had)
   return &t->stray[k];
 }
 
+static void evict(void *u, size_t slot, uint64_t id)
+{
+  livetab *t = u;
+  if (!t->nold || old_id(&t->old[t->nold - 1]) < id) old_append(t, id, &t->ring[slot]);
+  else { int had; *stray_slot(t, id, &had) = t->ring[slot]; }
+  t->ring[slot].nsamples = 0;
+}
+
 /* Slide the window so that [id] sits in its middle; ring records whose ids
-   fall below the new base move, in id order, to the sorted array (or to
-   the stray map when the array already holds larger ids).  Moving by at
-   least half a window at a time bounds the bitmap scan to 2/64 word tests
-   per id of a sequential stream. */
+   fall below the new base move to the sorted array (or, when the array
+   already holds a larger id, to the stray map).  Moving by at least half a
+   window at a time bounds the bitmap scan to 2/64 word tests per id of a
+   sequential stream. */
 static void advance(livetab *t, uint64_t id)
 {
   uint64_t nbase = id - LIVETAB_WINDOW / 2;
-  if (t->ring_count) {
-    /* Walk the slots in id order: from base's slot round the ring. */
-    size_t start = (size_t)(t->base & (LIVETAB_WINDOW - 1));
-    for (size_t n = 0; n < LIVETAB_WINDOW && t->ring_count; n += 64) {
-      size_t w = ((start + n) & (LIVETAB_WINDOW - 1)) / 64;
-      uint64_t b = t->bits[w];
-      /* The first word may start mid-way: handle its low part last. */
-      while (b) {
-        unsigned k = (unsigned)__builtin_ctzll(b);
-        b &= b - 1;
-        size_t slot = w * 64 + k;
-        uint64_t held = t->base + ((slot - t->base) & (LIVETAB_WINDOW - 1));
-        if (held >= nbase) continue;
-        if (!t->nold || old_id(&t->old[t->nold - 1]) < held) old_append(t, held, &t->ring[slot]);
-        else { int had; *stray_slot(t, held, &had) = t->ring[slot]; }
-        t->ring[slot].nsamples = 0;
-        t->bits[w] &= ~(1ULL << k);
-        t->ring_count--;
-      }
-    }
-  }
+  if (t->ring_count)
+    t->ring_count -= ring_evict(t->bits, LIVETAB_WINDOW, t->base, nbase, evict, t);
   t->base = nbase;
 }
 

@@ -315,3 +315,30 @@ int cli_inputs_resolve(cli_inputs *in)
   }
   return 0;
 }
+
+an_ctx *cli_open(int *rc, void *filter, cli_inputs *in)
+{
+  an_ctx *c = NULL;
+  if (*rc < 0) {
+    *rc = cli_inputs_resolve(in);
+    if (*rc == 0 && !(c = an_open(in->paths, in->npaths, filter))) *rc = 1;
+  }
+  if (!c) {
+    an_filter_free(filter);
+    cli_inputs_free(in);
+  }
+  return c;
+}
+
+int cli_run(an_ctx *c, const void *callbacks, void *filter, cli_inputs *in)
+{
+  int rc = an_run(c, callbacks);
+  if (rc) {
+    an_close(c);
+    an_filter_free(filter);
+    cli_inputs_free(in);
+    return rc;
+  }
+  an_print_hints(c);
+  return 0;
+}

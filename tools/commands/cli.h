@@ -90,4 +90,15 @@ void cli_inputs_add(cli_inputs *in, const char *arg);
    nothing to read). */
 int cli_inputs_resolve(cli_inputs *in);
 
+/* After parsing ([*rc] -1: go on; otherwise the exit status, 0 for
+   --help): resolve [in] and open its traces with filter [f] (analysis.h).
+   Returns the context, or NULL with *rc the exit status after freeing [f]
+   and [in]. */
+struct an_ctx;
+struct an_ctx *cli_open(int *rc, void *filter, cli_inputs *in);
+/* an_run on a context from cli_open; on success print the hints (notes on
+   empty results) and return 0; on failure close the context, free
+   [filter] and [in] and return the exit status. */
+int cli_run(struct an_ctx *c, const void *callbacks, void *filter, cli_inputs *in);
+
 #endif

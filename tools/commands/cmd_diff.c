@@ -82,9 +82,8 @@ int cmd_diff(int argc, char **argv)
   memset(&a, 0, sizeof a);
   a.by = AN_BY_FUNCTION;
   a.live_at = AN_NEVER;
-  const char *out = NULL, *v;
-  long limit = 20;
-  out_mode mode = OUT_TEXT;
+  const char *v;
+  table_opts t = { OUT_TEXT, AN_BY_FUNCTION, 20, NULL };
   g_sort_live = 0;
   cli_inputs in[2];
   cli_inputs_init(&in[0]);
@@ -94,25 +93,17 @@ int cmd_diff(int argc, char **argv)
   for (int i = 1; i < argc && rc < 0; i++) {
     const char *o = argv[i];
     int k = dashes ? 0 : cli_option(&f, NULL, 0, argc, argv, &i);
+    if (!k && !dashes)
+      k = table_option(&t, TABLE_JSON | TABLE_CSV | TABLE_BY | TABLE_N | TABLE_O, argc, argv, &i);
     if (k < 0) rc = 2;
     else if (k) continue;
     else if (dashes) cli_inputs_add(&in[1], o);
     else if (!strcmp(o, "--")) dashes = 1;
     else if (cli_is_help(o)) { print_usage(stdout, usage, 1); rc = 0; }
-    else if (!strcmp(o, "--json")) mode = OUT_JSON;
-    else if (!strcmp(o, "--csv")) mode = OUT_CSV;
-    else if (!strcmp(o, "--by")) {
-      if (!(v = cli_value(argc, argv, &i))) rc = 2;
-      else if (parse_keykind(v, &a.by) < 0) rc = cli_bad_value(o, v, "function, location or module");
-    } else if (!strcmp(o, "--sort")) {
+    else if (!strcmp(o, "--sort")) {
       if (!(v = cli_value(argc, argv, &i))) rc = 2;
       else if (!strcmp(v, "live")) g_sort_live = 1;
       else if (strcmp(v, "alloc")) rc = cli_bad_value(o, v, "alloc or live");
-    } else if (!strcmp(o, "-n")) {
-      if (!(v = cli_value(argc, argv, &i))) rc = 2;
-      else if (parse_count(v, &limit) < 0) rc = cli_bad_value(o, v, "a number of rows (0 = all)");
-    } else if (!strcmp(o, "-o")) {
-      if (!(out = cli_value(argc, argv, &i))) rc = 2;
     } else if (o[0] == '-' && o[1]) rc = cli_unknown_option(o);
     else {
       cli_inputs_add(&in[0], o);
@@ -143,6 +134,10 @@ int cmd_diff(int argc, char **argv)
       label[side] = lbuf[side];
     }
   }
+  a.by = t.by;
+  const char *out = t.out;
+  long limit = t.limit;
+  out_mode mode = t.mode;
   a.keys = strpool_new();
   double tot_alloc[2] = { 0, 0 }, tot_live[2] = { 0, 0 };
   for (int side = 0; side < 2 && !rc; side++) {

@@ -118,69 +118,52 @@ static const char usage[] =
   "  -n N              rows (10; 0 = all)\n"
   "  --json, --csv     machine-readable output;  -o FILE  write to FILE\n";
 
+typedef struct {
+  an_window win;
+  double min_score;
+} leaks_opts;
+
+static int leaks_option(void *u, int argc, char **argv, int *i)
+{
+  leaks_opts *lo = u;
+  const char *o = argv[*i], *v;
+  if (!strcmp(o, "--window")) {
+    if (!(v = cli_value(argc, argv, i))) return -1;
+    if (parse_window(v, &lo->win) < 0)
+      return cli_bad_value(o, v, "a time window A,B (1s,2s; 250ms,; ,3m)"), -1;
+  } else if (!strcmp(o, "--min-score")) {
+    uint64_t sc;
+    if (!(v = cli_value(argc, argv, i))) return -1;
+    if (parse_size(v, &sc) < 0) return cli_bad_value(o, v, "a size in bytes (64, 4k, 1M)"), -1;
+    lo->min_score = (double)sc;
+  } else return 0;
+  return 1;
+}
+
 int cmd_leaks(int argc, char **argv)
 {
   an_filter f;
   an_filter_init(&f);
   leaks_acc a;
   memset(&a, 0, sizeof a);
-  a.by = AN_BY_FUNCTION;
-  const char *out = NULL, *v;
-  an_window win = { 0, 0, 0 };
-  long limit = 10;
-  double min_score = -1;
-  out_mode mode = OUT_TEXT;
+  leaks_opts lo = { { 0, 0, 0 }, -1 };
+  table_opts t = { OUT_TEXT, AN_BY_FUNCTION, 10, NULL };
   cli_inputs in;
   cli_inputs_init(&in);
-  int rc = -1;
-  for (int i = 1; i < argc && rc < 0; i++) {
-    const char *o = argv[i];
-    int k = cli_option(&f, &in, 0, argc, argv, &i);
-    if (k < 0) rc = 2;
-    else if (k) continue;
-    else if (cli_is_help(o)) { print_usage(stdout, usage, 1); rc = 0; }
-    else if (!strcmp(o, "--json")) mode = OUT_JSON;
-    else if (!strcmp(o, "--csv")) mode = OUT_CSV;
-    else if (!strcmp(o, "--by")) {
-      if (!(v = cli_value(argc, argv, &i))) rc = 2;
-      else if (parse_keykind(v, &a.by) < 0) rc = cli_bad_value(o, v, "function, location or module");
-    } else if (!strcmp(o, "--window")) {
-      if (!(v = cli_value(argc, argv, &i))) rc = 2;
-      else if (parse_window(v, &win) < 0) rc = cli_bad_value(o, v, "a time window A,B (1s,2s; 250ms,; ,3m)");
-    } else if (!strcmp(o, "--min-score")) {
-      uint64_t sc;
-      if (!(v = cli_value(argc, argv, &i))) rc = 2;
-      else if (parse_size(v, &sc) < 0) rc = cli_bad_value(o, v, "a size in bytes (64, 4k, 1M)");
-      else min_score = (double)sc;
-    } else if (!strcmp(o, "-n")) {
-      if (!(v = cli_value(argc, argv, &i))) rc = 2;
-      else if (parse_count(v, &limit) < 0) rc = cli_bad_value(o, v, "a number of rows (0 = all)");
-    } else if (!strcmp(o, "-o")) {
-      if (!(out = cli_value(argc, argv, &i))) rc = 2;
-    } else if (o[0] == '-' && o[1]) rc = cli_unknown_option(o);
-    else cli_inputs_add(&in, o);
-  }
-  if (rc < 0) rc = cli_inputs_resolve(&in);
-  else if (rc == 0) rc = -2;        /* --help: done */
-  an_ctx *c = rc ? NULL : an_open(in.paths, in.npaths, &f);
-  if (!c) {
-    an_filter_free(&f);
-    cli_inputs_free(&in);
-    return rc == -2 ? 0 : rc ? rc : 1;
-  }
+  int rc = report_parse(argc, argv, usage, &f, &in, &t,
+                        TABLE_JSON | TABLE_CSV | TABLE_BY | TABLE_N | TABLE_O, leaks_option, &lo);
+  an_window win = lo.win;
+  double min_score = lo.min_score;
+  an_ctx *c = cli_open(&rc, &f, &in);
+  if (!c) return rc;
+  a.by = t.by;
+  const char *out = t.out;
+  long limit = t.limit;
+  out_mode mode = t.mode;
   const char *path = in.npaths == 1 ? in.paths[0] : NULL;
   u64map_init(&a.idx, 256);
   an_callbacks cb = { &a, NULL, on_sample };
-  rc = an_run(c, &cb);
-  if (rc) {
-    leaks_free(&a);
-    an_filter_free(&f);
-    an_close(c);
-    cli_inputs_free(&in);
-    return rc;
-  }
-
-  an_print_hints(c);
+  if ((rc = cli_run(c, &cb, &f, &in))) { leaks_free(&a); return rc; }
   uint64_t end = an_get_stats(c)->max_end_time;
   uint64_t W = WIDTH0;
   while (end / W >= LEAK_BINS) W *= 2;

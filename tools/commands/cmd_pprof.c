@@ -131,26 +131,12 @@ static const char usage[] =
   "alloc_space), un-sampled from the trace's rate.\n"
   "  --live-at end|peak|TIME   what in-use means (end)\n";
 
-/* Parse argv; -1 when the command goes on, else the exit status. */
-static int parse(int argc, char **argv, an_filter *f, cli_inputs *in, const char **out,
-                 const char **live_arg)
+static int live_at_option(void *u, int argc, char **argv, int *i)
 {
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int k = cli_option(f, in, 0, argc, argv, &i);
-    if (k < 0) return 2;
-    if (k) continue;
-    if (cli_is_help(a)) { print_usage(stdout, usage, 1); return 0; }
-    else if (!strcmp(a, "--live-at")) {
-      if (!(*live_arg = cli_value(argc, argv, &i)) || check_live_at(*live_arg)) return 2;
-    } else if (!strcmp(a, "-o")) {
-      if (!(*out = cli_value(argc, argv, &i))) return 2;
-    } else if (a[0] == '-' && a[1]) return cli_unknown_option(a);
-    else cli_inputs_add(in, a);
-  }
-  if (!*out) return cli_usage_error("-o OUT.pb.gz is required");
-  int rc = cli_inputs_resolve(in);
-  return rc ? rc : -1;
+  const char **live_arg = u;
+  if (strcmp(argv[*i], "--live-at")) return 0;
+  if (!(*live_arg = cli_value(argc, argv, i)) || check_live_at(*live_arg)) return -1;
+  return 1;
 }
 
 int cmd_pprof(int argc, char **argv)
@@ -159,8 +145,12 @@ int cmd_pprof(int argc, char **argv)
   an_filter_init(&f);
   cli_inputs in;
   cli_inputs_init(&in);
-  const char *out = NULL, *live_arg = "end";
-  int rc = parse(argc, argv, &f, &in, &out, &live_arg);
+  const char *live_arg = "end";
+  table_opts opts = { OUT_TEXT, AN_BY_FUNCTION, 0, NULL };
+  int rc = report_parse(argc, argv, usage, &f, &in, &opts, TABLE_O, live_at_option, &live_arg);
+  const char *out = opts.out;
+  if (rc < 0 && !out) rc = cli_usage_error("-o OUT.pb.gz is required");
+  if (rc < 0 && (rc = cli_inputs_resolve(&in)) == 0) rc = -1;
   if (rc >= 0) { an_filter_free(&f); cli_inputs_free(&in); return rc; }
   an_ctx *c;
   nodeagg agg;

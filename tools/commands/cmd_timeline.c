@@ -184,41 +184,32 @@ static const char usage[] =
   "  --csv        CSV instead of SVG: time_s,live_bytes,alloc_bytes_per_s,heap_bytes\n"
   "  --bins N     resolution (200)\n";
 
+static int bins_option(void *u, int argc, char **argv, int *i)
+{
+  long *bins = u;
+  const char *o = argv[*i], *v;
+  if (strcmp(o, "--bins")) return 0;
+  char *e;
+  if (!(v = cli_value(argc, argv, i))) return -1;
+  *bins = strtol(v, &e, 10);
+  if (e == v || *e || *bins < 2 || *bins > 100000)
+    return cli_bad_value(o, v, "a number of bins from 2 to 100000"), -1;
+  return 1;
+}
+
 int cmd_timeline(int argc, char **argv)
 {
   an_filter f;
   an_filter_init(&f);
-  const char *out = NULL, *v;
-  int csv = 0;
   long bins = 200;
+  table_opts t = { OUT_TEXT, AN_BY_FUNCTION, 0, NULL };
   cli_inputs in;
   cli_inputs_init(&in);
-  int rc = -1;
-  for (int i = 1; i < argc && rc < 0; i++) {
-    const char *o = argv[i];
-    int k = cli_option(&f, &in, 0, argc, argv, &i);
-    if (k < 0) rc = 2;
-    else if (k) continue;
-    else if (cli_is_help(o)) { print_usage(stdout, usage, 1); rc = 0; }
-    else if (!strcmp(o, "--csv")) csv = 1;
-    else if (!strcmp(o, "--bins")) {
-      char *e;
-      if (!(v = cli_value(argc, argv, &i))) rc = 2;
-      else if ((bins = strtol(v, &e, 10)), e == v || *e || bins < 2 || bins > 100000)
-        rc = cli_bad_value(o, v, "a number of bins from 2 to 100000");
-    } else if (!strcmp(o, "-o")) {
-      if (!(out = cli_value(argc, argv, &i))) rc = 2;
-    } else if (o[0] == '-' && o[1]) rc = cli_unknown_option(o);
-    else cli_inputs_add(&in, o);
-  }
-  if (rc < 0) rc = cli_inputs_resolve(&in);
-  else if (rc == 0) rc = -2;        /* --help: done */
-  an_ctx *c = rc ? NULL : an_open(in.paths, in.npaths, &f);
-  if (!c) {
-    an_filter_free(&f);
-    cli_inputs_free(&in);
-    return rc == -2 ? 0 : rc ? rc : 1;
-  }
+  int rc = report_parse(argc, argv, usage, &f, &in, &t, TABLE_CSV | TABLE_O, bins_option, &bins);
+  an_ctx *c = cli_open(&rc, &f, &in);
+  if (!c) return rc;
+  int csv = t.mode == OUT_CSV;
+  const char *out = t.out;
   const char *path = in.npaths == 1 ? in.paths[0] : "several traces";
   tl_acc a;
   memset(&a, 0, sizeof a);
@@ -228,15 +219,7 @@ int cmd_timeline(int argc, char **argv)
   tcurve_init(&a.live, (uint32_t)bins * 2, 1000);
   tcurve_init(&a.alloc, (uint32_t)bins * 2, 1000);
   an_callbacks cb = { &a, on_event, on_sample };
-  rc = an_run(c, &cb);
-  if (rc) {
-    tl_free(&a);
-    an_filter_free(&f);
-    an_close(c);
-    cli_inputs_free(&in);
-    return rc;
-  }
-  an_print_hints(c);
+  if ((rc = cli_run(c, &cb, &f, &in))) { tl_free(&a); return rc; }
   uint64_t end = an_get_stats(c)->max_end_time;
   tcurve_cover(&a.live, end);
   tcurve_cover(&a.alloc, end);

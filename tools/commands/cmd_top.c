@@ -94,12 +94,10 @@ static int loc_match(an_ctx *c, matcher *m, uint32_t loc)
 
 typedef struct {
   an_filter f;
-  an_keykind by;
-  const char *out, *live_arg;
+  table_opts tab;              /* --json, --csv, --by, -n, -o */
+  const char *live_arg;
   int rel;                     /* 1 callers, 2 callees */
   matcher m;
-  long limit;
-  out_mode mode;
   int follow;
   double interval;             /* s between refreshes with --follow */
   uint64_t ended;              /* traces read to their end record */
@@ -110,15 +108,12 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     int k = cli_option(&t->f, in, 1, argc, argv, &i);
+    if (!k) k = table_option(&t->tab, TABLE_JSON | TABLE_CSV | TABLE_BY | TABLE_N | TABLE_O,
+                             argc, argv, &i);
     if (k < 0) return 2;
     if (k) continue;
     if (cli_is_help(a)) { print_usage(stdout, usage, 1); return 0; }
-    else if (!strcmp(a, "--json")) t->mode = OUT_JSON;
-    else if (!strcmp(a, "--csv")) t->mode = OUT_CSV;
-    else if (!strcmp(a, "--by")) {
-      if (!(v = cli_value(argc, argv, &i))) return 2;
-      if (parse_keykind(v, &t->by) < 0) return cli_bad_value(a, v, "function, location or module");
-    } else if (!strcmp(a, "--sort")) {
+    else if (!strcmp(a, "--sort")) {
       if (!(v = cli_value(argc, argv, &i))) return 2;
       if (!strcmp(v, "alloc")) g_sort = SORT_ALLOC;
       else if (!strcmp(v, "samples")) g_sort = SORT_SAMPLES;
@@ -137,11 +132,6 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
         return cli_bad_value(a, v, msg);
       }
       t->rel = a[7] == 'r' ? 1 : 2;     /* --callers, --callees */
-    } else if (!strcmp(a, "-n")) {
-      if (!(v = cli_value(argc, argv, &i))) return 2;
-      if (parse_count(v, &t->limit) < 0) return cli_bad_value(a, v, "a number of rows (0 = all)");
-    } else if (!strcmp(a, "-o")) {
-      if (!(t->out = cli_value(argc, argv, &i))) return 2;
     } else if (!strcmp(a, "--follow")) t->follow = 1;
     else if (!strcmp(a, "--interval")) {
       uint64_t ns;
@@ -164,11 +154,11 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
 static int top_run(topt *t, const char *const *paths, size_t npaths, const char *group,
                    size_t index, FILE *o)
 {
-  an_keykind by = t->by;
+  an_keykind by = t->tab.by;
   int rel = t->rel;
   matcher m = t->m;
-  long limit = t->limit;
-  out_mode mode = t->mode;
+  long limit = t->tab.limit;
+  out_mode mode = t->tab.mode;
   const char *live_arg = t->live_arg;
   const char *path = npaths == 1 ? paths[0] : NULL;
   an_ctx *c;
@@ -312,7 +302,7 @@ static int print_tops(topt *t, cli_inputs *in, FILE *o)
   for (size_t g = 0; g < in->ngroups && !rc; g++)
     rc = top_run(t, in->groups[g].paths, in->groups[g].n,
                  in->group_exe ? in->groups[g].name : NULL, g, o);
-  if (!rc && in->group_exe && t->mode == OUT_JSON) fprintf(o, "\n]\n");
+  if (!rc && in->group_exe && t->tab.mode == OUT_JSON) fprintf(o, "\n]\n");
   return rc;
 }
 
@@ -372,10 +362,8 @@ int cmd_top(int argc, char **argv)
   topt t;
   memset(&t, 0, sizeof t);
   an_filter_init(&t.f);
-  t.by = AN_BY_FUNCTION;
+  t.tab = (table_opts){ OUT_TEXT, AN_BY_FUNCTION, 20, NULL };
   t.live_arg = "end";
-  t.limit = 20;
-  t.mode = OUT_TEXT;
   t.interval = 1;
   g_sort = SORT_ALLOC;
   cli_inputs in;
@@ -383,12 +371,12 @@ int cmd_top(int argc, char **argv)
   int rc = parse(argc, argv, &t, &in);
   FILE *o = NULL;
   if (rc < 0) {
-    o = out_open(t.out);
+    o = out_open(t.tab.out);
     rc = o ? 0 : 1;
   }
   if (o) {
     rc = t.follow ? follow(&t, &in, o) : print_tops(&t, &in, o);
-    int rc2 = out_close(o, t.out);
+    int rc2 = out_close(o, t.tab.out);
     if (!rc) rc = rc2;
   }
   if (t.rel) regfree(&t.m.re);

@@ -208,27 +208,49 @@ static inline int in_window(const idtab *t, uint64_t id)
    ids fall below the new base move to the map.  Moving by at least half a
    window at a time makes the bitmap scan cost at most 2/64 word tests per
    id in a sequential stream. */
-static void idtab_advance(idtab *t, uint64_t id)
+size_t ring_evict(uint64_t *bits, size_t window, uint64_t base, uint64_t nbase,
+                  void (*f)(void *u, size_t slot, uint64_t id), void *u)
 {
-  uint64_t nbase = id - IDTAB_WINDOW / 2;
-  if (t->ring_count) {
-    for (size_t w = 0; w < IDTAB_WINDOW / 64; w++) {
-      uint64_t b = t->bits[w];
-      while (b) {
-        unsigned k = (unsigned)__builtin_ctzll(b);
-        b &= b - 1;
-        size_t slot = w * 64 + k;
-        /* The id held in a slot is the one congruent to it in the window. */
-        uint64_t held = t->base + ((slot - t->base) & (IDTAB_WINDOW - 1));
-        if (held < nbase) {
-          u64map_put(&t->old, held, t->ring[slot] - 1);
-          t->ring[slot] = 0;
-          t->bits[w] &= ~(1ULL << k);
-          t->ring_count--;
-        }
+  /* In id order: from base's slot round the ring; base's word is visited
+     twice, its upper bits first and its lower bits (the highest ids) last. */
+  size_t n = 0, words = window / 64, start = (size_t)(base & (window - 1));
+  unsigned s0 = (unsigned)(start % 64);
+  for (size_t i = 0; i <= words; i++) {
+    size_t w = (start / 64 + i) % words;
+    uint64_t mask = i == 0 ? ~0ULL << s0 : i == words ? ~(~0ULL << s0) : ~0ULL;
+    uint64_t b = bits[w] & mask;
+    while (b) {
+      unsigned k = (unsigned)__builtin_ctzll(b);
+      b &= b - 1;
+      size_t slot = w * 64 + k;
+      /* The id held in a slot is the one congruent to it in the window. */
+      uint64_t held = base + ((slot - base) & (window - 1));
+      if (held < nbase) {
+        f(u, slot, held);
+        bits[w] &= ~(1ULL << k);
+        n++;
       }
     }
   }
+  return n;
+}
+
+static void idtab_evict(void *u, size_t slot, uint64_t id)
+{
+  idtab *t = u;
+  u64map_put(&t->old, id, t->ring[slot] - 1);
+  t->ring[slot] = 0;
+}
+
+/* Slide the window so that [id] sits in its middle: ring entries whose
+   ids fall below the new base move to the map.  Moving by at least half a
+   window at a time makes the bitmap scan cost at most 2/64 word tests per
+   id in a sequential stream. */
+static void idtab_advance(idtab *t, uint64_t id)
+{
+  uint64_t nbase = id - IDTAB_WINDOW / 2;
+  if (t->ring_count)
+    t->ring_count -= ring_evict(t->bits, IDTAB_WINDOW, t->base, nbase, idtab_evict, t);
   t->base = nbase;
 }
 

@@ -91,6 +91,13 @@ typedef struct {
   u64map old;           /* everything outside the window */
 } idtab;
 
+/* For rings of [window] slots (a power of two, at least 64) holding the
+   ids [base, base + window) at slot id % window, occupied slots marked in
+   [bits]: call f(u, slot, id), in increasing id order, for every occupied
+   slot whose id is below [nbase] and clear its bit.  Returns how many. */
+size_t ring_evict(uint64_t *bits, size_t window, uint64_t base, uint64_t nbase,
+                  void (*f)(void *u, size_t slot, uint64_t id), void *u);
+
 void idtab_init(idtab *t);
 void idtab_free(idtab *t);
 /* Returns 1 and the value in *val when [id] is present. */

@@ -106,6 +106,42 @@ int parse_count(const char *s, long *n)
   return 0;
 }
 
+int table_option(table_opts *t, unsigned which, int argc, char **argv, int *i)
+{
+  const char *a = argv[*i], *v;
+  if ((which & TABLE_JSON) && !strcmp(a, "--json")) t->mode = OUT_JSON;
+  else if ((which & TABLE_CSV) && !strcmp(a, "--csv")) t->mode = OUT_CSV;
+  else if ((which & TABLE_BY) && !strcmp(a, "--by")) {
+    if (!(v = cli_value(argc, argv, i))) return -1;
+    if (parse_keykind(v, &t->by) < 0)
+      return cli_bad_value(a, v, "function, location or module"), -1;
+  } else if ((which & TABLE_N) && !strcmp(a, "-n")) {
+    if (!(v = cli_value(argc, argv, i))) return -1;
+    if (parse_count(v, &t->limit) < 0) return cli_bad_value(a, v, "a number of rows (0 = all)"), -1;
+  } else if ((which & TABLE_O) && !strcmp(a, "-o")) {
+    if (!(t->out = cli_value(argc, argv, i))) return -1;
+  } else return 0;
+  return 1;
+}
+
+int report_parse(int argc, char **argv, const char *usage, an_filter *f, cli_inputs *in,
+                 table_opts *t, unsigned which,
+                 int (*own)(void *u, int argc, char **argv, int *i), void *u)
+{
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int k = cli_option(f, in, 0, argc, argv, &i);
+    if (!k) k = table_option(t, which, argc, argv, &i);
+    if (!k && cli_is_help(a)) { print_usage(stdout, usage, 1); return 0; }
+    if (!k && own) k = own(u, argc, argv, &i);
+    if (k < 0) return 2;
+    if (k) continue;
+    if (a[0] == '-' && a[1]) return cli_unknown_option(a);
+    cli_inputs_add(in, a);
+  }
+  return -1;
+}
+
 int check_live_at(const char *v)
 {
   uint64_t t;

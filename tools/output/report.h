@@ -41,6 +41,28 @@ int parse_keykind(const char *s, an_keykind *k);
    -1 (nothing printed). */
 int parse_count(const char *s, long *n);
 
+/* The output options the table reports share: --json, --csv, --by, -n
+   and -o, each accepted when its TABLE_* bit is in [which]. */
+typedef struct {
+  out_mode mode;
+  an_keykind by;
+  long limit;
+  const char *out;
+} table_opts;
+enum { TABLE_JSON = 1, TABLE_CSV = 2, TABLE_BY = 4, TABLE_N = 8, TABLE_O = 16 };
+/* Consume argv[*i] when it is one of those options: 1; 0 when it is not;
+   -1 after a usage error. */
+int table_option(table_opts *t, unsigned which, int argc, char **argv, int *i);
+
+/* The option loop of a report: filters ([f]), trace selection ([in]),
+   the [which] table options ([t]), --help (prints [usage]), then [own]
+   for the command's own options (returns 1 when it consumed argv[*i], 0
+   when it does not know it, -1 after a usage error), the rest being
+   traces.  Returns -1 when the command goes on, else its exit status. */
+int report_parse(int argc, char **argv, const char *usage, an_filter *f, cli_inputs *in,
+                 table_opts *t, unsigned which,
+                 int (*own)(void *u, int argc, char **argv, int *i), void *u);
+
 /* --live-at: end, peak or a time.  0, or 2 after a usage error. */
 int check_live_at(const char *v);
 
