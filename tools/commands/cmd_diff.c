@@ -85,14 +85,15 @@ int cmd_diff(int argc, char **argv)
   const char *v;
   table_opts t = { OUT_TEXT, AN_BY_FUNCTION, 20, NULL };
   g_sort_live = 0;
-  cli_inputs in[2];
+  cli_inputs in[2], sel;
+  cli_inputs_init(&sel);
   cli_inputs_init(&in[0]);
   cli_inputs_init(&in[1]);
   const char *pos[2] = { NULL, NULL };
   int npos = 0, dashes = 0, rc = -1;
   for (int i = 1; i < argc && rc < 0; i++) {
     const char *o = argv[i];
-    int k = dashes ? 0 : cli_option(&f, NULL, 0, argc, argv, &i);
+    int k = dashes ? 0 : cli_option(&f, &sel, 0, argc, argv, &i);
     if (!k && !dashes)
       k = table_option(&t, TABLE_JSON | TABLE_CSV | TABLE_BY | TABLE_N | TABLE_O, argc, argv, &i);
     if (k < 0) rc = 2;
@@ -119,6 +120,11 @@ int cmd_diff(int argc, char **argv)
       cli_inputs_add(&in[0], pos[0]);
       cli_inputs_add(&in[1], pos[1]);
     }
+  }
+  for (int side = 0; side < 2; side++) {   /* --pid, --exe: on both sides */
+    in[side].have_pid = sel.have_pid;
+    in[side].pid = sel.pid;
+    in[side].exe = sel.exe;
   }
   if (rc < 0 && dashes && (!in[0].nargs || !in[1].nargs))
     rc = cli_usage_error("diff A... -- B...: both sides need traces");
