@@ -443,12 +443,18 @@ static int next_chunk(mpt_reader *r, int *type)
 static int read_header(mpt_reader *r)
 {
   int w = want(r, MPT_MAGIC_LEN);
-  if (w <= 0 || memcmp(r->plain + r->plain_pos, MPT_MAGIC, MPT_MAGIC_LEN))
+  if (w < 0) return MPT_ERR;
+  /* A file cut inside its header is not a foreign file: say which. */
+  size_t have = r->plain_len - r->plain_pos;
+  if (have && memcmp(r->plain + r->plain_pos, MPT_MAGIC, have < MPT_MAGIC_LEN ? have : MPT_MAGIC_LEN))
     return fail(r, "not a 5.3.0+memprof trace (bad magic)");
+  if (w == 0) return fail(r, "truncated header: the file ends inside the trace header");
   r->plain_pos += MPT_MAGIC_LEN;
   int type;
-  if (next_chunk(r, &type) <= 0 || type != MPT_CHUNK_HEADER)
-    return fail(r, "trace header missing or cut short");
+  w = next_chunk(r, &type);
+  if (w < 0) return MPT_ERR;
+  if (w == 0) return fail(r, "truncated header: the file ends inside the trace header");
+  if (type != MPT_CHUNK_HEADER) return fail(r, "trace header missing (first chunk is not a header)");
   if (r->cend - r->cp < 11) return fail(r, "trace header too short");
   mpt_trace_info *in = &r->info;
   in->format_version = r->cp[0] | r->cp[1] << 8;

@@ -14,6 +14,11 @@
                   allocated by domain 1 (stream 1) in the memprof format;
      Ext.buffer   every 1000 steps a 100-word external (custom) block,
                   freed 500 steps later;
+     (--empty-stacks) first a block of 3/lambda words, then every 1000
+                  steps at step 250 a 2000-word major block, both
+                  with an empty stack, as the runtime records for allocations
+                  made with no OCaml frame on the stack; printed as
+                  `<no backtrace>`;
    a minor GC every 100 steps (promotes the leaked samples), a major cycle
    every 1000 steps (heap statistics; recorded again by stream 1 every other
    cycle, as the runtime may), one compaction at mid-run.
@@ -48,6 +53,9 @@ static const uint32_t st_leak[] = { L_LEAK_GROW, L_LEAK_RUN, L_MAIN };   /* inne
 static const uint32_t st_churn[] = { L_CHURN_TMP, L_CHURN_RUN, L_MAIN };
 static const uint32_t st_static[] = { L_STATIC, L_MAIN };
 static const uint32_t st_ext[] = { L_EXT, L_MAIN };
+/* Empty stack: the CTF writer gets NULL (its contract allows it); the
+   codec's encoder gets a real pointer, as the runtime always passes one. */
+static const uint32_t st_empty[1] = { 0 };
 
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
 static double uniform(void)
@@ -148,7 +156,7 @@ static uint64_t sink_alloc(sink *s, int st, uint64_t t_us, uint64_t id, uint64_t
     for (uint32_t i = 0; i < len; i++) codes[i] = 0x1000 + stack[len - 1 - i];
     return ctf_writer_alloc(s->cw, s->start_us + t_us, wosize, ns,
                             src == MPT_SRC_MINOR ? 0 : src == MPT_SRC_CUSTOM ? 2 : 1,
-                            codes, len);
+                            len ? codes : NULL, len);
   }
   for (uint32_t i = 0; i < len; i++) define(s, st, stack[i]);
   need(s, st, MPT_MAX_EVENT_BYTES(len));
@@ -177,7 +185,9 @@ int main(int argc, char **argv)
 {
   const char *format = NULL, *out = NULL;
   long steps = 100000;
-  int leak = 1, compress = 0;
+  int leak = 1, compress = 0, empty = 0;
+  uint64_t pid = 4242, ppid = 1;
+  const char *exe = "synthetic";
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--format") && i + 1 < argc) format = argv[++i];
     else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
@@ -186,12 +196,17 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[i], "--seed") && i + 1 < argc) rng = strtoull(argv[++i], NULL, 0) | 1;
     else if (!strcmp(argv[i], "--no-leak")) leak = 0;
     else if (!strcmp(argv[i], "--compress")) compress = 1;
+    else if (!strcmp(argv[i], "--empty-stacks")) empty = 1;
+    else if (!strcmp(argv[i], "--pid") && i + 1 < argc) pid = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--ppid") && i + 1 < argc) ppid = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--exe") && i + 1 < argc) exe = argv[++i];
     else { fprintf(stderr, "gen_trace: bad argument %s\n", argv[i]); return 2; }
   }
   if (!format || !out || (strcmp(format, "memprof") && strcmp(format, "ctf")) ||
       steps <= 0 || !(lambda > 0 && lambda <= 1)) {
     fprintf(stderr, "usage: gen_trace --format memprof|ctf -o OUT [--steps N] [--rate R]"
-                    " [--seed S] [--no-leak] [--compress]\n");
+                    " [--seed S] [--no-leak] [--compress] [--empty-stacks]\n"
+                    "                [--pid N] [--ppid N] [--exe PATH]\n");
     return 2;
   }
   static sink s;
@@ -207,11 +222,11 @@ int main(int argc, char **argv)
       ctf_entries[k] = (mpt_loc_entry){ sites[k].file, sites[k].fn, sites[k].line, 2, 20 };
       ctf_locs[k] = (mpt_location){ 0x1000 + (uint64_t)k, 1, &ctf_entries[k] };
     }
-    ctf_winfo wi = { lambda, 64, 4242, s.start_us, "synthetic", "testhost", "", "gen_trace" };
+    ctf_winfo wi = { lambda, 64, pid, s.start_us, exe, "testhost", "", "gen_trace" };
     s.cw = ctf_writer_open(s.out, &wi, ctf_lookup, NULL);
   } else {
-    mpt_trace_info info = { MPT_FORMAT_VERSION, 64, 0, lambda, 64, 1000, 4242, 1,
-                            s.start_us * 1000, "synthetic", "testhost", "5.3.0+memprof",
+    mpt_trace_info info = { MPT_FORMAT_VERSION, 64, 0, lambda, 64, 1000, pid, ppid,
+                            s.start_us * 1000, exe, "testhost", "5.3.0+memprof",
                             "synthetic --leak" };
     static uint8_t hb[MPT_MAGIC_LEN + MPT_CHUNK_HEADER_BYTES + 128 + 4 * (MPT_MAX_STRING + 10)];
     size_t n = mpt_write_header_chunk(hb, sizeof hb, &info);
@@ -222,7 +237,14 @@ int main(int argc, char **argv)
     mpt_enc_simple(&s.enc[1], MPT_EV_DOMAIN_START, 0, 1);
   }
 
-  uint64_t true_words[NLOCS] = { 0 }, samples = 0, next_id = 1;
+  uint64_t true_words[NLOCS] = { 0 }, empty_words = 0, samples = 0, next_id = 1;
+  if (empty) {   /* the trace's first allocation has no stack (the CTF writer's
+                    first backtrace is then empty too) */
+    uint64_t w = (uint64_t)(3 / lambda) + 1;
+    uint32_t ens = sample_block(w);
+    empty_words += w;
+    if (ens) { sink_alloc(&s, 0, 0, next_id++, w - 1, ens, MPT_SRC_MAJOR, st_empty, 0); samples += ens; }
+  }
   /* Static data at t = 0. */
   for (int b = 0; b < 1000; b++) {
     uint32_t ns = sample_block(1001);
@@ -267,6 +289,11 @@ int main(int argc, char **argv)
       sink_gc(&s, 0, t, ext_id, 0);
       ext_live = 0;
     }
+    if (empty && i % 1000 == 250) {        /* no OCaml frame: empty stack */
+      uint32_t ens = sample_block(2001);
+      empty_words += 2001;
+      if (ens) { sink_alloc(&s, 0, t, next_id++, 2000, ens, MPT_SRC_MAJOR, st_empty, 0); samples += ens; }
+    }
     if (i % 100 == 99) {                   /* minor GC: leaked samples survive */
       for (int k = 0; k < npending; k++) sink_gc(&s, 0, t, pending[k], 1);
       npending = 0;
@@ -300,6 +327,7 @@ int main(int argc, char **argv)
   free(pending);
   for (int k = 1; k < NLOCS; k++)
     if (true_words[k]) printf("%s %llu\n", sites[k].fn, (unsigned long long)true_words[k]);
+  if (empty_words) printf("<no-backtrace> %llu\n", (unsigned long long)empty_words);
   printf("samples %llu\n", (unsigned long long)samples);
   return 0;
 }

@@ -1,0 +1,163 @@
+/* analysis.h: the engine every subcommand runs on.
+
+   It turns the event stream of a trace into *completed samples*: one
+   record per sampled block with its whole life (allocation, promotion,
+   collection or "still live at the end"), attached to a node of a call
+   tree that interns stacks.  Filters (shared by all subcommands) are
+   applied to completed samples, because several of them (collected in a
+   window, lifetime) are only decidable once the block's life is known.
+
+   Memory: the live-object table holds one record per live sample; the call
+   tree holds one node per distinct (caller path, location) pair; both are
+   bounded by the trace's live samples and locations, not by its length.
+
+   Estimates (documented in `info`): one sample stands for 1/lambda words,
+   so a block with n samples accounts for n / lambda * word_bytes bytes
+   (header word included, as in memtrace) and for n / (lambda * (wosize+1))
+   objects. */
+
+#ifndef OCAML_MEMPROF_ANALYSIS_H
+#define OCAML_MEMPROF_ANALYSIS_H
+
+#include <regex.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "trace_input.h"
+
+#define AN_NEVER UINT64_MAX    /* t_collect of a block live at the end */
+
+/* ---- filters ---- */
+
+#define AN_MAX_PATTERNS 16
+#define AN_MAX_DOMAINS 64
+
+typedef struct {
+  uint64_t lo, hi;             /* ns since trace start, inclusive */
+  int on;
+} an_window;
+
+typedef struct {
+  an_window alloc, live, collected;
+  int ndomains;
+  uint32_t domains[AN_MAX_DOMAINS];
+  unsigned sources;            /* bit (1 << mpt_source); 0 = all */
+  uint64_t min_size, max_size; /* block size in bytes (wosize * word) */
+  uint64_t min_life, max_life; /* ns; live-at-end blocks use the end time */
+  int nfocus, nignore, nhide;
+  regex_t focus[AN_MAX_PATTERNS], ignore[AN_MAX_PATTERNS], hide[AN_MAX_PATTERNS];
+} an_filter;
+
+void an_filter_init(an_filter *f);
+void an_filter_free(an_filter *f);
+/* If argv[*i] is a filter option, consume it (and its argument), return 1;
+   return -1 with a one-line message in [err] for a missing or bad value;
+   0 otherwise. */
+int an_filter_option(an_filter *f, int argc, char **argv, int *i, char *err, size_t errlen);
+extern const char an_filter_help[];
+
+/* Parse "1.5", "1.5s", "300ms", "20us", "10ns", "2m": a duration in ns. */
+int parse_time(const char *s, uint64_t *ns);
+/* Parse "A,B" (either side may be empty) into a window. */
+int parse_window(const char *s, an_window *w);
+/* Parse "64", "4k", "1M", "2G" (bytes). */
+int parse_size(const char *s, uint64_t *bytes);
+
+/* ---- call tree ---- */
+
+typedef struct {
+  uint32_t parent;             /* node 0 is the root (empty stack) */
+  uint32_t loc;                /* location id of the innermost frame */
+  uint32_t depth;
+  uint8_t flags;               /* AN_NODE_* */
+} an_node;
+
+#define AN_NODE_FOCUS 1        /* some frame on the path matches --focus */
+#define AN_NODE_IGNORE 2       /* some frame on the path matches --ignore */
+/* (bit 0x80 is internal to analysis.c) */
+
+/* ---- completed samples ---- */
+
+typedef struct {
+  uint32_t node;               /* stack after --hide */
+  uint32_t nsamples;
+  uint64_t wosize;
+  uint64_t t_alloc, t_collect; /* ns; t_collect AN_NEVER when live at the end */
+  uint32_t domain;
+  uint8_t source, promoted;
+} an_sample;
+
+typedef struct {
+  uint64_t events[MPT_EV_LOST + 1];
+  uint64_t unknown_promote, unknown_collect, duplicate_alloc;
+  uint64_t samples_total, samples_kept;
+  uint64_t samples_no_location;  /* kept, site without debug information */
+  uint64_t end_time;           /* latest event time of the trace being
+                                  read (or of the last one), ns */
+  uint64_t max_end_time;       /* the largest end_time over the traces */
+} an_stats;
+
+typedef struct an_ctx an_ctx;
+
+typedef struct {
+  void *u;
+  void (*on_event)(void *u, an_ctx *c, const mpt_event *ev); /* every event */
+  void (*on_sample)(void *u, an_ctx *c, const an_sample *s); /* kept samples */
+} an_callbacks;
+
+/* Open the traces [paths] (read one after the other, merged: locations
+   with the same contents are one location; times are from each trace's
+   own start) for analysis with filter [f] (owned by the caller; [paths]
+   and [f] must outlive the context).  The first trace is opened here: on
+   failure prints "ocaml-memprof: <msg>" and returns NULL. */
+an_ctx *an_open(const char *const *paths, size_t npaths, const an_filter *f);
+/* Read all the traces.  Returns 0, or 1 after printing the error.  Warns
+   on stderr about truncated files; prints a progress line when stderr is
+   a terminal and the read lasts more than 2 s.  With several traces, one
+   that cannot be read, is malformed, or has another sampling rate or word
+   size than the first is skipped with a warning.  With cb->on_sample NULL,
+   samples are not tracked at all (no call tree, no live table): a pure
+   decode-and-count pass. */
+int an_run(an_ctx *c, const an_callbacks *cb);
+void an_close(an_ctx *c);
+/* After an_run: one note on stderr when the result is empty or mostly
+   without source locations, saying why (no samples, filters, no -g). */
+void an_print_hints(const an_ctx *c);
+
+/* The first trace's header (sampling rate and word size are those of all
+   the traces read). */
+const ti_header *an_header(const an_ctx *c);
+const an_stats *an_get_stats(const an_ctx *c);
+/* The trace being read (the last one after an_run). */
+ti_trace *an_trace(an_ctx *c);
+int an_truncated(const an_ctx *c);
+uint64_t an_traces_read(const an_ctx *c);
+/* Traces read to their end record (the traced process ended cleanly). */
+uint64_t an_traces_ended(const an_ctx *c);
+/* Set while following traces being written: no truncation warnings. */
+extern int an_quiet_truncation;
+uint32_t an_node_count(const an_ctx *c);
+const an_node *an_nodes(const an_ctx *c);
+/* Locations (merged over the traces): ids 1..an_location_count. */
+uint32_t an_location_count(const an_ctx *c);
+const mpt_location *an_location(const an_ctx *c, uint32_t loc);
+
+/* Bytes / objects represented by [nsamples] samples of [wosize] words. */
+double an_bytes(const an_ctx *c, double nsamples);
+double an_objects(const an_ctx *c, double nsamples, uint64_t wosize);
+
+/* ---- naming of locations (interned per context) ---- */
+
+typedef enum { AN_BY_FUNCTION, AN_BY_LOCATION, AN_BY_MODULE } an_keykind;
+/* Key of a location as a string: "Main.f", "Main.f (main.ml:2:4-20)",
+   "Main".  The pointer stays valid until an_close. */
+const char *an_loc_key(an_ctx *c, uint32_t loc, an_keykind k);
+/* Function name and "file:line" of a location's innermost entry. */
+const char *an_loc_function(an_ctx *c, uint32_t loc);
+void an_loc_fileline(an_ctx *c, uint32_t loc, const char **file, uint32_t *line);
+
+/* Does a location match a pattern (function or file name of any inlined
+   entry)? */
+int an_loc_matches(an_ctx *c, uint32_t loc, const regex_t *re);
+
+#endif

@@ -1,0 +1,89 @@
+/* livetab.h: the samples still live while a trace is read, by block id.
+
+   Memory is the point: a long-running program keeps millions of sampled
+   blocks alive, and each costs one record here until it is collected.
+   - A record (an_live) is 20 bytes: node, samples, size and allocation
+     time packed (time to the ns up to 2^48 ns = 78 h, size up to 2^32-1
+     words, both saturating; domain up to 8191).
+   - Ids are handed out in sequence and most blocks die young: ids within a
+     window of LIVETAB_WINDOW ending near the largest id seen sit in a
+     direct-mapped ring of records (no hashing, no per-entry key).
+   - When the window moves on, survivors leave the ring in id order, so
+     they are appended to a sorted array of (id, record), 28 bytes each,
+     found by binary search; a collection leaves a hole, and the array is
+     compacted when half of it is holes.
+   - The rare id that arrives below the window and is not in the array
+     (other domains' id ranges, hostile files) goes to a hash map.
+   So a live sample costs 28-35 bytes once old, 20 while young. */
+
+#ifndef OCAML_MEMPROF_LIVETAB_H
+#define OCAML_MEMPROF_LIVETAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+#define LIVETAB_WINDOW (1u << 16)
+
+typedef struct {
+  uint32_t node;               /* bit 31: promoted */
+  uint32_t nsamples;           /* 0 = free */
+  uint32_t wosize;             /* saturated */
+  uint32_t t_lo;               /* t_alloc, low 32 bits */
+  uint32_t t_hi;               /* t_alloc bits 32-47 | source << 16 | domain << 19 */
+} an_live;
+
+typedef struct {
+  uint32_t id_lo, id_hi;
+  an_live r;
+} an_live_old;
+
+typedef struct {
+  an_live *ring;
+  uint64_t *bits;              /* occupied ring slots */
+  uint64_t base;
+  size_t ring_count;
+  an_live_old *old;            /* sorted by id; holes have r.nsamples 0 */
+  size_t nold, old_cap, old_holes;
+  an_live *stray;              /* below the window, not in old */
+  size_t nstray, stray_cap;
+  uint32_t *stray_free;
+  size_t nstray_free, stray_free_cap;
+  u64map stray_idx;            /* id -> index in stray */
+} livetab;
+
+void livetab_init(livetab *t);
+void livetab_free(livetab *t);
+/* Record of [id], or NULL. */
+an_live *livetab_get(livetab *t, uint64_t id);
+/* Slot for [id] (to be filled by the caller); *had tells whether [id] was
+   present (its record is then overwritten). */
+an_live *livetab_put(livetab *t, uint64_t id, int *had);
+/* Remove [id]: 1 and its record in *out, or 0. */
+int livetab_del(livetab *t, uint64_t id, an_live *out);
+/* Call [f] on every record (ring, then old, then stray). */
+void livetab_each(livetab *t, void (*f)(void *u, const an_live *r), void *u);
+/* Bytes held, for measurements. */
+size_t livetab_bytes(const livetab *t);
+
+/* Packing. */
+static inline void an_live_pack(an_live *r, uint32_t node, uint32_t nsamples, uint64_t wosize,
+                                uint64_t t_alloc, unsigned source, uint32_t domain)
+{
+  const uint64_t tmax = ((uint64_t)1 << 48) - 1;
+  if (t_alloc > tmax) t_alloc = tmax;
+  r->node = node & 0x7FFFFFFFu;
+  r->nsamples = nsamples;
+  r->wosize = wosize > UINT32_MAX ? UINT32_MAX : (uint32_t)wosize;
+  r->t_lo = (uint32_t)t_alloc;
+  r->t_hi = (uint32_t)(t_alloc >> 32) | (source & 7u) << 16 | (domain > 8191 ? 8191 : domain) << 19;
+}
+static inline uint64_t an_live_time(const an_live *r)
+{ return (uint64_t)(r->t_hi & 0xFFFF) << 32 | r->t_lo; }
+static inline unsigned an_live_source(const an_live *r) { return r->t_hi >> 16 & 7; }
+static inline uint32_t an_live_domain(const an_live *r) { return r->t_hi >> 19; }
+static inline uint32_t an_live_node(const an_live *r) { return r->node & 0x7FFFFFFFu; }
+static inline int an_live_promoted(const an_live *r) { return r->node >> 31; }
+
+#endif

@@ -1,0 +1,344 @@
+/* cli.c: usage errors, safe printing of trace strings, and the expansion
+   and selection of input traces (see cli.h). */
+
+#include "cli.h"
+
+#include <dirent.h>
+#include <glob.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "analysis.h"
+#include "trace_input.h"
+#include "util.h"
+
+static void prefix(void)
+{
+  fprintf(stderr, "ocaml-memprof%s%s: ", msg_cmd[0] ? " " : "", msg_cmd);
+}
+
+int cli_usage_error(const char *fmt, ...)
+{
+  va_list ap;
+  prefix();
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, " (see 'ocaml-memprof %s --help')\n", msg_cmd);
+  return 2;
+}
+
+int cli_unknown_option(const char *opt)
+{
+  prefix();
+  fputs("unknown option '", stderr);
+  cli_put_safe(stderr, opt);
+  fprintf(stderr, "' (see 'ocaml-memprof %s --help')\n", msg_cmd);
+  return 2;
+}
+
+int cli_bad_value(const char *opt, const char *val, const char *expected)
+{
+  prefix();
+  fputs("bad value '", stderr);
+  cli_put_safe(stderr, val);
+  fprintf(stderr, "' for %s: expected %s\n", opt, expected);
+  return 2;
+}
+
+const char *cli_value(int argc, char **argv, int *i)
+{
+  if (*i + 1 >= argc) {
+    cli_usage_error("option %s needs a value", argv[*i]);
+    return NULL;
+  }
+  return argv[++*i];
+}
+
+int cli_is_help(const char *a)
+{
+  return !strcmp(a, "--help") || !strcmp(a, "-h");
+}
+
+void cli_put_safe(FILE *o, const char *str)
+{
+  const unsigned char *s = (const unsigned char *)(str ? str : "");
+  while (*s) {
+    int n = utf8_seq_len(s);
+    if (n == 0 || *s < 0x20 || *s == 0x7F) {
+      fprintf(o, "\\x%02x", *s);
+      s++;
+    } else {
+      fwrite(s, 1, (size_t)n, o);
+      s += n;
+    }
+  }
+}
+
+int cli_option(void *filter, void *inputs, int group_ok, int argc, char **argv, int *i)
+{
+  if (filter) {
+    char err[400];
+    int k = an_filter_option(filter, argc, argv, i, err, sizeof err);
+    if (k < 0) {
+      prefix();
+      cli_put_safe(stderr, err);
+      fputc('\n', stderr);
+      return -1;
+    }
+    if (k) return 1;
+  }
+  return inputs ? cli_inputs_option(inputs, group_ok, argc, argv, i) : 0;
+}
+
+/* ---- inputs ---- */
+
+const char cli_inputs_help[] =
+  "Traces: each TRACE is a file, a directory (its trace files) or a glob\n"
+  "pattern; several traces are merged (times from each one's start).\n"
+  "  --pid N           only the trace(s) of process N\n"
+  "  --exe NAME        only the traces of executable NAME (basename)\n";
+
+void cli_inputs_init(cli_inputs *in)
+{
+  memset(in, 0, sizeof *in);
+}
+
+void cli_inputs_free(cli_inputs *in)
+{
+  for (size_t i = 0; i < in->ntraces; i++) {
+    free(in->traces[i].path);
+    free(in->traces[i].exe);
+  }
+  free(in->traces);
+  free(in->paths);
+  for (size_t g = 0; g < in->ngroups; g++) free(in->groups[g].paths);
+  free(in->groups);
+  free(in->args);
+  memset(in, 0, sizeof *in);
+}
+
+int cli_inputs_option(cli_inputs *in, int group_ok, int argc, char **argv, int *i)
+{
+  const char *a = argv[*i], *v;
+  if (!strcmp(a, "--pid")) {
+    if (!(v = cli_value(argc, argv, i))) return -1;
+    char *e;
+    unsigned long long p = strtoull(v, &e, 10);
+    if (e == v || *e || v[0] == '-') return cli_bad_value(a, v, "a process id"), -1;
+    in->have_pid = 1;
+    in->pid = p;
+    return 1;
+  }
+  if (!strcmp(a, "--exe")) {
+    if (!(v = cli_value(argc, argv, i))) return -1;
+    in->exe = v;
+    return 1;
+  }
+  if (group_ok && !strcmp(a, "--group")) {
+    if (!(v = cli_value(argc, argv, i))) return -1;
+    if (!strcmp(v, "exe")) in->group_exe = 1;
+    else if (!strcmp(v, "none")) in->group_exe = 0;
+    else return cli_bad_value(a, v, "exe or none"), -1;
+    return 1;
+  }
+  return 0;
+}
+
+void cli_inputs_add(cli_inputs *in, const char *arg)
+{
+  grow_array((void **)&in->args, &in->args_cap, in->nargs + 1, sizeof *in->args);
+  in->args[in->nargs++] = (char *)arg;
+}
+
+typedef struct {
+  cli_trace *v;
+  size_t n, cap;
+} tlist;
+
+static void push(tlist *l, const char *path)
+{
+  grow_array((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v);
+  memset(&l->v[l->n], 0, sizeof l->v[l->n]);
+  l->v[l->n++].path = xstrdup(path);
+}
+
+static int looks_like_trace(const char *path)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  unsigned char m[8];
+  size_t n = fread(m, 1, sizeof m, f);
+  fclose(f);
+  static const unsigned char lz4[4] = { 0x04, 0x22, 0x4D, 0x18 }, ctf[4] = { 0xC1, 0x1F, 0xFC, 0xC1 };
+  return (n >= 4 && (!memcmp(m, lz4, 4) || !memcmp(m, ctf, 4))) ||
+         (n == 8 && !memcmp(m, MPT_MAGIC, MPT_MAGIC_LEN));
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The trace files of directory [dir], sorted; returns how many were
+   skipped (not traces). */
+static size_t expand_dir(tlist *l, const char *dir)
+{
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  char **names = NULL;
+  size_t n = 0, cap = 0, skipped = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    size_t k = strlen(dir) + strlen(e->d_name) + 2;
+    char *p = xmalloc(k);
+    snprintf(p, k, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", e->d_name);
+    struct stat st;
+    if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && looks_like_trace(p)) {
+      grow_array((void **)&names, &cap, n + 1, sizeof *names);
+      names[n++] = p;
+    } else {
+      if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) skipped++;
+      free(p);
+    }
+  }
+  closedir(d);
+  if (n) qsort(names, n, sizeof *names, cmp_str);
+  for (size_t i = 0; i < n; i++) { push(l, names[i]); free(names[i]); }
+  free(names);
+  return skipped;
+}
+
+static const char *base_name(const char *p)
+{
+  const char *s = strrchr(p, '/');
+  return s ? s + 1 : p;
+}
+
+int cli_inputs_resolve(cli_inputs *in)
+{
+  if (in->nargs == 0) return cli_usage_error("no TRACE given");
+  tlist l = { NULL, 0, 0 };
+  size_t skipped = 0;
+  for (size_t i = 0; i < in->nargs; i++) {
+    const char *a = in->args[i];
+    struct stat st;
+    if (stat(a, &st) == 0 && S_ISDIR(st.st_mode)) {
+      size_t before = l.n;
+      skipped += expand_dir(&l, a);
+      if (l.n == before) {
+        prefix();
+        fputs("no trace files in directory ", stderr);
+        cli_put_safe(stderr, a);
+        fputc('\n', stderr);
+        in->traces = l.v; in->ntraces = l.n;
+        return 1;
+      }
+    } else if (stat(a, &st) != 0 && strpbrk(a, "*?[")) {
+      glob_t g;
+      if (glob(a, 0, NULL, &g) != 0 || g.gl_pathc == 0) {
+        prefix();
+        fputs("no file matches ", stderr);
+        cli_put_safe(stderr, a);
+        fputc('\n', stderr);
+        in->traces = l.v; in->ntraces = l.n;
+        return 1;
+      }
+      for (size_t k = 0; k < g.gl_pathc; k++) {
+        if (stat(g.gl_pathv[k], &st) == 0 && S_ISDIR(st.st_mode)) skipped += expand_dir(&l, g.gl_pathv[k]);
+        else push(&l, g.gl_pathv[k]);
+      }
+      globfree(&g);
+    } else {
+      push(&l, a);              /* errors are reported when it is read */
+    }
+  }
+  in->traces = l.v;
+  in->ntraces = l.n;
+  if (skipped)
+    msg("note: skipped %zu files that are not traces\n", skipped);
+  /* Headers: needed to select or group, and to name processes. */
+  int need = in->have_pid || in->exe || in->group_exe || in->headers || in->ntraces > 1;
+  for (size_t i = 0; need && i < in->ntraces; i++) {
+    char err[512];
+    cli_trace *t = &in->traces[i];
+    ti_trace *tr = ti_open(t->path, err, sizeof err);
+    if (!tr) { t->exe = xstrdup("?"); continue; }
+    const ti_header *h = ti_get_header(tr);
+    t->ok = 1;
+    t->pid = h->pid;
+    t->ppid = h->ppid;
+    t->exe = xstrdup(base_name(h->executable[0] ? h->executable : "?"));
+    ti_close(tr);
+  }
+  in->paths = xcalloc(in->ntraces + 1, sizeof *in->paths);
+  for (size_t i = 0; i < in->ntraces; i++) {
+    cli_trace *t = &in->traces[i];
+    if (in->have_pid && (!t->ok || t->pid != in->pid)) continue;
+    if (in->exe && (!t->ok || (strcmp(t->exe, in->exe) && strcmp(t->exe, base_name(in->exe)))))
+      continue;
+    t->selected = 1;
+    in->paths[in->npaths++] = t->path;
+  }
+  if (in->npaths == 0) {
+    prefix();
+    fprintf(stderr, "no trace matches the selection (");
+    if (in->have_pid) fprintf(stderr, "--pid %llu", (unsigned long long)in->pid);
+    if (in->have_pid && in->exe) fputs(", ", stderr);
+    if (in->exe) { fputs("--exe ", stderr); cli_put_safe(stderr, in->exe); }
+    fprintf(stderr, "; `ocaml-memprof info` lists the processes)\n");
+    return 1;
+  }
+  /* Groups: one per executable (in order of first appearance), or one. */
+  if (!in->group_exe) {
+    in->groups = xcalloc(1, sizeof *in->groups);
+    in->groups[0].paths = xcalloc(in->npaths, sizeof(char *));
+    memcpy(in->groups[0].paths, in->paths, in->npaths * sizeof(char *));
+    in->groups[0].n = in->npaths;
+    in->ngroups = 1;
+    return 0;
+  }
+  for (size_t i = 0; i < in->ntraces; i++) {
+    cli_trace *t = &in->traces[i];
+    if (!t->selected) continue;
+    size_t g = 0;
+    while (g < in->ngroups && strcmp(in->groups[g].name, t->exe)) g++;
+    if (g == in->ngroups) {
+      in->groups = xrealloc(in->groups, (in->ngroups + 1) * sizeof *in->groups);
+      in->groups[g] = (cli_group){ t->exe, xcalloc(in->npaths, sizeof(char *)), 0 };
+      in->ngroups++;
+    }
+    in->groups[g].paths[in->groups[g].n++] = t->path;
+  }
+  return 0;
+}
+
+an_ctx *cli_open(int *rc, void *filter, cli_inputs *in)
+{
+  an_ctx *c = NULL;
+  if (*rc < 0) {
+    *rc = cli_inputs_resolve(in);
+    if (*rc == 0 && !(c = an_open(in->paths, in->npaths, filter))) *rc = 1;
+  }
+  if (!c) {
+    an_filter_free(filter);
+    cli_inputs_free(in);
+  }
+  return c;
+}
+
+int cli_run(an_ctx *c, const void *callbacks, void *filter, cli_inputs *in)
+{
+  int rc = an_run(c, callbacks);
+  if (rc) {
+    an_close(c);
+    an_filter_free(filter);
+    cli_inputs_free(in);
+    return rc;
+  }
+  an_print_hints(c);
+  return 0;
+}

@@ -1,0 +1,258 @@
+/* cmd_timeline.c: `ocaml-memprof timeline`: estimated live heap and
+   allocation rate over time, with the runtime's own heap size from
+   MAJOR_CYCLE events and marks for compactions and major cycles; as an
+   SVG plot or CSV.
+
+   Two tcurves (aggregate.h) over the kept samples: live-byte differences
+   (levels = live heap) and allocated bytes per bin (rate = bin / width).
+   GC events are few (one per major cycle), so they are kept as a list of
+   points; compaction and cycle times likewise.  Several streams may record
+   the same major cycle (docs/trace-format.md): cycles are counted once, by
+   their major_collections number, through a small set.  The SVG is drawn by hand:
+   one panel, two y axes (bytes on the left, bytes/s on the right). */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate.h"
+#include "cli.h"
+#include "commands.h"
+#include "report.h"
+#include "util.h"
+
+typedef struct { uint64_t t; double heap, live; } gcpt;
+
+typedef struct {
+  tcurve live, alloc;
+  gcpt *gc;
+  size_t ngc, gccap;
+  uint64_t *compact;
+  size_t ncompact, ccap;
+  uint32_t word_bytes;
+  u64map cycles_seen;          /* major_collections values already plotted */
+} tl_acc;
+
+static void on_event(void *u, an_ctx *c, const mpt_event *ev)
+{
+  (void)c;
+  tl_acc *a = u;
+  if (ev->kind == MPT_EV_MAJOR_CYCLE) {
+    if (u64map_get(&a->cycles_seen, ev->heap.major_collections)) return;
+    u64map_put(&a->cycles_seen, ev->heap.major_collections, 1);
+    grow_array((void **)&a->gc, &a->gccap, a->ngc + 1, sizeof *a->gc);
+    a->gc[a->ngc++] = (gcpt){ ev->time_ns, (double)ev->heap.heap_words * a->word_bytes,
+                              (double)ev->heap.live_words * a->word_bytes };
+  } else if (ev->kind == MPT_EV_COMPACT_BEGIN) {
+    grow_array((void **)&a->compact, &a->ccap, a->ncompact + 1, sizeof *a->compact);
+    a->compact[a->ncompact++] = ev->time_ns;
+  }
+}
+
+static void on_sample(void *u, an_ctx *c, const an_sample *s)
+{
+  tl_acc *a = u;
+  double b = an_bytes(c, s->nsamples);
+  tcurve_add(&a->live, s->t_alloc, b);
+  tcurve_add(&a->alloc, s->t_alloc, b);
+  if (s->t_collect != AN_NEVER) tcurve_add(&a->live, s->t_collect, -b);
+}
+
+static void tl_free(tl_acc *a)
+{
+  free(a->gc);
+  free(a->compact);
+  u64map_free(&a->cycles_seen);
+  tcurve_free(&a->live);
+  tcurve_free(&a->alloc);
+}
+
+/* A "nice" axis maximum: 1, 2 or 5 times a power of ten, >= v. */
+static double nice_max(double v)
+{
+  if (v <= 0) return 1;
+  double p = pow(10, floor(log10(v)));
+  double m = v / p;
+  return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+}
+
+static void write_svg(FILE *o, const char *path, const tl_acc *a, const double *live,
+                      const double *rate, uint32_t m, uint64_t W, uint64_t end)
+{
+  const double X0 = 80, Y0 = 40, PW = 820, PH = 320;
+  double maxb = 0, maxr = 0;
+  for (uint32_t i = 0; i < m; i++) {
+    if (live[i] > maxb) maxb = live[i];
+    if (rate[i] > maxr) maxr = rate[i];
+  }
+  for (size_t i = 0; i < a->ngc; i++) if (a->gc[i].heap > maxb) maxb = a->gc[i].heap;
+  maxb = nice_max(maxb);
+  maxr = nice_max(maxr);
+  double tend = end ? end / 1e9 : 1;
+  char b1[32];
+#define XS(t) (X0 + PW * (t) / tend)
+#define YB(v) (Y0 + PH - PH * (v) / maxb)
+#define YR(v) (Y0 + PH - PH * (v) / maxr)
+  fprintf(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1000\" height=\"420\" "
+             "font-family=\"sans-serif\" font-size=\"12\">\n"
+             "<rect width=\"1000\" height=\"420\" fill=\"white\"/>\n<text x=\"%g\" y=\"22\" "
+             "font-size=\"14\">", X0);
+  for (const char *p = path; *p; p++) {
+    if (*p == '<') fputs("&lt;", o); else if (*p == '&') fputs("&amp;", o); else putc(*p, o);
+  }
+  fprintf(o, ": memory over time</text>\n");
+  fprintf(o, "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" stroke=\"#888\"/>\n",
+          X0, Y0, PW, PH);
+  for (int k = 0; k <= 4; k++) {
+    double v = maxb * k / 4, y = YB(v);
+    fprintf(o, "<line x1=\"%g\" y1=\"%.1f\" x2=\"%g\" y2=\"%.1f\" stroke=\"#eee\"/>"
+               "<text x=\"%g\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+            X0, y, X0 + PW, y, X0 - 4, y + 4, human_bytes(v, b1, sizeof b1));
+    fprintf(o, "<text x=\"%g\" y=\"%.1f\" fill=\"#c80\">%s/s</text>\n", X0 + PW + 4, y + 4,
+            human_bytes(maxr * k / 4, b1, sizeof b1));
+  }
+  for (int k = 0; k <= 5; k++) {
+    double t = tend * k / 5;
+    fprintf(o, "<text x=\"%.1f\" y=\"%g\" text-anchor=\"middle\">%.3g s</text>\n", XS(t),
+            Y0 + PH + 16, t);
+  }
+  /* Major cycle ticks and compaction marks. */
+  for (size_t i = 0; i < a->ngc; i++)
+    fprintf(o, "<line class=\"major\" x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" stroke=\"#999\"/>\n",
+            XS(a->gc[i].t / 1e9), Y0 + PH, XS(a->gc[i].t / 1e9), Y0 + PH - 6);
+  for (size_t i = 0; i < a->ncompact; i++)
+    fprintf(o, "<line class=\"compaction\" x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" "
+               "stroke=\"#d00\" stroke-dasharray=\"4,3\"><title>compaction at %.6f s</title></line>\n",
+            XS(a->compact[i] / 1e9), Y0, XS(a->compact[i] / 1e9), Y0 + PH, a->compact[i] / 1e9);
+  /* Allocation rate (right axis), live estimate, real heap. */
+  fprintf(o, "<polyline class=\"rate\" fill=\"none\" stroke=\"#c80\" stroke-width=\"1\" points=\"");
+  for (uint32_t i = 0; i < m; i++)
+    fprintf(o, "%.1f,%.1f ", XS(((i + 0.5) * W) / 1e9), YR(rate[i]));
+  fprintf(o, "\"/>\n<polyline class=\"live\" fill=\"none\" stroke=\"#06c\" stroke-width=\"2\" points=\"%.1f,%.1f ",
+          XS(0), YB(0));
+  for (uint32_t i = 0; i < m; i++) {
+    double t = (double)((i + 1) * W) / 1e9;
+    fprintf(o, "%.1f,%.1f ", XS(t > tend ? tend : t), YB(live[i]));
+  }
+  fprintf(o, "\"/>\n");
+  /* Peak of the estimated live heap (end of its bin). */
+  uint32_t pk = 0;
+  for (uint32_t i = 1; i < m; i++) if (live[i] > live[pk]) pk = i;
+  if (m && live[pk] > 0) {
+    double tp = (double)((pk + 1) * W) / 1e9;
+    if (tp > tend) tp = tend;
+    int right = XS(tp) > X0 + 0.7 * PW;    /* keep the label inside */
+    fprintf(o, "<circle class=\"peak\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#06c\"/>"
+               "<text x=\"%.1f\" y=\"%.1f\" fill=\"#06c\" text-anchor=\"%s\">peak %s at %.3f s</text>\n",
+            XS(tp), YB(live[pk]), XS(tp) + (right ? -6 : 6), YB(live[pk]) - 6,
+            right ? "end" : "start", human_bytes(live[pk], b1, sizeof b1), tp);
+  }
+  if (a->ngc) {
+    fprintf(o, "<polyline class=\"heap\" fill=\"none\" stroke=\"#393\" stroke-width=\"1.5\" points=\"");
+    double prev = a->gc[0].heap;
+    for (size_t i = 0; i < a->ngc; i++) {
+      fprintf(o, "%.1f,%.1f %.1f,%.1f ", XS(a->gc[i].t / 1e9), YB(prev), XS(a->gc[i].t / 1e9),
+              YB(a->gc[i].heap));
+      prev = a->gc[i].heap;
+    }
+    fprintf(o, "%.1f,%.1f\"/>\n", XS(tend), YB(prev));
+  }
+  double ly = Y0 + PH + 40;
+  fprintf(o, "<g transform=\"translate(%g,%g)\">"
+             "<line x1=\"0\" y1=\"-4\" x2=\"20\" y2=\"-4\" stroke=\"#06c\" stroke-width=\"2\"/>"
+             "<text x=\"25\" y=\"0\">estimated live (sampled)</text>"
+             "<line x1=\"190\" y1=\"-4\" x2=\"210\" y2=\"-4\" stroke=\"#393\" stroke-width=\"1.5\"/>"
+             "<text x=\"215\" y=\"0\">major heap size (GC)</text>"
+             "<line x1=\"370\" y1=\"-4\" x2=\"390\" y2=\"-4\" stroke=\"#c80\"/>"
+             "<text x=\"395\" y=\"0\">allocation rate (right axis)</text>"
+             "<line x1=\"580\" y1=\"-8\" x2=\"580\" y2=\"2\" stroke=\"#d00\" stroke-dasharray=\"4,3\"/>"
+             "<text x=\"585\" y=\"0\">compaction</text>"
+             "<line x1=\"670\" y1=\"-8\" x2=\"670\" y2=\"2\" stroke=\"#999\"/>"
+             "<text x=\"675\" y=\"0\">major cycle</text></g>\n</svg>\n", X0, ly);
+#undef XS
+#undef YB
+#undef YR
+}
+
+static const char usage[] =
+  "usage: ocaml-memprof timeline [OPTIONS] TRACE...\n"
+  "Plot the estimated live heap (from samples), the allocation rate, and the\n"
+  "major heap size reported by the GC (memprof traces), marking compactions\n"
+  "and major cycles.\n"
+  "  -o FILE      output file (default: stdout)\n"
+  "  --csv        CSV instead of SVG: time_s,live_bytes,alloc_bytes_per_s,heap_bytes\n"
+  "  --bins N     resolution (200)\n";
+
+static int bins_option(void *u, int argc, char **argv, int *i)
+{
+  long *bins = u;
+  const char *o = argv[*i], *v;
+  if (strcmp(o, "--bins")) return 0;
+  char *e;
+  if (!(v = cli_value(argc, argv, i))) return -1;
+  *bins = strtol(v, &e, 10);
+  if (e == v || *e || *bins < 2 || *bins > 100000)
+    return cli_bad_value(o, v, "a number of bins from 2 to 100000"), -1;
+  return 1;
+}
+
+int cmd_timeline(int argc, char **argv)
+{
+  an_filter f;
+  an_filter_init(&f);
+  long bins = 200;
+  table_opts t = { OUT_TEXT, AN_BY_FUNCTION, 0, NULL };
+  cli_inputs in;
+  cli_inputs_init(&in);
+  int rc = report_parse(argc, argv, usage, &f, &in, &t, TABLE_CSV | TABLE_O, bins_option, &bins);
+  an_ctx *c = cli_open(&rc, &f, &in);
+  if (!c) return rc;
+  int csv = t.mode == OUT_CSV;
+  const char *out = t.out;
+  const char *path = in.npaths == 1 ? in.paths[0] : "several traces";
+  tl_acc a;
+  memset(&a, 0, sizeof a);
+  a.word_bytes = an_header(c)->word_bytes;
+  u64map_init(&a.cycles_seen, 64);
+  /* 2x bins so that after the last doubling at least `bins` remain used. */
+  tcurve_init(&a.live, (uint32_t)bins * 2, 1000);
+  tcurve_init(&a.alloc, (uint32_t)bins * 2, 1000);
+  an_callbacks cb = { &a, on_event, on_sample };
+  if ((rc = cli_run(c, &cb, &f, &in))) { tl_free(&a); return rc; }
+  uint64_t end = an_get_stats(c)->max_end_time;
+  tcurve_cover(&a.live, end);
+  tcurve_cover(&a.alloc, end);
+  uint64_t W = a.live.width > a.alloc.width ? a.live.width : a.alloc.width;
+  tcurve_coarsen(&a.live, W);
+  tcurve_coarsen(&a.alloc, W);
+  uint32_t m = (uint32_t)(end / W) + 1;
+  if (m > a.live.n) m = a.live.n;
+  double *live = xmalloc(a.live.n * sizeof *live), *rate = xmalloc(a.live.n * sizeof *rate);
+  tcurve_levels(&a.live, live);
+  for (uint32_t i = 0; i < m; i++) rate[i] = a.alloc.d[i] / (W / 1e9);
+  FILE *o = out_open(out);
+  if (!o) { rc = 1; goto done; }
+  if (csv) {
+    fprintf(o, "time_s,live_bytes,alloc_bytes_per_s,heap_bytes\n");
+    size_t g = 0;
+    double heap = -1;
+    for (uint32_t i = 0; i < m; i++) {
+      uint64_t t = (i + 1) * W;
+      while (g < a.ngc && a.gc[g].t <= t) heap = a.gc[g++].heap;
+      fprintf(o, "%.6f,%.0f,%.0f,", (t > end ? end : t) / 1e9, live[i], rate[i]);
+      if (heap >= 0) fprintf(o, "%.0f", heap);
+      fputc('\n', o);
+    }
+  } else {
+    write_svg(o, path, &a, live, rate, m, W, end);
+  }
+  rc = out_close(o, out);
+done:
+  free(live); free(rate);
+  tl_free(&a);
+  an_filter_free(&f);
+  an_close(c);
+  cli_inputs_free(&in);
+  return rc;
+}
