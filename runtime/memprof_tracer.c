@@ -297,6 +297,9 @@ static pthread_mutex_t orphan_lock = PTHREAD_MUTEX_INITIALIZER;
 static entry_table orphans;               /* under orphan_lock            */
 static uintnat orphans_gen;               /* generation of [orphans]      */
 static atomic_int orphans_pending;        /* orphans.len > 0, lock-free   */
+/* Streams whose domains left [orphans]: their last events (the ALLOCs of
+   the orphans among them) may still be in the slot's buffer. */
+static uint64_t orphan_origins[(Max_domains_max + 63) / 64];
 static uint64_t carried_samples, carried_lost; /* from domains gone */
 static char *exe_name;
 static char *command_line;
@@ -786,15 +789,31 @@ static int mark_cycle(tracer_domain *d, uint64_t now)
    caml_memprof_tracer_leave_stw, while they were still in the STW set) are
    adopted by the first domain that looks, inside a STW section, before it
    processes its own table: so at every cycle end and every compaction,
-   each orphan is processed exactly once.  Called with [d]'s lock held. */
+   each orphan is processed exactly once.  Called without [d]'s lock. */
 static void adopt_orphans(tracer_domain *d)
 {
   if (!atomic_load_explicit(&orphans_pending, memory_order_acquire)) return;
   pthread_mutex_lock(&orphan_lock);
+  /* First the streams the orphans come from: a COLLECT we write for one
+     must follow its ALLOC in the file.  (Their domains are gone; a domain
+     that reuses a slot takes only its own stream's lock, never
+     orphan_lock while holding it, so the order orphan_lock -> stream lock
+     cannot deadlock.) */
+  for (int w = 0; w < (Max_domains_max + 63) / 64; w++)
+    for (uint64_t bits = orphan_origins[w]; bits; bits &= bits - 1) {
+      tracer_domain *o = DOMAIN_AT(w * 64 + __builtin_ctzll(bits));
+      if (!o || o == d) continue;
+      stream_lock(o);
+      if (atomic_load(&active) && o->buf && o->gen == orphans_gen) flush_locked(o);
+      stream_unlock(o);
+    }
+  memset(orphan_origins, 0, sizeof orphan_origins);
+  stream_lock(d);
   if (orphans.len && atomic_load(&active) && ensure_stream(d)
       && orphans_gen == d->gen)
     for (size_t i = 0; i < orphans.len; i++)
       if (!push_entry(&d->major, orphans.t[i].block, orphans.t[i].id)) d->lost++;
+  stream_unlock(d);
   orphans.len = 0;
   atomic_store_explicit(&orphans_pending, 0, memory_order_release);
   pthread_mutex_unlock(&orphan_lock);
@@ -804,8 +823,8 @@ void caml_memprof_tracer_after_major_gc(caml_domain_state *s)
 {
   tracer_domain *d = s->memprof_tracer;
   if (d == NULL) return;
-  stream_lock(d);
   adopt_orphans(d);
+  stream_lock(d);
   if (stream_live(d)) {
     /* A stream marks the cycle end when it has collections to time;
        stream 0 also records heap statistics at most every
@@ -837,8 +856,8 @@ void caml_memprof_tracer_scan_weak(scanning_action f, void *fdata,
 {
   tracer_domain *d = s->memprof_tracer;
   if (d == NULL) return;
-  stream_lock(d);
   adopt_orphans(d);
+  stream_lock(d);
   for (size_t i = 0; i < d->major.len; i++)
     f(fdata, d->major.t[i].block, &d->major.t[i].block);
   stream_unlock(d);
@@ -921,7 +940,11 @@ void caml_memprof_tracer_leave_stw(caml_domain_state *s)
     stop_stream_locked(d, s);
     if (d->major.len) {
       pthread_mutex_lock(&orphan_lock);
-      if (orphans_gen != d->gen) { orphans.len = 0; orphans_gen = d->gen; }
+      if (orphans_gen != d->gen) {
+        orphans.len = 0; orphans_gen = d->gen;
+        memset(orphan_origins, 0, sizeof orphan_origins);
+      }
+      orphan_origins[d->stream / 64] |= 1ull << (d->stream % 64);
       for (size_t i = 0; i < d->major.len; i++)
         if (!push_entry(&orphans, d->major.t[i].block, d->major.t[i].id)) d->lost++;
       atomic_store_explicit(&orphans_pending, orphans.len > 0, memory_order_release);
@@ -1111,6 +1134,7 @@ static void fork_child(void)
   pthread_mutex_init(&control_lock, NULL);
   pthread_mutex_init(&orphan_lock, NULL);
   orphans.len = 0;
+  memset(orphan_origins, 0, sizeof orphan_origins);
   atomic_store(&orphans_pending, 0);
   flusher_started = 0;                /* threads do not survive fork */
   for (int i = 0; i < Max_domains_max; i++) {
