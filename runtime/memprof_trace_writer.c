@@ -29,8 +29,11 @@
      Gc.Memprof_trace.start on the same path, or a program that exec's
      another without forking: same pid, and the close-on-exec descriptor
      took the lock with it): a name this process already used, or whose
-     header names this pid, gets a suffix .2, .3, ..., announced in one
-     stderr line.
+     header names this pid, gets a suffix .2, .3, ...  A restart within
+     one program image is announced in one stderr line; after exec it is
+     silent, since fork then exec with %p in the path (what every build
+     tool does) always meets the trace of the forked child's first image,
+     and a line on stderr would change the output of the programs run.
    - A header that cannot be written leaves no file behind.
    - Time: CLOCK_MONOTONIC since the trace started, in microseconds. */
 
@@ -129,11 +132,13 @@ static uint64_t header_pid(const char *name)
   return pid;
 }
 
+/* 1: this program image wrote [name]; 2: this pid's image before an
+   exec did; 0: neither. */
 static int name_used(const char *name)
 {
   for (size_t i = 0; i < used_count; i++)
     if (strcmp(used_names[i], name) == 0) return 1;
-  return header_pid(name) == (uint64_t)getpid();
+  return header_pid(name) == (uint64_t)getpid() ? 2 : 0;
 }
 
 static void remember_name(const char *name)
@@ -230,14 +235,16 @@ int caml_trace_writer_open(const char *template, const mpt_trace_info *info)
   free(path);
   path = expand(template, info->executable);
   if (!path || !path_template) goto out;
-  if (name_used(path)) {
+  int used = name_used(path);
+  if (used) {
     char *alt = NULL;
     for (long n = 2; !alt || name_used(alt); n++) {
       free(alt);
       if (!(alt = suffixed(path, '.', n))) goto out;
     }
-    fprintf(stderr, "memprof: this process already wrote %s; "
-            "tracing into %s\n", path, alt);
+    if (used == 1)
+      fprintf(stderr, "memprof: this process already wrote %s; "
+              "tracing into %s\n", path, alt);
     free(path);
     path = alt;
   }
