@@ -85,7 +85,8 @@ install: all
 # The demo: an unchanged program, traced through OCAMLRUNPARAM only.
 demo: all
 	@mkdir -p $(B)/demo
-	$(PREFIX)/bin/ocamlopt -g -o $(B)/demo/demo testsuite/demo/demo.ml
+	cp testsuite/demo/demo.ml $(B)/demo/
+	cd $(B)/demo && $(PREFIX)/bin/ocamlopt -g -o demo demo.ml
 	OCAMLRUNPARAM='memprof=$(B)/demo/demo.trace,memprof_rate=1e-4' $(B)/demo/demo
 	$(PREFIX)/bin/ocaml-memprof info $(B)/demo/demo.trace
 	$(PREFIX)/bin/ocaml-memprof top -n 8 $(B)/demo/demo.trace

@@ -98,7 +98,7 @@ void mpt_enc_alloc_delta(mpt_encoder *e, uint64_t time, uint64_t id,
   if (len != prev)
     memmove(e->prev_stack + fresh, e->prev_stack + (prev - common),
             common * sizeof(uint32_t));
-  memcpy(e->prev_stack, stack, fresh * sizeof(uint32_t));
+  if (fresh) memcpy(e->prev_stack, stack, fresh * sizeof(uint32_t));
   e->prev_len = len;
 }
 
