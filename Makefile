@@ -43,7 +43,9 @@ $(B)/stage.stamp: $(B)/pristine.stamp $(OUR_FILES)
 # patched upstream ones alike), but not everything else (e.g. a stdlib
 # interface seen by the bootstrap compiler, or the domain state layout that
 # the native code generator compiles in): when a file outside runtime/ or
-# domain_state.tbl changes, the build tree is cleaned.
+# domain_state.tbl changes, the build tree is cleaned.  Nor does it relink
+# the native compilers and tools (*.opt) when the runtime library changes:
+# they are removed so that they are relinked with it.
 $(B)/src.stamp: $(B)/stage.stamp
 	@mkdir -p $(SRC)
 	@changes=$$(rsync -rlc --itemize-changes $(STAGE)/ $(SRC)/ | sed -n 's/^>f[^ ]* //p'); \
@@ -53,7 +55,10 @@ $(B)/src.stamp: $(B)/stage.stamp
 	     { echo "$$changes" | grep -qv -e '^runtime/' -e '^$$' || \
 	       echo "$$changes" | grep -q domain_state.tbl; }; then \
 	    echo "sync: upstream files changed: cleaning and reconfiguring the build tree"; \
-	    $(MAKE) -C $(SRC) clean >/dev/null; $(CONFIGURE_SRC); fi; \
+	    $(MAKE) -C $(SRC) clean >/dev/null; $(CONFIGURE_SRC); \
+	  elif echo "$$changes" | grep -q '^runtime/'; then \
+	    echo "sync: runtime changed: relinking the native tools that embed it"; \
+	    find $(SRC) -name '*.opt' -type f -perm -u+x -delete; fi; \
 	  touch $@; fi
 
 # Configured once, again when config.mk changes or the sync above cleaned the
