@@ -1,25 +1,54 @@
-# 5.3.0+memprof: build pristine OCaml 5.3.0 + our runtime files and patch
+# 5.x+memprof: build pristine OCaml (5.3.0 or 5.4.1, chosen by
+# ./configure --ocaml-version) + our runtime files and that version's patch
 # series, install it, build the ocaml-memprof tools, test and benchmark.
 #
-# Every step is a stamp under _build/, so a second `make` does no work.
-# The assembled tree (_build/stage) is synced into the build tree
-# (_build/src) by content: only files whose bytes changed get new
-# timestamps, and upstream's own make rebuilds just what depends on them.
+# Every step is a stamp under the version's build directory ($(B): _build
+# for 5.3.0, _build-5.4.1 for 5.4.1), so a second `make` does no work and
+# both versions' builds coexist.  The assembled tree ($(B)/stage) is synced
+# into the build tree ($(B)/src) by content: only files whose bytes changed
+# get new timestamps, and upstream's own make rebuilds just what depends on
+# them.
 
 -include config.mk
+OCAML_VERSION ?= 5.3.0
+ifeq ($(OCAML_VERSION),5.3.0)
+B := _build
 PREFIX ?= $(CURDIR)/_install
-OCAML_SOURCE ?= npm
+OPAM_DIR ?= _opam
+else
+B := _build-$(OCAML_VERSION)
+PREFIX ?= $(CURDIR)/_install-$(OCAML_VERSION)
+OPAM_DIR ?= _opam-$(OCAML_VERSION)
+endif
+OCAML_SOURCE ?= fetch
 CACHE_DIR ?= $(HOME)/.cache/ocaml-memprof
 JOBS ?= 2
+# The scripts under build-aux/ and testsuite/ read these.
+export OCAML_VERSION
+export MEMPROF_BUILD_DIR := $(CURDIR)/$(B)
 
-B := _build
 PRISTINE := $(B)/pristine
 STAGE := $(B)/stage
 SRC := $(B)/src
-DIST := ocaml-5.3.0+memprof
+DIST := ocaml-$(OCAML_VERSION)+memprof
+DIGESTS := build-aux/upstream-digests-$(OCAML_VERSION).sha256
 
-OUR_FILES := $(wildcard runtime/*.c runtime/caml/*.h runtime/patches/* \
-  stdlib-patches/* build-aux/assemble.sh)
+OUR_FILES := $(wildcard runtime/*.c runtime/caml/*.h \
+  runtime/patches/$(OCAML_VERSION)/* stdlib-patches/$(OCAML_VERSION)/* \
+  stdlib-patches/*.ml stdlib-patches/*.mli build-aux/assemble.sh)
+
+# What the build of this version was configured with, rewritten only when
+# it changes: reconfiguring for the other version leaves this one's build
+# up to date.  (A first copy takes config.mk's date, so that a build made
+# before this file existed is not redone.)
+CONFIG_VARS := $(B)/config.vars
+$(shell mkdir -p $(B) && \
+  printf 'OCAML_VERSION=%s\nPREFIX=%s\nOCAML_SOURCE=%s\n' '$(OCAML_VERSION)' '$(PREFIX)' \
+    '$(patsubst npm,fetch,$(OCAML_SOURCE))' > $(CONFIG_VARS).new && \
+  if cmp -s $(CONFIG_VARS).new $(CONFIG_VARS); then rm -f $(CONFIG_VARS).new; \
+  elif [ ! -f $(CONFIG_VARS) ] && [ -f $(B)/install.stamp ] && [ -f config.mk ]; then \
+    mv $(CONFIG_VARS).new $(CONFIG_VARS) && touch -r config.mk $(CONFIG_VARS); \
+  else mv $(CONFIG_VARS).new $(CONFIG_VARS); fi)
 
 .PHONY: all compiler tools install demo test test-ours test-upstream \
   test-upstream-traced dist bench bench-quick opam-repo opam-test clean distclean
@@ -29,7 +58,7 @@ all: compiler tools
 config.mk:
 	./configure
 
-$(B)/pristine.stamp: build-aux/fetch-ocaml-source.sh build-aux/upstream-digests.sha256 config.mk
+$(B)/pristine.stamp: build-aux/fetch-ocaml-source.sh $(DIGESTS) $(CONFIG_VARS)
 	@mkdir -p $(B)
 	build-aux/fetch-ocaml-source.sh '$(OCAML_SOURCE)' '$(CACHE_DIR)' $(PRISTINE)
 	@touch $@
@@ -56,7 +85,7 @@ $(B)/src.stamp: $(B)/stage.stamp
 	    $(MAKE) -C $(SRC) clean >/dev/null; fi; \
 	  touch $@; fi
 
-$(SRC)/Makefile.config: $(B)/src.stamp config.mk Makefile
+$(SRC)/Makefile.config: $(B)/src.stamp $(CONFIG_VARS) Makefile
 	cd $(SRC) && ./configure --prefix='$(PREFIX)' --enable-ocamltest -C > ../configure.log 2>&1 || \
 	  { tail -n 30 $(B)/configure.log; echo "upstream configure failed: see $(B)/configure.log"; exit 1; }
 
@@ -122,20 +151,20 @@ bench-quick: all
 	$(MAKE) -C bench PREFIX='$(PREFIX)' PRISTINE='$(CURDIR)/$(PRISTINE)' quick
 
 opam-repo: dist
-	sh opam-switch/prepare-mirror.sh $(DIST).tar.gz _opam
+	sh opam-switch/prepare-mirror.sh $(DIST).tar.gz $(OPAM_DIR)
 
 opam-test: opam-repo all
-	PATH='$(PREFIX)/bin':"$$PATH" sh opam-switch/test-switch.sh _opam
+	PATH='$(PREFIX)/bin':"$$PATH" sh opam-switch/test-switch.sh $(OPAM_DIR)
 
 # Maintainers: record the pristine digests of every upstream file the patch
 # series touches (what a --with-ocaml-source directory is checked against).
 pin-digests: $(B)/pristine.stamp
-	cd $(PRISTINE) && cat $(CURDIR)/runtime/patches/*.patch $(CURDIR)/stdlib-patches/*.patch 2>/dev/null | \
-	  sed -n 's,^--- a/\([^	 ]*\).*,\1,p' | sort -u | xargs sha256sum > $(CURDIR)/build-aux/upstream-digests.sha256
+	cd $(PRISTINE) && cat $(CURDIR)/runtime/patches/$(OCAML_VERSION)/*.patch $(CURDIR)/stdlib-patches/$(OCAML_VERSION)/*.patch 2>/dev/null | \
+	  sed -n 's,^--- a/\([^	 ]*\).*,\1,p' | sort -u | xargs sha256sum > $(CURDIR)/$(DIGESTS) && sha256sum VERSION >> $(CURDIR)/$(DIGESTS)
 
 clean:
 	rm -rf $(B) $(DIST).tar.gz
 	-$(MAKE) -C tools clean
 
 distclean: clean
-	rm -rf _install config.mk
+	rm -rf $(PREFIX) $(OPAM_DIR) config.mk
