@@ -526,8 +526,14 @@ void caml_memprof_tracer_set_trigger(caml_domain_state *s)
   /* A pending sample point stays where it is, even when young_ptr is
      already past it (upstream's memprof is handling the same allocation
      first): we sample it right after.  Only a GC or a new minor heap
-     invalidates it; redrawing then is exact, the gaps being memoryless. */
-  if (d->trigger_valid && t >= s->young_start && t <= s->young_end) return;
+     invalidates it; redrawing then is exact, the gaps being memoryless.
+     An empty minor heap (young_ptr == young_end: just collected, or new)
+     has no pending point: whether upstream calls this before or after
+     caml_memprof_after_minor_gc (5.3.0: after; 5.4.1: before, the latter
+     having moved past the minor GC's end barrier), the trigger is redrawn
+     for the new heap. */
+  if (d->trigger_valid && s->young_ptr != s->young_end &&
+      t >= s->young_start && t <= s->young_end) return;
   draw_minor_trigger(s, d);
 }
 
@@ -603,7 +609,8 @@ void caml_memprof_tracer_after_minor_gc(caml_domain_state *s)
 {
   tracer_domain *d = s->memprof_tracer;
   if (d == NULL) return;
-  d->trigger_valid = 0;
+  /* No trigger_valid = 0 here: the trigger may already be drawn for the
+     new minor heap (see caml_memprof_tracer_set_trigger). */
   stream_lock(d);
   if (stream_live(d)) {
     if (d->young.len && ensure_space(d, MPT_MAX_EVENT_BYTES(0)))
