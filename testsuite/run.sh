@@ -13,7 +13,7 @@ set -u
 PREFIX=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-W=${TEST_WORKDIR:-$top/_build/tests}
+W=${TEST_WORKDIR:-${MEMPROF_BUILD_DIR:-$top/_build}/tests}
 rm -rf "$W"; mkdir -p "$W"
 export PATH="$PREFIX/bin:$PATH"
 unset OCAMLRUNPARAM CAMLRUNPARAM
@@ -257,7 +257,7 @@ check "signal: new trace has samples" [ "$(get "$W/sig2.sum" allocs)" -gt 0 ]
 
 # ---- acceptance: trace the compiler itself ----
 big=${OCAML_BIG_SOURCE:-}
-[ -n "$big" ] || big=$(ls "$top"/_build/src/typing/typecore.ml 2>/dev/null | head -n 1)
+[ -n "$big" ] || big=$(ls "${MEMPROF_BUILD_DIR:-$top/_build}"/src/typing/typecore.ml 2>/dev/null | head -n 1)
 if [ -n "$big" ]; then
   t=$W/ocamlopt.trace
   (cd "$W" && OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-4" \
