@@ -14,11 +14,9 @@ OCAML_VERSION ?= 5.3.0
 ifeq ($(OCAML_VERSION),5.3.0)
 B := _build
 PREFIX ?= $(CURDIR)/_install
-OPAM_DIR ?= _opam
 else
 B := _build-$(OCAML_VERSION)
 PREFIX ?= $(CURDIR)/_install-$(OCAML_VERSION)
-OPAM_DIR ?= _opam-$(OCAML_VERSION)
 endif
 OCAML_SOURCE ?= fetch
 CACHE_DIR ?= $(HOME)/.cache/ocaml-memprof
@@ -150,11 +148,13 @@ bench: all
 bench-quick: all
 	$(MAKE) -C bench PREFIX='$(PREFIX)' PRISTINE='$(CURDIR)/$(PRISTINE)' quick
 
+# One local repository for every version whose `make dist` tarball is here.
 opam-repo: dist
-	sh opam-switch/prepare-mirror.sh $(DIST).tar.gz $(OPAM_DIR)
+	sh opam-switch/prepare-mirror.sh $(sort $(DIST).tar.gz $(wildcard ocaml-*+memprof.tar.gz)) _opam
 
 opam-test: opam-repo all
-	PATH='$(PREFIX)/bin':"$$PATH" sh opam-switch/test-switch.sh $(OPAM_DIR)
+	PATH='$(PREFIX)/bin':"$$PATH" MEMPROF_EXPECT_VERSION=$(OCAML_VERSION)+memprof \
+	  sh opam-switch/test-switch.sh _opam
 
 # Maintainers: record the pristine digests of every upstream file the patch
 # series touches (what a --with-ocaml-source directory is checked against).
@@ -167,4 +167,4 @@ clean:
 	-$(MAKE) -C tools clean
 
 distclean: clean
-	rm -rf $(PREFIX) $(OPAM_DIR) config.mk
+	rm -rf $(PREFIX) _opam config.mk
