@@ -10,7 +10,20 @@
 # them.
 
 -include config.mk
-OCAML_VERSION ?= 5.3.0
+# ./configure's version (CONFIG_VERSION, in config.mk) unless the command
+# line says otherwise: `make OCAML_VERSION=5.4.1 test` builds and tests the
+# other version with its own defaults (config.mk's --prefix and
+# --with-ocaml-source belong to the configured version only).
+CONFIG_VERSION ?= 5.3.0
+OCAML_VERSION ?= $(CONFIG_VERSION)
+ifneq ($(OCAML_VERSION),$(CONFIG_VERSION))
+ifeq ($(origin PREFIX),file)
+PREFIX := $(if $(filter 5.3.0,$(OCAML_VERSION)),$(CURDIR)/_install,$(CURDIR)/_install-$(OCAML_VERSION))
+endif
+ifeq ($(origin OCAML_SOURCE),file)
+OCAML_SOURCE := fetch
+endif
+endif
 ifeq ($(OCAML_VERSION),5.3.0)
 B := _build
 PREFIX ?= $(CURDIR)/_install
@@ -39,7 +52,9 @@ OUR_FILES := $(wildcard runtime/*.c runtime/caml/*.h \
 # it changes: reconfiguring for the other version leaves this one's build
 # up to date.  (A first copy takes config.mk's date, so that a build made
 # before this file existed is not redone.)
+# Not under make -n or -q, which must change nothing.
 CONFIG_VARS := $(B)/config.vars
+ifeq (,$(findstring n,$(firstword -$(MAKEFLAGS)))$(findstring q,$(firstword -$(MAKEFLAGS))))
 $(shell mkdir -p $(B) && \
   printf 'OCAML_VERSION=%s\nPREFIX=%s\nOCAML_SOURCE=%s\n' '$(OCAML_VERSION)' '$(PREFIX)' \
     '$(patsubst npm,fetch,$(OCAML_SOURCE))' > $(CONFIG_VARS).new && \
@@ -47,9 +62,11 @@ $(shell mkdir -p $(B) && \
   elif [ ! -f $(CONFIG_VARS) ] && [ -f $(B)/install.stamp ] && [ -f config.mk ]; then \
     mv $(CONFIG_VARS).new $(CONFIG_VARS) && touch -r config.mk $(CONFIG_VARS); \
   else mv $(CONFIG_VARS).new $(CONFIG_VARS); fi)
+endif
+$(CONFIG_VARS): ;
 
 .PHONY: all compiler tools install demo test test-ours test-upstream \
-  test-upstream-traced dist bench bench-quick opam-repo opam-test clean distclean
+  test-upstream-traced dist bench bench-one bench-quick opam-repo opam-test clean distclean
 
 all: compiler tools
 
@@ -142,7 +159,16 @@ test-upstream-traced: all $(B)/ocamltest.stamp
 	@testsuite/run-upstream.sh '$(CURDIR)/$(SRC)' traced
 
 # ---- Benchmarks, opam ----
-bench: all
+# Both versions, each against its own vanilla release (built once from
+# its pristine source into ~/.cache/memprof-bench), then side by side in
+# bench/results/results.md.  BENCH_VERSIONS=5.4.1 measures one.
+BENCH_VERSIONS ?= 5.3.0 5.4.1
+bench:
+	@set -e; for v in $(BENCH_VERSIONS); do \
+	  $(MAKE) OCAML_VERSION=$$v all; $(MAKE) OCAML_VERSION=$$v bench-one; done
+	$(MAKE) -C bench side-by-side VERSIONS='$(BENCH_VERSIONS)'
+
+bench-one: all
 	$(MAKE) -C bench PREFIX='$(PREFIX)' PRISTINE='$(CURDIR)/$(PRISTINE)' full
 
 bench-quick: all
