@@ -65,7 +65,7 @@ $(shell mkdir -p $(B) && \
 endif
 $(CONFIG_VARS): ;
 
-.PHONY: all compiler tools install demo test test-ours test-upstream \
+.PHONY: all compiler tools install demo test test-versions test-ours test-upstream \
   test-upstream-traced dist bench bench-one bench-quick opam-repo opam-test clean distclean
 
 all: compiler tools
@@ -148,6 +148,10 @@ test: all $(B)/ocamltest.stamp
 $(B)/ocamltest.stamp: $(B)/build.stamp
 	$(MAKE) -C $(SRC) -j$(JOBS) ocamltest
 	@touch $@
+
+# Both versions (CI): see build-aux/test-versions.sh.
+test-versions:
+	@build-aux/test-versions.sh
 
 test-ours: all
 	@testsuite/run.sh '$(PREFIX)'
