@@ -89,6 +89,8 @@ for rate in 1e-3 1e-4; do
   expect "stats@$rate: no duplicate ids" "$(get "$W/stats-$rate.sum" duplicate_ids)" 0
   expect "stats@$rate: header rate" "$(get "$W/stats-$rate.sum" rate)" "$(awk -v r=$rate 'BEGIN { printf "%g", r }')"
 done
+# The trace says which runtime wrote it (5.3.0+memprof or 5.4.1+memprof).
+expect "header names the runtime" "$(get "$W/stats-1e-3.sum" ocaml_version)" "$(ocamlopt -version)"
 
 # ---- bytecode ----
 t=$W/stats-byte.trace
