@@ -66,7 +66,7 @@ endif
 $(CONFIG_VARS): ;
 
 .PHONY: all compiler tools install demo test test-versions test-ours test-upstream \
-  test-upstream-traced dist bench bench-one bench-quick opam-repo opam-test clean distclean
+  test-upstream-traced stress dist bench bench-one bench-quick opam-repo opam-test clean distclean
 
 all: compiler tools
 
@@ -96,13 +96,19 @@ $(B)/src.stamp: $(B)/stage.stamp
 	  if [ -f $(SRC)/Makefile.config ] && \
 	     { echo "$$changes" | grep -qv -e '^runtime/' -e '^$$' || \
 	       echo "$$changes" | grep -q domain_state.tbl; }; then \
-	    echo "sync: upstream files changed: cleaning the build tree"; \
-	    $(MAKE) -C $(SRC) clean >/dev/null; fi; \
+	    echo "sync: upstream files changed: cleaning and reconfiguring the build tree"; \
+	    $(MAKE) -C $(SRC) clean >/dev/null; $(CONFIGURE_SRC); fi; \
 	  touch $@; fi
 
-$(SRC)/Makefile.config: $(B)/src.stamp $(CONFIG_VARS) Makefile
-	cd $(SRC) && ./configure --prefix='$(PREFIX)' --enable-ocamltest -C > ../configure.log 2>&1 || \
-	  { tail -n 30 $(B)/configure.log; echo "upstream configure failed: see $(B)/configure.log"; exit 1; }
+# Configured once, again when this version's configuration (config.vars)
+# changes or the sync above cleaned the
+# tree: re-running upstream's configure rewrites its outputs and so rebuilds
+# the whole tree, which a change to our runtime files does not need.
+CONFIGURE_SRC = (cd $(SRC) && ./configure --prefix='$(PREFIX)' --enable-ocamltest -C \
+  > ../configure.log 2>&1) || { tail -n 30 $(B)/configure.log; \
+  echo "upstream configure failed: see $(B)/configure.log"; exit 1; }
+$(SRC)/Makefile.config: $(CONFIG_VARS) | $(B)/src.stamp
+	@$(CONFIGURE_SRC)
 
 $(B)/build.stamp: $(B)/src.stamp $(SRC)/Makefile.config
 	$(MAKE) -C $(SRC) -j$(JOBS)
@@ -155,6 +161,11 @@ test-versions:
 
 test-ours: all
 	@testsuite/run.sh '$(PREFIX)'
+
+# The tracer's concurrency stress tests with many runs (make test runs a
+# bounded share): about 10 minutes.
+stress: all
+	@testsuite/stress.sh '$(PREFIX)'
 
 test-upstream: all $(B)/ocamltest.stamp
 	@testsuite/run-upstream.sh '$(CURDIR)/$(SRC)' plain

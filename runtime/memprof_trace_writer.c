@@ -16,6 +16,22 @@
      atfork handler calls caml_trace_writer_forget_after_fork, which drops
      the descriptor in the child (closing our copy does not affect the
      parent's); with %p in the template the child then opens its own file.
+   - Exec, and other processes: a program that runs another OCaml program
+     passes OCAMLRUNPARAM on, so the child expands the same template.  A
+     trace is never truncated or interleaved while a live process writes
+     it: the writer holds an exclusive flock(2) on its file for the trace's
+     lifetime (the descriptor is close-on-exec; a forked child's copy
+     shares the lock and is closed at once).  A file that is locked gets a
+     distinct name instead, PATH.PID, announced in one stderr line; an
+     unlocked file (a previous run's) is replaced, as users expect.
+   - Names: one process never writes two traces under one name (a trace
+     restarted by the toggle signal within %t's second, a second
+     Gc.Memprof_trace.start on the same path, or a program that exec's
+     another without forking: same pid, and the close-on-exec descriptor
+     took the lock with it): a name this process already used, or whose
+     header names this pid, gets a suffix .2, .3, ..., announced in one
+     stderr line.
+   - A header that cannot be written leaves no file behind.
    - Time: CLOCK_MONOTONIC since the trace started, in microseconds. */
 
 #define CAML_INTERNALS
@@ -25,6 +41,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "caml/memprof_trace_writer.h"
@@ -51,41 +69,144 @@ uint64_t caml_trace_writer_now(void)
 int caml_trace_writer_is_open(void) { return trace_fd >= 0; }
 int caml_trace_writer_compressed(void) { return compress; }
 
+/* Expand the template: %p pid, %t Unix time, %e executable basename, %%.
+   Two passes: the first measures, so any template fits (no fixed bound
+   per directive). */
 static char *expand(const char *t, const char *exe)
 {
   const char *base = strrchr(exe ? exe : "", '/');
   base = base ? base + 1 : (exe ? exe : "");
-  size_t cap = strlen(t) * 20 + 64 + strlen(base) * 4;
-  char *out = malloc(cap), *o = out;
-  if (!out) return NULL;
-  for (const char *p = t; *p; p++) {
-    if (*p == '%' && p[1] == 'p') { o += sprintf(o, "%ld", (long)getpid()); p++; }
-    else if (*p == '%' && p[1] == 't') { o += sprintf(o, "%ld", (long)time(NULL)); p++; }
-    else if (*p == '%' && p[1] == 'e') { o += sprintf(o, "%s", base); p++; }
-    else if (*p == '%' && p[1] == '%') { *o++ = '%'; p++; }
-    else *o++ = *p;
+  char pid[24], now[24];
+  snprintf(pid, sizeof pid, "%ld", (long)getpid());
+  snprintf(now, sizeof now, "%ld", (long)time(NULL));
+  char *out = NULL;
+  size_t len = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    size_t o = 0;
+#define PUT(str, n) do { if (out) memcpy(out + o, (str), (n)); o += (n); } while (0)
+    for (const char *p = t; *p; p++) {
+      const char *ins = NULL;
+      if (*p == '%') {
+        switch (p[1]) {
+        case 'p': ins = pid; break;
+        case 't': ins = now; break;
+        case 'e': ins = base; break;
+        case '%': ins = "%"; break;
+        }
+      }
+      if (ins) { PUT(ins, strlen(ins)); p++; }
+      else PUT(p, 1);
+    }
+#undef PUT
+    if (pass == 0) {
+      len = o;
+      out = malloc(len + 1);
+      if (!out) return NULL;
+    }
   }
-  *o = 0;
+  out[len] = 0;
   return out;
 }
 
-/* Append [len] bytes; on failure report once and close. */
+/* Names of the traces this process has written (see "Names" above). */
+static char **used_names;
+static size_t used_count, used_cap;
+
+/* The pid in the header of the trace at [name], or 0. */
+static uint64_t header_pid(const char *name)
+{
+  uint8_t buf[16384];
+  int fd = open(name, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf);
+  close(fd);
+  if (n <= 0) return 0;
+  char err[64];
+  mpt_reader *r = mpt_reader_open_mem(buf, (size_t)n, err, sizeof err);
+  if (!r) return 0;
+  uint64_t pid = mpt_reader_info(r)->pid;
+  mpt_reader_close(r);
+  return pid;
+}
+
+static int name_used(const char *name)
+{
+  for (size_t i = 0; i < used_count; i++)
+    if (strcmp(used_names[i], name) == 0) return 1;
+  return header_pid(name) == (uint64_t)getpid();
+}
+
+static void remember_name(const char *name)
+{
+  if (used_count == used_cap) {
+    size_t cap = used_cap ? 2 * used_cap : 8;
+    char **n = realloc(used_names, cap * sizeof *n);
+    if (!n) return;
+    used_names = n; used_cap = cap;
+  }
+  char *copy = strdup(name);
+  if (copy) used_names[used_count++] = copy;
+}
+
+/* [base] followed by [sep] and [n] (a fresh string), or NULL. */
+static char *suffixed(const char *base, char sep, long n)
+{
+  size_t len = strlen(base) + 24;
+  char *s = malloc(len);
+  if (s) snprintf(s, len, "%s%c%ld", base, sep, n);
+  return s;
+}
+
+/* Open [*name] for a new trace, exclusively (see the design comment);
+   may replace [*name] by the name actually used.  Returns the descriptor
+   or -1 with errno set. */
+static int open_exclusive(char **name)
+{
+  for (int attempt = 0; attempt < 2; attempt++) {
+    int fd = open(*name, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return -1;
+    struct stat st;
+    int regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    if (!regular) return fd;                /* a device or a pipe: as is */
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK) {
+      /* Ours (or a file system without flock): replace what was there. */
+      if (ftruncate(fd, 0) == 0) return fd;
+      int e = errno; close(fd); errno = e;
+      return -1;
+    }
+    close(fd);
+    if (attempt == 1) break;
+    char *alt = suffixed(*name, '.', (long)getpid());
+    if (!alt) { errno = ENOMEM; return -1; }
+    fprintf(stderr, "memprof: %s is being written by another process; "
+            "tracing into %s\n", *name, alt);
+    free(*name);
+    *name = alt;
+  }
+  errno = EWOULDBLOCK;
+  return -1;
+}
+
+/* Append [len] bytes: 0, or -1 with errno set (0 for a short write). */
 static int append(const uint8_t *p, size_t len)
 {
   while (len > 0) {
     ssize_t n = write(trace_fd, p, len);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      fprintf(stderr, "memprof: cannot write trace %s: %s; tracing stopped, "
-              "the trace so far stays readable\n", path,
-              n < 0 ? strerror(errno) : "short write");
-      close(trace_fd);
-      trace_fd = -1;
-      return -1;
-    }
+    if (n <= 0) { if (n == 0) errno = 0; return -1; }
     p += n; len -= (size_t)n;
   }
   return 0;
+}
+
+/* A write failed: say so once and close the trace. */
+static void write_failed(void)
+{
+  fprintf(stderr, "memprof: cannot write trace %s: %s; tracing stopped, "
+          "the trace so far stays readable\n", path,
+          errno ? strerror(errno) : "short write");
+  close(trace_fd);
+  trace_fd = -1;
 }
 
 /* Compress (or not) [plain] and append it: one frame, one write. */
@@ -93,7 +214,7 @@ static int append_frame(const uint8_t *plain, size_t len, uint8_t *zbuf, size_t 
 {
   if (!compress) return append(plain, len);
   size_t z = mpt_frame_compress(zbuf, zcap, plain, len);
-  if (z == 0) return -1;
+  if (z == 0) { errno = ENOMEM; return -1; }
   return append(zbuf, z);
 }
 
@@ -109,21 +230,42 @@ int caml_trace_writer_open(const char *template, const mpt_trace_info *info)
   free(path);
   path = expand(template, info->executable);
   if (!path || !path_template) goto out;
+  if (name_used(path)) {
+    char *alt = NULL;
+    for (long n = 2; !alt || name_used(alt); n++) {
+      free(alt);
+      if (!(alt = suffixed(path, '.', n))) goto out;
+    }
+    fprintf(stderr, "memprof: this process already wrote %s; "
+            "tracing into %s\n", path, alt);
+    free(path);
+    path = alt;
+  }
   compress = (info->flags & MPT_FLAG_COMPRESSED) != 0;
-  trace_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  trace_fd = open_exclusive(&path);
   if (trace_fd < 0) {
     fprintf(stderr, "memprof: cannot create trace %s: %s; running untraced\n",
             path, strerror(errno));
     goto out;
   }
+  remember_name(path);
   start_ns = mono_ns();
   size_t cap = MPT_MAGIC_LEN + MPT_CHUNK_HEADER_BYTES + 128 + 4 * (MPT_MAX_STRING + 10);
   uint8_t *hdr = malloc(cap), *z = malloc(mpt_frame_bound(cap));
-  if (hdr && z) {
-    size_t n = mpt_write_header_chunk(hdr, cap, info);
-    rc = append_frame(hdr, n, z, mpt_frame_bound(cap));
-  }
+  errno = ENOMEM;
+  if (hdr && z)
+    rc = append_frame(hdr, mpt_write_header_chunk(hdr, cap, info), z,
+                      mpt_frame_bound(cap));
   free(hdr); free(z);
+  if (rc < 0) {
+    /* No header, no trace: leave no empty or cut file behind. */
+    fprintf(stderr, "memprof: cannot write trace %s: %s; running untraced\n",
+            path, errno ? strerror(errno) : "short write");
+    struct stat st;
+    if (fstat(trace_fd, &st) == 0 && S_ISREG(st.st_mode)) unlink(path);
+    close(trace_fd);
+    trace_fd = -1;
+  }
  out:
   pthread_mutex_unlock(&writer_lock);
   return rc;
@@ -142,7 +284,8 @@ int caml_trace_writer_chunk(uint16_t stream, uint8_t *chunk, size_t body_len,
     if (len == 0) return -1;
   }
   pthread_mutex_lock(&writer_lock);
-  int rc = trace_fd >= 0 ? append(out, len) : -1;
+  int rc = -1;
+  if (trace_fd >= 0 && (rc = append(out, len)) < 0) write_failed();
   pthread_mutex_unlock(&writer_lock);
   return rc;
 }
@@ -159,6 +302,8 @@ void caml_trace_writer_close(uint64_t total_samples, uint64_t lost_samples)
     if (z && append_frame(end, n, z, zcap) == 0) {
       close(trace_fd);
       trace_fd = -1;
+    } else if (z) {
+      write_failed();
     }
     free(z);
   }

@@ -94,6 +94,9 @@
 #define DEFAULT_RATE 1e-5
 #define DEFAULT_FRAMES 256
 #define BUFFER_BYTES (256 * 1024)
+/* The flusher writes every stream's buffered events this often, so a
+   process killed at time t keeps what it did up to about t - 200 ms. */
+#define DEFAULT_FLUSH_MS 200
 
 static struct {
   char *path;           /* memprof=PATH: tracing on                        */
@@ -104,19 +107,46 @@ static struct {
   int seeded;
   int signal;           /* memprof_signal=SIGNAME|N: toggle tracing        */
   uintnat flush_ms;     /* memprof_flush_ms=N: periodic flush              */
-} params = { NULL, DEFAULT_RATE, DEFAULT_FRAMES, 1, 0, 0, 0, 1000 };
+} params = { NULL, DEFAULT_RATE, DEFAULT_FRAMES, 1, 0, 0, 0, DEFAULT_FLUSH_MS };
 
 static void bad_param(const char *key, const char *val, const char *why)
 {
   fprintf(stderr, "memprof: OCAMLRUNPARAM: ignoring %s=%s: %s\n", key, val, why);
 }
 
+/* Decimal digits only: no sign, no blank, no base prefix, no overflow. */
 static int parse_uint(const char *val, uintnat lo, uintnat hi, uintnat *out)
 {
-  char *end;
-  unsigned long long v = strtoull(val, &end, 10);
-  if (end == val || *end || v < lo || v > hi || val[0] == '-') return 0;
-  *out = (uintnat)v;
+  if (!*val) return 0;
+  uintnat v = 0;
+  for (const char *p = val; *p; p++) {
+    if (*p < '0' || *p > '9') return 0;
+    uintnat d = (uintnat)(*p - '0');
+    if (v > (CAML_UINTNAT_MAX - d) / 10) return 0;
+    v = v * 10 + d;
+  }
+  if (v < lo || v > hi) return 0;
+  *out = v;
+  return 1;
+}
+
+/* A decimal number as documented: digits, an optional fraction and an
+   optional exponent (1e-5, 0.001, 1); no sign, blank, hex or inf/nan. */
+static int parse_rate(const char *val, double *out)
+{
+  const char *p = val;
+  int digits = 0;
+  while (*p >= '0' && *p <= '9') { p++; digits++; }
+  if (*p == '.') { p++; while (*p >= '0' && *p <= '9') { p++; digits++; } }
+  if (!digits) return 0;
+  if (*p == 'e' || *p == 'E') {
+    p++;
+    if (*p == '+' || *p == '-') p++;
+    if (!(*p >= '0' && *p <= '9')) return 0;
+    while (*p >= '0' && *p <= '9') p++;
+  }
+  if (*p) return 0;
+  *out = strtod(val, NULL);
   return 1;
 }
 
@@ -142,10 +172,9 @@ static void set_param(const char *key, const char *val)
     free(params.path);
     params.path = val[0] ? strdup(val) : NULL;
   } else if (strcmp(key, "memprof_rate") == 0) {
-    char *end;
-    double r = strtod(val, &end);
-    if (end == val || *end || !(r > 0.0 && r <= 1.0))
-      bad_param(key, val, "expected a sampling rate in (0, 1]");
+    double r;
+    if (!parse_rate(val, &r) || !(r > 0.0 && r <= 1.0))
+      bad_param(key, val, "expected a sampling rate in (0, 1], e.g. 1e-5");
     else params.rate = r;
   } else if (strcmp(key, "memprof_frames") == 0) {
     if (parse_uint(val, 1, MPT_MAX_FRAMES, &u)) params.frames = u;
@@ -155,7 +184,7 @@ static void set_param(const char *key, const char *val)
     else bad_param(key, val, "expected 0 or 1");
   } else if (strcmp(key, "memprof_seed") == 0) {
     if (parse_uint(val, 0, (uintnat)-1, &u)) { params.seed = u; params.seeded = 1; }
-    else bad_param(key, val, "expected a non-negative integer");
+    else bad_param(key, val, "expected an integer from 0 to 2^64-1");
   } else if (strcmp(key, "memprof_signal") == 0) {
     int s = parse_signal(val);
     if (s) params.signal = s;
@@ -173,7 +202,10 @@ static void set_param(const char *key, const char *val)
 int caml_memprof_tracer_parse_option(char_os **optp)
 {
   const char *opt = *optp;
-  if (strncmp(opt, "memprof", 7) != 0 || (opt[7] != '=' && opt[7] != '_'))
+  /* "memprof" alone (before ',' or the end) is ours too: upstream would
+     read it as m (custom_minor_ratio) with a garbage value. */
+  if (strncmp(opt, "memprof", 7) != 0
+      || (opt[7] != '=' && opt[7] != '_' && opt[7] != ',' && opt[7] != 0))
     return 0;
   const char *eq = strchr(opt, '='), *comma = strchr(opt, ',');
   const char *stop = comma ? comma : opt + strlen(opt);
@@ -181,7 +213,8 @@ int caml_memprof_tracer_parse_option(char_os **optp)
   if (!eq || eq > stop) {
     size_t n = (size_t)(stop - opt) < sizeof key ? (size_t)(stop - opt) : sizeof key - 1;
     memcpy(key, opt, n); key[n] = 0;
-    bad_param(key, "", "expected KEY=VALUE");
+    fprintf(stderr, "memprof: OCAMLRUNPARAM: ignoring %s: expected %s=VALUE%s\n",
+            key, key, strcmp(key, "memprof") == 0 ? " (memprof=PATH traces)" : "");
   } else if ((size_t)(eq - opt) >= sizeof key || (size_t)(stop - eq - 1) >= sizeof val) {
     fprintf(stderr, "memprof: OCAMLRUNPARAM: ignoring an over-long memprof option\n");
   } else {
@@ -211,7 +244,6 @@ typedef struct tracer_domain {
   uint8_t *buf;                   /* 8-byte chunk header slot + body     */
   uint8_t *zbuf; size_t zcap;
   uint32_t *enc_stack;
-  uint64_t last_flush;            /* time units                           */
   uint64_t last_stats;            /* last MAJOR_CYCLE event, time units   */
   /* location and string tables */
   loc_slot *locs; uint32_t loc_cap, loc_count;
@@ -223,6 +255,12 @@ typedef struct tracer_domain {
   /* sampling */
   uint64_t rng[4];
   int trigger_valid;
+  uintnat trigger_minor;          /* caml_minor_collections_count then  */
+  /* while upstream's statmemprof samples a young allocation (see
+     caml_memprof_tracer_suspend) */
+  int suspended, resume_pending;
+  uintnat suspend_minor;
+  intnat suspend_gap;             /* trigger - young_ptr at suspension   */
   uintnat countdown;              /* words to the next non-minor sample   */
   uintnat countdown_gen;
   /* identities */
@@ -240,13 +278,15 @@ static uint32_t max_frames;
 static _Atomic uint64_t next_id_block = 1;
 static pthread_mutex_t control_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t orphan_lock = PTHREAD_MUTEX_INITIALIZER;
-static entry_table orphans;
-static uintnat orphans_gen;
+static entry_table orphans;               /* under orphan_lock            */
+static uintnat orphans_gen;               /* generation of [orphans]      */
+static atomic_int orphans_pending;        /* orphans.len > 0, lock-free   */
 static uint64_t carried_samples, carried_lost; /* from domains gone */
 static char *exe_name;
 static char *command_line;
 static volatile sig_atomic_t toggle_requested;
 static int handlers_installed;
+static int flusher_started;
 
 /* The per-stream lock: a test-and-set lock, since it is almost never
    contended (only stop/flush/exit from another thread take it) and a
@@ -306,7 +346,6 @@ static void flush_locked(tracer_domain *d)
     atomic_store(&active, 0);         /* the writer has said why, once */
   mpt_enc_reset_buffer(&d->enc, d->buf + MPT_CHUNK_HEADER_BYTES,
                        BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES);
-  d->last_flush = caml_trace_writer_now();
 }
 
 static inline int ensure_space(tracer_domain *d, size_t n)
@@ -344,7 +383,6 @@ static int ensure_stream(tracer_domain *d)
   d->young.len = d->major.len = 0;
   d->samples = d->lost = 0;
   d->next_id = d->id_end = 0;
-  d->last_flush = caml_trace_writer_now();
   d->last_stats = 0;
   d->gen = gen;
   return 1;
@@ -505,13 +543,24 @@ static void record(tracer_domain *d, value block, uintnat wosize,
 /* ------------------------------------------------------------------ */
 /* Sampling hooks                                                      */
 
+/* The trigger is a position in the minor heap: valid only until the next
+   minor collection empties it.  Minor collections are counted globally
+   (caml_minor_collections_count, incremented inside the STW section before
+   any domain promotes), so comparing the count is exact whichever order
+   upstream calls us in at the end of a collection. */
+static inline void trigger_drawn(tracer_domain *d)
+{
+  d->trigger_valid = 1;
+  d->trigger_minor = atomic_load_relaxed(&caml_minor_collections_count);
+}
+
 static void draw_minor_trigger(caml_domain_state *s, tracer_domain *d)
 {
   uintnat geom = rand_geom(d);
   s->memprof_tracer_trigger =
     (uintnat)(s->young_ptr - s->young_start) > geom
     ? s->young_ptr - (geom - 1) : s->young_start;
-  d->trigger_valid = 1;
+  trigger_drawn(d);
 }
 
 void caml_memprof_tracer_set_trigger(caml_domain_state *s)
@@ -522,19 +571,60 @@ void caml_memprof_tracer_set_trigger(caml_domain_state *s)
     if (d) d->trigger_valid = 0;
     return;
   }
+  if (d->suspended) {
+    /* A suspension ends with its minor-heap epoch: if the statmemprof
+       callback raised, resume never comes. */
+    if (d->suspend_minor == atomic_load_relaxed(&caml_minor_collections_count)) {
+      s->memprof_tracer_trigger = s->young_start;
+      return;
+    }
+    d->suspended = 0;
+    d->trigger_valid = 0;
+  }
   value *t = s->memprof_tracer_trigger;
   /* A pending sample point stays where it is, even when young_ptr is
      already past it (upstream's memprof is handling the same allocation
-     first): we sample it right after.  Only a GC or a new minor heap
-     invalidates it; redrawing then is exact, the gaps being memoryless.
-     An empty minor heap (young_ptr == young_end: just collected, or new)
-     has no pending point: whether upstream calls this before or after
-     caml_memprof_after_minor_gc (5.3.0: after; 5.4.1: before, the latter
-     having moved past the minor GC's end barrier), the trigger is redrawn
-     for the new heap. */
-  if (d->trigger_valid && s->young_ptr != s->young_end &&
-      t >= s->young_start && t <= s->young_end) return;
+     first): we sample it right after.  Only a minor collection or a new
+     minor heap invalidates it; redrawing then is exact, the gaps being
+     memoryless. */
+  if (d->trigger_valid
+      && d->trigger_minor == atomic_load_relaxed(&caml_minor_collections_count)
+      && t >= s->young_start && t <= s->young_end) return;
   draw_minor_trigger(s, d);
+}
+
+/* Upstream's caml_memprof_sample_young, for an allocation from OCaml,
+   undoes the allocation, allocates callstacks and runs the Gc.Memprof
+   allocation callbacks, then redoes it (possibly after a minor GC).  The
+   allocations in between must not consume our pending sample point: they
+   would be sampled with the interrupted allocation's stack instead of the
+   block that crossed the trigger, and then die (false COLLECTs of the
+   allocating site).  So our trigger is parked at young_start meanwhile,
+   as statmemprof parks its own (it does not sample those allocations
+   either), and put back afterwards at the same distance from the redone
+   allocation's base: the Poisson process over the program's own
+   allocations is unchanged. */
+void caml_memprof_tracer_suspend(caml_domain_state *s)
+{
+  tracer_domain *d = s->memprof_tracer;
+  if (d == NULL || !atomic_load_relaxed(&active)) return;
+  d->suspend_gap = s->memprof_tracer_trigger - s->young_ptr;
+  d->suspend_minor = atomic_load_relaxed(&caml_minor_collections_count);
+  d->suspended = d->resume_pending = 1;
+  s->memprof_tracer_trigger = s->young_start;
+  caml_reset_young_limit(s);
+}
+
+void caml_memprof_tracer_resume(caml_domain_state *s)
+{
+  tracer_domain *d = s->memprof_tracer;
+  if (d == NULL || !d->resume_pending) return;
+  d->suspended = d->resume_pending = 0;
+  if (!atomic_load_relaxed(&active)) return;
+  value *t = s->young_ptr + d->suspend_gap;
+  s->memprof_tracer_trigger = t < s->young_start ? s->young_start : t;
+  trigger_drawn(d);
+  caml_reset_young_limit(s);
 }
 
 void caml_memprof_tracer_sample_young(caml_domain_state *s, uintnat wosize,
@@ -571,7 +661,7 @@ void caml_memprof_tracer_sample_young(caml_domain_state *s, uintnat wosize,
   } while (n > 0);
   value *t = s->young_ptr + trigger_ofs;
   s->memprof_tracer_trigger = t < s->young_start ? s->young_start : t;
-  d->trigger_valid = 1;
+  trigger_drawn(d);
   caml_reset_young_limit(s);
 }
 
@@ -609,8 +699,6 @@ void caml_memprof_tracer_after_minor_gc(caml_domain_state *s)
 {
   tracer_domain *d = s->memprof_tracer;
   if (d == NULL) return;
-  /* No trigger_valid = 0 here: the trigger may already be drawn for the
-     new minor heap (see caml_memprof_tracer_set_trigger). */
   stream_lock(d);
   if (stream_live(d)) {
     if (d->young.len && ensure_space(d, MPT_MAX_EVENT_BYTES(0)))
@@ -626,9 +714,6 @@ void caml_memprof_tracer_after_minor_gc(caml_domain_state *s)
         mpt_enc_collect(&d->enc, e->id);
       }
     }
-    uint64_t now = caml_trace_writer_now();
-    if (now - d->last_flush >= params.flush_ms * (1000000 / CAML_TRACE_TIME_UNIT_NS))
-      flush_locked(d);
   }
   d->young.len = 0;
   stream_unlock(d);
@@ -663,20 +748,31 @@ static int mark_cycle(tracer_domain *d, uint64_t now)
   return 1;
 }
 
+/* Blocks tracked by domains that have terminated (handed over in
+   caml_memprof_tracer_leave_stw, while they were still in the STW set) are
+   adopted by the first domain that looks, inside a STW section, before it
+   processes its own table: so at every cycle end and every compaction,
+   each orphan is processed exactly once.  Called with [d]'s lock held. */
+static void adopt_orphans(tracer_domain *d)
+{
+  if (!atomic_load_explicit(&orphans_pending, memory_order_acquire)) return;
+  pthread_mutex_lock(&orphan_lock);
+  if (orphans.len && atomic_load(&active) && ensure_stream(d)
+      && orphans_gen == d->gen)
+    for (size_t i = 0; i < orphans.len; i++)
+      if (!push_entry(&d->major, orphans.t[i].block, orphans.t[i].id)) d->lost++;
+  orphans.len = 0;
+  atomic_store_explicit(&orphans_pending, 0, memory_order_release);
+  pthread_mutex_unlock(&orphan_lock);
+}
+
 void caml_memprof_tracer_after_major_gc(caml_domain_state *s)
 {
   tracer_domain *d = s->memprof_tracer;
   if (d == NULL) return;
   stream_lock(d);
+  adopt_orphans(d);
   if (stream_live(d)) {
-    /* Adopt blocks tracked by domains that have terminated. */
-    if (orphans.len && pthread_mutex_trylock(&orphan_lock) == 0) {
-      if (orphans_gen == d->gen)
-        for (size_t i = 0; i < orphans.len; i++)
-          if (!push_entry(&d->major, orphans.t[i].block, orphans.t[i].id)) d->lost++;
-      orphans.len = 0;
-      pthread_mutex_unlock(&orphan_lock);
-    }
     /* A stream marks the cycle end when it has collections to time;
        stream 0 also records heap statistics at most every
        STATS_INTERVAL (programs allocating large blocks can end thousands
@@ -707,12 +803,11 @@ void caml_memprof_tracer_scan_weak(scanning_action f, void *fdata,
 {
   tracer_domain *d = s->memprof_tracer;
   if (d == NULL) return;
+  stream_lock(d);
+  adopt_orphans(d);
   for (size_t i = 0; i < d->major.len; i++)
     f(fdata, d->major.t[i].block, &d->major.t[i].block);
-  if (s->id == 0) {   /* orphans belong to no domain: the main one scans */
-    for (size_t i = 0; i < orphans.len; i++)
-      f(fdata, orphans.t[i].block, &orphans.t[i].block);
-  }
+  stream_unlock(d);
 }
 
 void caml_memprof_tracer_compaction(caml_domain_state *s, int begin)
@@ -762,6 +857,26 @@ void caml_memprof_tracer_new_domain(caml_domain_state *s)
   caml_reset_young_limit(s);
 }
 
+void caml_memprof_tracer_leave_stw(caml_domain_state *s)
+{
+  tracer_domain *d = s->memprof_tracer;
+  if (d == NULL) return;
+  stream_lock(d);
+  /* The minor heap was emptied by the termination loop: young blocks have
+     been promoted or collected, and reported. */
+  d->young.len = 0;
+  if (stream_live(d) && d->major.len) {
+    pthread_mutex_lock(&orphan_lock);
+    if (orphans_gen != d->gen) { orphans.len = 0; orphans_gen = d->gen; }
+    for (size_t i = 0; i < d->major.len; i++)
+      if (!push_entry(&orphans, d->major.t[i].block, d->major.t[i].id)) d->lost++;
+    atomic_store_explicit(&orphans_pending, orphans.len > 0, memory_order_release);
+    pthread_mutex_unlock(&orphan_lock);
+  }
+  d->major.len = 0;
+  stream_unlock(d);
+}
+
 void caml_memprof_tracer_delete_domain(caml_domain_state *s)
 {
   tracer_domain *d = s->memprof_tracer;
@@ -772,12 +887,10 @@ void caml_memprof_tracer_delete_domain(caml_domain_state *s)
       mpt_enc_simple(&d->enc, MPT_EV_DOMAIN_STOP, caml_trace_writer_now(),
                      (uint64_t)s->unique_id);
     flush_locked(d);
-    pthread_mutex_lock(&orphan_lock);
-    if (orphans_gen != d->gen) { orphans.len = 0; orphans_gen = d->gen; }
-    for (size_t i = 0; i < d->major.len; i++)
-      if (!push_entry(&orphans, d->major.t[i].block, d->major.t[i].id)) d->lost++;
-    pthread_mutex_unlock(&orphan_lock);
   }
+  /* Anything still tracked here missed leave_stw (a domain whose creation
+     failed tracks nothing); it cannot be followed any more. */
+  d->lost += d->major.len + d->young.len;
   d->major.len = d->young.len = 0;
   stream_unlock(d);
   s->memprof_tracer = NULL;
@@ -797,6 +910,51 @@ static void install_handlers(void)
   handlers_installed = 1;
   atexit(at_exit_handler);
   pthread_atfork(NULL, fork_parent, fork_child);
+}
+
+/* The flusher: a plain C thread (never an OCaml one, it touches no OCaml
+   state) that writes every stream's buffered events each flush_ms, so
+   that events reach the file within about flush_ms of happening whatever
+   the program does (a program that stops allocating, or is killed, loses
+   at most that much).  It takes each stream's lock like any writer; when
+   tracing is off it only sleeps.  All signals are blocked in it, so the
+   program's signal handling is unchanged. */
+static void *flusher_main(void *arg)
+{
+  (void)arg;
+  struct timespec period = { (time_t)(params.flush_ms / 1000),
+                             (long)(params.flush_ms % 1000) * 1000000L };
+  for (;;) {
+    nanosleep(&period, NULL);
+    if (!atomic_load(&active)) continue;
+    uintnat gen = atomic_load(&generation);
+    for (int i = 0; i < Max_domains_max; i++) {
+      tracer_domain *d = domains[i];
+      if (!d) continue;
+      stream_lock(d);
+      if (atomic_load(&active) && d->buf && d->gen == gen) flush_locked(d);
+      stream_unlock(d);
+    }
+  }
+  return NULL;
+}
+
+static void start_flusher(void)
+{
+  if (flusher_started) return;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_t th;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  if (pthread_create(&th, &attr, flusher_main, NULL) == 0) flusher_started = 1;
+  else fprintf(stderr, "memprof: cannot start the flusher thread; events are "
+               "written when buffers fill and at exit\n");
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* Start a trace; control_lock held.  Returns 0, or -1 with a message in
@@ -831,18 +989,22 @@ static int start_locked(const char *path, double rate, uintnat frames,
   }
   carried_samples = carried_lost = 0;
   install_handlers();
+  start_flusher();
   atomic_store(&active, 1);
   return 0;
 }
 
-/* Stop the trace: flush every stream and close the file; control_lock held. */
-static void stop_locked(void)
+/* Stop the trace: flush every stream and close the file; control_lock held.
+   TRACE_STOP goes into [self]'s stream, or stream 0's when [self] is NULL:
+   at exit the domain state may be gone already (OCAMLRUNPARAM=c frees it
+   in caml_shutdown, before atexit handlers run), while our tracer_domain
+   structures are never freed. */
+static void stop_locked(tracer_domain *self)
 {
   if (!caml_trace_writer_is_open()) { atomic_store(&active, 0); return; }
   uintnat gen = atomic_load(&generation);
-  caml_domain_state *self = Caml_state_opt;
-  if (self && self->memprof_tracer)
-    emit_simple(self->memprof_tracer, MPT_EV_TRACE_STOP, 0);
+  if (!self) self = domains[0];
+  if (self) emit_simple(self, MPT_EV_TRACE_STOP, 0);
   atomic_store(&active, 0);
   uint64_t samples = carried_samples, lost = carried_lost;
   for (int i = 0; i < Max_domains_max; i++) {
@@ -861,19 +1023,19 @@ static void stop_locked(void)
 static void at_exit_handler(void)
 {
   pthread_mutex_lock(&control_lock);
-  stop_locked();
+  stop_locked(NULL);
   pthread_mutex_unlock(&control_lock);
 }
 
 static void toggle_tracing(void)
 {
   pthread_mutex_lock(&control_lock);
-  if (atomic_load(&active)) stop_locked();
+  caml_domain_state *self = Caml_state_opt;
+  if (atomic_load(&active)) stop_locked(self ? self->memprof_tracer : NULL);
   else if (params.path) {
     char err[128];
     if (start_locked(params.path, params.rate, params.frames,
                      (int)params.compress, err, sizeof err) == 0) {
-      caml_domain_state *self = Caml_state_opt;
       if (self && self->memprof_tracer)
         emit_simple(self->memprof_tracer, MPT_EV_TRACE_START, 0);
     }
@@ -893,6 +1055,8 @@ static void fork_child(void)
   pthread_mutex_init(&control_lock, NULL);
   pthread_mutex_init(&orphan_lock, NULL);
   orphans.len = 0;
+  atomic_store(&orphans_pending, 0);
+  flusher_started = 0;                /* threads do not survive fork */
   for (int i = 0; i < Max_domains_max; i++)
     if (domains[i]) {
       atomic_store(&domains[i]->lock, 0);
@@ -997,7 +1161,7 @@ CAMLprim value caml_memprof_trace_stop(value unit)
 {
   (void)unit;
   pthread_mutex_lock(&control_lock);
-  stop_locked();
+  stop_locked(Caml_state->memprof_tracer);
   pthread_mutex_unlock(&control_lock);
   caml_memprof_tracer_set_trigger(Caml_state);
   caml_reset_young_limit(Caml_state);

@@ -48,7 +48,7 @@ else
 fi
 if [ "$MODE" = traced ]; then
   n=0; bad=0
-  for t in "$W"/traces/*.trace; do
+  for t in "$W"/traces/*.trace*; do
     [ -e "$t" ] || continue
     n=$((n + 1))
     "${TEST_WORKDIR:-$BUILD/tests}/trace_summary" "$t" > "$W/sum" 2>&1 ||

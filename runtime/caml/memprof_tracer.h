@@ -42,11 +42,23 @@ void caml_memprof_tracer_sample_young(caml_domain_state *state,
                                       uintnat wosize, int flags, int nallocs,
                                       unsigned char *encoded_alloc_lens);
 
+/* Around upstream's caml_memprof_sample_young (which undoes and redoes
+   the allocation, running Gc.Memprof callbacks in between): the tracer's
+   trigger is parked meanwhile and put back relative to the redone
+   allocation, so that allocations made in between are not sampled in its
+   place. */
+void caml_memprof_tracer_suspend(caml_domain_state *state);
+void caml_memprof_tracer_resume(caml_domain_state *state);
+
 /* Any other sampled allocation: same arguments as caml_memprof_sample_block. */
 void caml_memprof_tracer_sample_block(value block, size_t allocated_words,
                                       size_t sampled_words, int source);
 
-/* GC interface. */
+/* GC interface.  after_minor_gc runs after the minor-GC end barrier (our
+   series moves upstream's caml_memprof_after_minor_gc there, as upstream
+   5.4 does): before it, another domain may still be promoting this
+   domain's young blocks, and an unforwarded header would read as
+   "collected". */
 void caml_memprof_tracer_after_minor_gc(caml_domain_state *state);
 void caml_memprof_tracer_after_major_gc(caml_domain_state *state);
 /* Weak scan (compaction): update the addresses of tracked blocks. */
@@ -55,8 +67,15 @@ void caml_memprof_tracer_scan_weak(scanning_action f, void *fdata,
 void caml_memprof_tracer_compaction(caml_domain_state *state, int begin);
 
 /* Domains.  new_domain is called by the new domain's thread in
-   domain_create, once its minor heap and Domain.self () exist. */
+   domain_create, once its minor heap and Domain.self () exist.
+   leave_stw is called by a terminating domain under all_domains_lock,
+   right before it leaves the STW participant set (its minor heap is empty
+   and its marking and sweeping done): its tracked blocks are handed to
+   the domains that remain, which adopt them in their next STW section, so
+   no cycle end or compaction misses them.  delete_domain follows, outside
+   the STW set: it only records the domain's end and flushes its stream. */
 void caml_memprof_tracer_new_domain(caml_domain_state *state);
+void caml_memprof_tracer_leave_stw(caml_domain_state *state);
 void caml_memprof_tracer_delete_domain(caml_domain_state *state);
 
 #endif /* CAML_INTERNALS */

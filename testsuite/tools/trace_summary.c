@@ -88,11 +88,12 @@ int main(int argc, char **argv)
     twice = 0, bad_promote = 0, max_stack = 0, empty_locs = 0;
   uint64_t src_samples[MPT_SRC_COUNT] = { 0 }, stream_samples[64] = { 0 };
   uint64_t start_ids[256]; int nstart_ids = 0;
-  uint64_t streams_mask = 0, fork_arg = 0, last_time = 0, time_back = 0;
+  uint64_t streams_mask = 0, fork_arg = 0, last_time = 0, time_back = 0, max_time = 0;
   mpt_event ev;
   int rc;
   while ((rc = mpt_reader_next(r, &ev)) == MPT_OK) {
     n[ev.kind]++;
+    if (ev.time_ns > max_time) max_time = ev.time_ns;
     if (ev.kind != MPT_EV_PROMOTE && ev.kind != MPT_EV_COLLECT) {
       if (ev.stream == 0) { if (ev.time_ns < last_time) time_back++; last_time = ev.time_ns; }
     }
@@ -123,7 +124,9 @@ int main(int argc, char **argv)
       if (!o) { unknown++; break; }
       if (o->state & COLLECTED) { twice++; break; }
       if (ev.kind == MPT_EV_PROMOTE) {
-        if (o->source != MPT_SRC_MINOR || (o->state & PROMOTED)) bad_promote++;
+        /* any block allocated in the minor heap: minor, and small custom
+           or unmarshalled blocks; never one allocated in the major heap */
+        if (o->source == MPT_SRC_MAJOR || (o->state & PROMOTED)) bad_promote++;
         o->state |= PROMOTED; sites[o->site].promoted++;
       } else {
         o->state |= COLLECTED; sites[o->site].collected++;
@@ -156,7 +159,8 @@ int main(int argc, char **argv)
          dup, unknown, twice, bad_promote, time_back);
   printf("ended %d\nend_total_samples %" PRIu64 "\nend_lost_samples %" PRIu64 "\n",
          ended, total, lost);
-  printf("truncated %d\n", mpt_reader_truncated(r));
+  printf("truncated %d\nlast_event_ms %" PRIu64 "\n", mpt_reader_truncated(r),
+         max_time / 1000000);
   static const char *srcs[] = { "minor", "major", "custom", "marshal" };
   for (int k = 0; k < MPT_SRC_COUNT; k++)
     printf("source_samples_%s %" PRIu64 "\n", srcs[k], src_samples[k]);
