@@ -64,6 +64,7 @@ $(shell mkdir -p $(B) && \
   else mv $(CONFIG_VARS).new $(CONFIG_VARS); fi)
 endif
 $(CONFIG_VARS): ;
+.DEFAULT_GOAL := all
 
 .PHONY: all compiler tools install demo test test-versions test-ours test-upstream \
   test-upstream-traced stress dist bench bench-one bench-quick opam-repo opam-test clean distclean
