@@ -586,9 +586,13 @@ void caml_memprof_tracer_set_trigger(caml_domain_state *s)
      already past it (upstream's memprof is handling the same allocation
      first): we sample it right after.  Only a minor collection or a new
      minor heap invalidates it; redrawing then is exact, the gaps being
-     memoryless. */
+     memoryless.  An empty minor heap has no pending point, whatever the
+     count says: the count is bumped by the STW leader before the other
+     domains stop, so a domain sampling in that window draws its next
+     point "in" the new collection, from the old heap. */
   if (d->trigger_valid
       && d->trigger_minor == atomic_load_relaxed(&caml_minor_collections_count)
+      && s->young_ptr != s->young_end
       && t >= s->young_start && t <= s->young_end) return;
   draw_minor_trigger(s, d);
 }
