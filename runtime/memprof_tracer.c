@@ -32,10 +32,14 @@
    - previous encoded raw callstack: frames shared with it (counted from
      main) are neither looked up nor compared again by the encoder, which
      holds the matching location ids;
-   - sampling state: xoshiro256+ RNG, the minor trigger's validity, the
-     countdown (in words) to the next sample outside the minor heap;
+   - sampling state: xoshiro256+ RNG, the minor trigger and where it was
+     drawn (it is valid until the domain's minor heap is emptied: see
+     trigger_drawn), whether it is parked (statmemprof suspended, see
+     caml_memprof_tracer_statmemprof_suspended), the countdown (in words)
+     to the next sample outside the minor heap;
    - tracked blocks: [young] (sampled in this domain's minor heap, checked
-     after each minor GC: forwarded = promoted, else collected) and
+     after each minor GC, after the minor-GC barrier so that every domain
+     has finished promoting: forwarded = promoted, else collected) and
      [major] (checked at each major cycle end: unmarked = collected; their
      addresses are updated by compaction through the weak-root scan).
 
@@ -50,7 +54,14 @@
    - Object ids come from a global counter, 256 at a time per domain, so
      they are unique across domains.
    - Blocks tracked by a terminating domain are handed to a global orphan
-     list (mutex) and adopted by a live domain at its next major cycle end.
+     list (orphan_lock) while the domain is still in the STW participant
+     set (caml_memprof_tracer_leave_stw, under all_domains_lock), and
+     adopted, under the lock, by the first domain that looks in the next
+     STW section (cycle end or compaction), before it processes its own
+     table: every orphan is filtered at every cycle end and updated at
+     every compaction exactly once.
+   - A flusher thread (plain C, all signals blocked) writes every stream's
+     buffered events each memprof_flush_ms, taking the stream locks.
    - Fork: an atfork child handler re-initialises every lock (only the
      forking thread survives) and either starts a fresh trace for the child
      (%p in the path) or stops tracing; never writes to the parent's file.
@@ -255,12 +266,13 @@ typedef struct tracer_domain {
   /* sampling */
   uint64_t rng[4];
   int trigger_valid;
+  value *trigger_drawn_at;        /* young_ptr when the trigger was drawn */
   uintnat trigger_minor;          /* caml_minor_collections_count then  */
-  /* while upstream's statmemprof samples a young allocation (see
-     caml_memprof_tracer_suspend) */
-  int suspended, resume_pending;
-  uintnat suspend_minor;
-  intnat suspend_gap;             /* trigger - young_ptr at suspension   */
+  /* parked while upstream's statmemprof is suspended (see
+     caml_memprof_tracer_statmemprof_suspended) */
+  int parked;
+  intnat park_gap;                /* trigger - young_ptr when parked     */
+  int unparked;                   /* since caml_memprof_tracer_before_... */
   uintnat countdown;              /* words to the next non-minor sample   */
   uintnat countdown_gen;
   /* identities */
@@ -543,14 +555,19 @@ static void record(tracer_domain *d, value block, uintnat wosize,
 /* ------------------------------------------------------------------ */
 /* Sampling hooks                                                      */
 
-/* The trigger is a position in the minor heap: valid only until the next
-   minor collection empties it.  Minor collections are counted globally
-   (caml_minor_collections_count, incremented inside the STW section before
-   any domain promotes), so comparing the count is exact whichever order
-   upstream calls us in at the end of a collection. */
-static inline void trigger_drawn(tracer_domain *d)
+/* The trigger is a position in the minor heap: valid only until this
+   domain's minor heap is emptied (or replaced).  Between two emptyings
+   young_ptr only goes down (an allocation undone in caml_alloc_small_dispatch
+   comes back at most to where it started), so a young_ptr above the point
+   where the trigger was drawn means the heap was emptied since.  The global
+   minor-collection count alone is not enough: the STW leader increments it
+   before the other domains have stopped, so a domain may still draw in its
+   old heap with the new count.  The count does catch a heap resized in
+   place (Gc.set), where young_ptr may land below the old draw point. */
+static inline void trigger_drawn(caml_domain_state *s, tracer_domain *d)
 {
   d->trigger_valid = 1;
+  d->trigger_drawn_at = s->young_ptr;
   d->trigger_minor = atomic_load_relaxed(&caml_minor_collections_count);
 }
 
@@ -560,7 +577,7 @@ static void draw_minor_trigger(caml_domain_state *s, tracer_domain *d)
   s->memprof_tracer_trigger =
     (uintnat)(s->young_ptr - s->young_start) > geom
     ? s->young_ptr - (geom - 1) : s->young_start;
-  trigger_drawn(d);
+  trigger_drawn(s, d);
 }
 
 void caml_memprof_tracer_set_trigger(caml_domain_state *s)
@@ -571,63 +588,72 @@ void caml_memprof_tracer_set_trigger(caml_domain_state *s)
     if (d) d->trigger_valid = 0;
     return;
   }
-  if (d->suspended) {
-    /* A suspension ends with its minor-heap epoch: if the statmemprof
-       callback raised, resume never comes. */
-    if (d->suspend_minor == atomic_load_relaxed(&caml_minor_collections_count)) {
-      s->memprof_tracer_trigger = s->young_start;
-      return;
-    }
-    d->suspended = 0;
-    d->trigger_valid = 0;
+  if (d->parked) {
+    s->memprof_tracer_trigger = s->young_start;
+    return;
   }
   value *t = s->memprof_tracer_trigger;
   /* A pending sample point stays where it is, even when young_ptr is
      already past it (upstream's memprof is handling the same allocation
      first): we sample it right after.  Only a minor collection or a new
      minor heap invalidates it; redrawing then is exact, the gaps being
-     memoryless.  An empty minor heap has no pending point, whatever the
-     count says: the count is bumped by the STW leader before the other
-     domains stop, so a domain sampling in that window draws its next
-     point "in" the new collection, from the old heap. */
-  if (d->trigger_valid
+     memoryless. */
+  if (d->trigger_valid && s->young_ptr <= d->trigger_drawn_at
       && d->trigger_minor == atomic_load_relaxed(&caml_minor_collections_count)
-      && s->young_ptr != s->young_end
       && t >= s->young_start && t <= s->young_end) return;
   draw_minor_trigger(s, d);
 }
 
-/* Upstream's caml_memprof_sample_young, for an allocation from OCaml,
-   undoes the allocation, allocates callstacks and runs the Gc.Memprof
-   allocation callbacks, then redoes it (possibly after a minor GC).  The
-   allocations in between must not consume our pending sample point: they
-   would be sampled with the interrupted allocation's stack instead of the
-   block that crossed the trigger, and then die (false COLLECTs of the
-   allocating site).  So our trigger is parked at young_start meanwhile,
-   as statmemprof parks its own (it does not sample those allocations
-   either), and put back afterwards at the same distance from the redone
-   allocation's base: the Poisson process over the program's own
-   allocations is unchanged. */
-void caml_memprof_tracer_suspend(caml_domain_state *s)
+/* Statmemprof suspends itself while it captures callstacks and runs its
+   callbacks (and on a thread switch to a thread that is doing so); it
+   does not sample those allocations.  Neither do we: they would take our
+   pending sample point with the stack of the allocation that statmemprof
+   interrupted, and then die (false COLLECTs of the allocating site).  So
+   while statmemprof is suspended our trigger is parked at young_start, and
+   the remaining distance to the next sample is put back when it resumes:
+   the Poisson process over the program's own allocations is unchanged.
+   Statmemprof resumes before re-raising a callback's exception, so a
+   cancelled allocation unparks too.
+   One correction: for an allocation from OCaml that statmemprof samples,
+   caml_memprof_sample_young undoes the allocation, parks us, runs the
+   callbacks, redoes the allocation and only then unparks us, so the
+   remaining distance was measured from the block's top but is put back
+   from its base: after_statmemprof_sample (called only when the
+   allocation was redone) moves the trigger up by the block's size. */
+void caml_memprof_tracer_statmemprof_suspended(caml_domain_state *s, int on)
 {
   tracer_domain *d = s->memprof_tracer;
-  if (d == NULL || !atomic_load_relaxed(&active)) return;
-  d->suspend_gap = s->memprof_tracer_trigger - s->young_ptr;
-  d->suspend_minor = atomic_load_relaxed(&caml_minor_collections_count);
-  d->suspended = d->resume_pending = 1;
-  s->memprof_tracer_trigger = s->young_start;
-  caml_reset_young_limit(s);
+  if (d == NULL || on == d->parked) return;
+  if (on) {
+    d->park_gap = s->memprof_tracer_trigger - s->young_ptr;
+    d->parked = 1;
+    s->memprof_tracer_trigger = s->young_start;
+  } else {
+    d->parked = 0;
+    d->unparked = 1;
+    if (!atomic_load_relaxed(&active)) return;
+    value *t = s->young_ptr + d->park_gap;
+    s->memprof_tracer_trigger = t < s->young_start ? s->young_start : t;
+    trigger_drawn(s, d);
+  }
 }
 
-void caml_memprof_tracer_resume(caml_domain_state *s)
+void caml_memprof_tracer_before_statmemprof_sample(caml_domain_state *s)
 {
   tracer_domain *d = s->memprof_tracer;
-  if (d == NULL || !d->resume_pending) return;
-  d->suspended = d->resume_pending = 0;
-  if (!atomic_load_relaxed(&active)) return;
-  value *t = s->young_ptr + d->suspend_gap;
-  s->memprof_tracer_trigger = t < s->young_start ? s->young_start : t;
-  trigger_drawn(d);
+  if (d) d->unparked = 0;
+}
+
+void caml_memprof_tracer_after_statmemprof_sample(caml_domain_state *s,
+                                                  uintnat wosize)
+{
+  tracer_domain *d = s->memprof_tracer;
+  if (d == NULL || !d->unparked || d->parked || !atomic_load_relaxed(&active))
+    return;
+  d->unparked = 0;
+  value *t = s->memprof_tracer_trigger + Whsize_wosize(wosize);
+  s->memprof_tracer_trigger = t > s->young_end ? s->young_end : t;
+  trigger_drawn(s, d);
   caml_reset_young_limit(s);
 }
 
@@ -665,7 +691,7 @@ void caml_memprof_tracer_sample_young(caml_domain_state *s, uintnat wosize,
   } while (n > 0);
   value *t = s->young_ptr + trigger_ofs;
   s->memprof_tracer_trigger = t < s->young_start ? s->young_start : t;
-  trigger_drawn(d);
+  trigger_drawn(s, d);
   caml_reset_young_limit(s);
 }
 
@@ -674,7 +700,7 @@ void caml_memprof_tracer_sample_block(value block, size_t allocated_words,
 {
   if (!atomic_load_relaxed(&active)) return;
   tracer_domain *d = Caml_state->memprof_tracer;
-  if (d == NULL) return;
+  if (d == NULL || d->parked) return;     /* see statmemprof_suspended */
   uintnat gen = atomic_load_relaxed(&generation);
   if (d->countdown_gen != gen) { d->countdown = rand_geom(d); d->countdown_gen = gen; }
   if (sampled_words < d->countdown) { d->countdown -= sampled_words; return; }
@@ -916,6 +942,19 @@ static void install_handlers(void)
   pthread_atfork(NULL, fork_parent, fork_child);
 }
 
+/* Write every stream's buffered events (each under its lock). */
+static void flush_all_streams(void)
+{
+  uintnat gen = atomic_load(&generation);
+  for (int i = 0; i < Max_domains_max; i++) {
+    tracer_domain *d = domains[i];
+    if (!d) continue;
+    stream_lock(d);
+    if (atomic_load(&active) && d->buf && d->gen == gen) flush_locked(d);
+    stream_unlock(d);
+  }
+}
+
 /* The flusher: a plain C thread (never an OCaml one, it touches no OCaml
    state) that writes every stream's buffered events each flush_ms, so
    that events reach the file within about flush_ms of happening whatever
@@ -930,15 +969,7 @@ static void *flusher_main(void *arg)
                              (long)(params.flush_ms % 1000) * 1000000L };
   for (;;) {
     nanosleep(&period, NULL);
-    if (!atomic_load(&active)) continue;
-    uintnat gen = atomic_load(&generation);
-    for (int i = 0; i < Max_domains_max; i++) {
-      tracer_domain *d = domains[i];
-      if (!d) continue;
-      stream_lock(d);
-      if (atomic_load(&active) && d->buf && d->gen == gen) flush_locked(d);
-      stream_unlock(d);
-    }
+    if (atomic_load(&active)) flush_all_streams();
   }
   return NULL;
 }
@@ -1175,14 +1206,7 @@ CAMLprim value caml_memprof_trace_stop(value unit)
 CAMLprim value caml_memprof_trace_flush(value unit)
 {
   (void)unit;
-  uintnat gen = atomic_load(&generation);
-  for (int i = 0; i < Max_domains_max; i++) {
-    tracer_domain *d = domains[i];
-    if (!d) continue;
-    stream_lock(d);
-    if (atomic_load(&active) && d->buf && d->gen == gen) flush_locked(d);
-    stream_unlock(d);
-  }
+  flush_all_streams();
   return Val_unit;
 }
 

@@ -13,7 +13,7 @@ set -u
 PREFIX=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-W=${TEST_WORKDIR:-${MEMPROF_BUILD_DIR:-$top/_build}/tests}
+W=${TEST_WORKDIR:-$top/_build/tests}
 rm -rf "$W"; mkdir -p "$W"
 export PATH="$PREFIX/bin:$PATH"
 unset OCAMLRUNPARAM CAMLRUNPARAM
@@ -163,8 +163,6 @@ for rate in 1e-3 1e-4; do
   expect "stats@$rate: no duplicate ids" "$(get "$W/stats-$rate.sum" duplicate_ids)" 0
   expect "stats@$rate: header rate" "$(get "$W/stats-$rate.sum" rate)" "$(awk -v r=$rate 'BEGIN { printf "%g", r }')"
 done
-# The trace says which runtime wrote it (5.3.0+memprof or 5.4.1+memprof).
-expect "header names the runtime" "$(get "$W/stats-1e-3.sum" ocaml_version)" "$(ocamlopt -version)"
 
 # ---- bytecode ----
 t=$W/stats-byte.trace
@@ -289,10 +287,7 @@ run_bad "bad frames" "memprof=$W/bad3.trace,memprof_frames=0" "memprof_frames"
 run_bad "unknown key" "memprof=$W/bad4.trace,memprof_bogus=1" "memprof_bogus"
 run_bad "unwritable path" "memprof=/nonexistent-dir/x.trace" "/nonexistent-dir/x.trace"
 run_bad "full disk" "memprof=/dev/full,memprof_rate=1e-2" "No space left"
-# (the output compared is the one under s=64k alone: upstream still reads it)
-ref_out=$(OCAMLRUNPARAM=s=64k "$W/params")
-run_bad "memprof without =" "memprof,s=64k" "expected memprof=VALUE"
-ref_out=$("$W/params")
+run_bad "memprof without =" "memprof" "expected memprof=VALUE"
 run_bad "hexadecimal rate" "memprof=$W/bad5.trace,memprof_rate=0x1p-4" "memprof_rate=0x1p-4"
 run_bad "rate with a blank" "memprof=$W/bad6.trace,memprof_rate= 0.5" "memprof_rate= 0.5"
 run_bad "frames with a sign" "memprof=$W/bad7.trace,memprof_frames=+5" "memprof_frames=+5"
@@ -412,9 +407,11 @@ done
 expect "SIGKILL at 0.3, 0.7, 1.3 s: events up to t - 400 ms kept ($(tr '\n' ';' < "$W/kill.log"))" $late 0
 
 # ---- the header cannot be written: no file is left ----
-( trap '' XFSZ; ulimit -f 0; OCAMLRUNPARAM="memprof=$W/hdr.trace" "$W/params" > "$W/hdr.out" 2> "$W/hdr.err" )
-expect "header not writable: exit status" $? 0
-expect "header not writable: one line on stderr" "$(wc -l < "$W/hdr.err")" 1
+# (RLIMIT_FSIZE 0 makes every write to a regular file fail; the program's
+# own output goes through pipes, which the limit does not apply to.)
+hdr_err=$( { ( trap '' XFSZ; ulimit -f 0; OCAMLRUNPARAM="memprof=$W/hdr.trace" exec "$W/params" ) | cat > /dev/null; } 2>&1 )
+expect "header not writable: one line on stderr" "$(echo "$hdr_err" | grep -c .)" 1
+check "header not writable: the line says why" grep -q "File too large" <(echo "$hdr_err")
 check "header not writable: no file left behind" [ ! -e "$W/hdr.trace" ]
 
 # ---- memory safety: long expansions, cleanup at exit ----
@@ -432,7 +429,7 @@ expect "OCAMLRUNPARAM=c: trace complete" "$(get "$W/cleanup.sum" ended)" 1
 
 # ---- acceptance: trace the compiler itself ----
 big=${OCAML_BIG_SOURCE:-}
-[ -n "$big" ] || big=$(ls "${MEMPROF_BUILD_DIR:-$top/_build}"/src/typing/typecore.ml 2>/dev/null | head -n 1)
+[ -n "$big" ] || big=$(ls "$top"/_build/src/typing/typecore.ml 2>/dev/null | head -n 1)
 if [ -n "$big" ]; then
   t=$W/ocamlopt.trace
   (cd "$W" && OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-4" \

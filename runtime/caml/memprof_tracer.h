@@ -42,13 +42,17 @@ void caml_memprof_tracer_sample_young(caml_domain_state *state,
                                       uintnat wosize, int flags, int nallocs,
                                       unsigned char *encoded_alloc_lens);
 
-/* Around upstream's caml_memprof_sample_young (which undoes and redoes
-   the allocation, running Gc.Memprof callbacks in between): the tracer's
-   trigger is parked meanwhile and put back relative to the redone
-   allocation, so that allocations made in between are not sampled in its
-   place. */
-void caml_memprof_tracer_suspend(caml_domain_state *state);
-void caml_memprof_tracer_resume(caml_domain_state *state);
+/* Statmemprof suspends itself while it captures callstacks and runs its
+   callbacks; the tracer does not sample those allocations either (called
+   from upstream's update_suspended, before it recomputes the triggers).
+   before_/after_statmemprof_sample surround upstream's
+   caml_memprof_sample_young in caml_alloc_small_dispatch; after_ is only
+   reached when the allocation was redone (a callback that raises cancels
+   it). */
+void caml_memprof_tracer_statmemprof_suspended(caml_domain_state *state, int on);
+void caml_memprof_tracer_before_statmemprof_sample(caml_domain_state *state);
+void caml_memprof_tracer_after_statmemprof_sample(caml_domain_state *state,
+                                                  uintnat wosize);
 
 /* Any other sampled allocation: same arguments as caml_memprof_sample_block. */
 void caml_memprof_tracer_sample_block(value block, size_t allocated_words,

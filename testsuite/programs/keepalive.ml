@@ -10,14 +10,14 @@
 let kept i = (i, i + 1, i + 2, i + 3, i + 4, i + 5, i + 6)
   [@@inline never]
 
-let churn = ref []
-
 let worker blocks () =
   let slots = Array.make blocks (0, 0, 0, 0, 0, 0, 0) in  (* major heap *)
+  let churn = ref [] in                                   (* this domain's *)
   for i = 0 to blocks - 1 do
     slots.(i) <- kept i;
     if i land 7 = 0 then churn := [ i; i ] :: (if i land 63 = 0 then [] else !churn)
   done;
+  ignore (Sys.opaque_identity !churn);
   slots
 
 let allocs = Atomic.make 0 and deallocs = Atomic.make 0
