@@ -91,19 +91,20 @@ def compiler_version(prefix):
 # ---------------------------------------------------------------- compilers
 
 def ensure_vanilla(args):
-    """Return the prefix of a vanilla 5.3.0, building it from the pristine
-    source into the cache when none is usable."""
+    """Return the prefix of a vanilla V (--ocaml-version), building it from
+    the pristine source into the cache when none is usable."""
+    V = args.ocaml_version
     if args.vanilla_prefix:
         v = compiler_version(args.vanilla_prefix)
-        if v != "5.3.0":
-            die("--vanilla-prefix %s: ocamlopt -version says %r, want 5.3.0"
-                % (args.vanilla_prefix, v))
+        if v != V:
+            die("--vanilla-prefix %s: ocamlopt -version says %r, want %s"
+                % (args.vanilla_prefix, v, V))
         return args.vanilla_prefix
-    prefix = os.path.join(args.cache_dir, "vanilla-5.3.0")
+    prefix = os.path.join(args.cache_dir, "vanilla-" + V)
     # The stamp is written after `make install` succeeded: an interrupted
     # build leaves a prefix that looks usable but is not complete.
     stamp = os.path.join(prefix, ".bench-build-complete")
-    if os.path.exists(stamp) and compiler_version(prefix) == "5.3.0":
+    if os.path.exists(stamp) and compiler_version(prefix) == V:
         return prefix
     src = args.pristine_src
     try:
@@ -112,12 +113,12 @@ def ensure_vanilla(args):
     except OSError:
         die("no vanilla compiler cached in %s and no pristine source at %s "
             "(give --vanilla-prefix or --pristine-src)" % (prefix, src))
-    if ver != "5.3.0":
-        die("%s/VERSION says %r, want 5.3.0" % (src, ver))
-    build = os.path.join(args.cache_dir, "vanilla-src")
-    logf = os.path.join(args.cache_dir, "vanilla-build.log")
-    log("building vanilla 5.3.0 from %s into %s (log: %s); this takes a while"
-        % (src, prefix, logf))
+    if ver != V:
+        die("%s/VERSION says %r, want %s" % (src, ver, V))
+    build = os.path.join(args.cache_dir, "vanilla-src-" + V)
+    logf = os.path.join(args.cache_dir, "vanilla-build-%s.log" % V)
+    log("building vanilla %s from %s into %s (log: %s); this takes a while"
+        % (V, src, prefix, logf))
     shutil.rmtree(build, ignore_errors=True)
     shutil.rmtree(prefix, ignore_errors=True)
     os.makedirs(args.cache_dir, exist_ok=True)
@@ -131,8 +132,8 @@ def ensure_vanilla(args):
             r = subprocess.run(cmd, cwd=build, stdout=lf, stderr=subprocess.STDOUT)
             if r.returncode != 0:
                 die("vanilla build step %r failed, see %s" % (" ".join(cmd), logf))
-    if compiler_version(prefix) != "5.3.0":
-        die("vanilla build finished but %s/bin/ocamlopt is not 5.3.0" % prefix)
+    if compiler_version(prefix) != V:
+        die("vanilla build finished but %s/bin/ocamlopt is not %s" % (prefix, V))
     with open(stamp, "w") as f:
         f.write("built from %s\n" % os.path.abspath(src))
     shutil.rmtree(build, ignore_errors=True)
@@ -140,15 +141,16 @@ def ensure_vanilla(args):
 
 
 def find_memprof(args):
+    V = args.ocaml_version
     v = compiler_version(args.memprof_prefix)
-    if v is not None and v.startswith("5.3.0") and "memprof" in v:
+    if v is not None and v.startswith(V) and "memprof" in v:
         return args.memprof_prefix, v
     if args.allow_missing_memprof:
-        log("no 5.3.0+memprof compiler at %s (version %r): configurations "
-            "2 and 3 skipped" % (args.memprof_prefix, v))
+        log("no %s+memprof compiler at %s (version %r): configurations "
+            "2 and 3 skipped" % (V, args.memprof_prefix, v))
         return None, v
-    die("no 5.3.0+memprof compiler at %s (ocamlopt -version: %r); build it "
-        "first or pass --allow-missing-memprof" % (args.memprof_prefix, v))
+    die("no %s+memprof compiler at %s (ocamlopt -version: %r); build it "
+        "first or pass --allow-missing-memprof" % (V, args.memprof_prefix, v))
 
 
 def build_programs(prefix, outdir):
@@ -1048,6 +1050,13 @@ def targets_table(data):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ocaml-version", default=os.environ.get("OCAML_VERSION", "5.3.0"),
+                    choices=["5.3.0", "5.4.1"],
+                    help="the release measured: vanilla V against V+memprof "
+                         "(results in bench/results/V/)")
+    ap.add_argument("--side-by-side", nargs="+", metavar="RESULTS.json",
+                    help="measure nothing: write bench/results/results.md, the "
+                         "targets of each run's JSON (one per version) side by side")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: small scale, 2 rates, 3 rounds (a few minutes)")
     ap.add_argument("--vanilla-prefix", default=os.environ.get("VANILLA_PREFIX"),
@@ -1086,11 +1095,16 @@ def main():
                          "earlier run's JSON and write results.md/json to --out")
     args = ap.parse_args()
 
+    if args.side_by_side:
+        write_side_by_side(args.side_by_side,
+                           args.out or os.path.join(BENCH_DIR, "results"))
+        return
     if args.render:
         with open(args.render) as f:
             data = json.load(f)
         derive(data)
-        write_results(data, args.out or os.path.join(BENCH_DIR, "results"))
+        write_results(data, args.out or os.path.join(
+            BENCH_DIR, "results", data["meta"].get("ocaml_version", "5.3.0")))
         return
 
     q = args.quick
@@ -1100,7 +1114,8 @@ def main():
     args.instr_scale = args.instr_scale or (0.01 if q else 0.05)
     args.instr_reps_multi = args.instr_reps_multi or (1 if q else 3)
     args.tool_rate = args.tool_rate or (1e-2 if q else 3e-2)
-    args.out = args.out or os.path.join(BENCH_DIR, "results", "quick" if q else "")
+    args.out = args.out or os.path.join(BENCH_DIR, "results", "quick" if q else "",
+                                        args.ocaml_version)
     if not (os.path.isfile(args.tool) and os.access(args.tool, os.X_OK)):
         args.tool = None
     global PROGRAMS
@@ -1117,6 +1132,7 @@ def main():
     load_start = "%.2f" % os.getloadavg()[0]
     vanilla = ensure_vanilla(args)
     memprof, memprof_version = find_memprof(args)
+    args.work = os.path.join(args.work, args.ocaml_version)
     os.makedirs(os.path.join(args.work, "traces"), exist_ok=True)
     exes = {"vanilla": build_programs(vanilla, os.path.join(args.work, "vanilla"))}
     if memprof:
@@ -1127,6 +1143,7 @@ def main():
 
     data = {"meta": {
         "mode": "quick" if q else "full",
+        "ocaml_version": args.ocaml_version,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "cpus": os.cpu_count(), "load_start": load_start,
         "vanilla_prefix": vanilla, "vanilla_version": compiler_version(vanilla),
@@ -1166,8 +1183,60 @@ def write_results(data, out):
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(data, f, indent=1, sort_keys=True)
+    md = render_md(data)
+    # The tables name the release measured; render_md's text says 5.3.0.
+    V = data["meta"].get("ocaml_version", "5.3.0")
+    if V != "5.3.0":
+        md = md.replace("5.3.0", V)
     with open(os.path.join(out, "results.md"), "w") as f:
-        f.write(render_md(data))
+        f.write(md)
+
+
+def write_side_by_side(files, out):
+    """bench/results/results.md: each version's targets table (vanilla V vs
+    V+memprof, measured by the same harness) in one table, a column per
+    version, from the runs' results.json."""
+    runs = []
+    for fn in files:
+        with open(fn) as f:
+            data = json.load(f)
+        derive(data)
+        runs.append((data["meta"].get("ocaml_version", "5.3.0"), data, fn))
+    tables = []
+    for V, data, fn in runs:
+        rows = {}
+        for line in targets_table(data).splitlines()[2:]:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) == 4:
+                rows[cells[0]] = (cells[1], cells[2], cells[3])
+        tables.append(rows)
+    order = []
+    for rows in tables:
+        for k in rows:
+            if k not in order:
+                order.append(k)
+    head = ["target", "goal"]
+    for V, data, fn in runs:
+        head += ["%s+memprof vs vanilla %s" % (V, V), "status"]
+    body = []
+    for k in order:
+        goal = next((t[k][0] for t in tables if k in t), "–")
+        row = [k, goal]
+        for t in tables:
+            row += list(t[k][1:]) if k in t else ["–", "–"]
+        body.append(row)
+    L = ["# 5.x+memprof benchmark results, side by side\n",
+         "Each version against its own vanilla release, same programs, same harness "
+         "(`make bench`). Full tables: " + ", ".join(
+             "[%s](%s/results.md) (%s mode, %s, %.0f s, load %s→%s)" % (
+                 V, V, d["meta"]["mode"], d["meta"]["date"],
+                 d["meta"].get("elapsed_s", 0), d["meta"].get("load_start"),
+                 d["meta"].get("load_end")) for V, d, fn in runs) + ".\n",
+         table(head, body) + "\n"]
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write("\n".join(L))
+    log("wrote %s/results.md" % out)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,15 @@
 #!/bin/sh
-# prepare-mirror.sh DIST_TARBALL OUTDIR
+# prepare-mirror.sh DIST_TARBALL... OUTDIR
 #
 # Turns the opam repository template next to this script (repo, packages/)
 # into a repository opam can build from with no network:
 #
-#   OUTDIR/repo/     the opam repository: the template's packages, plus the
+#   OUTDIR/repo/     the opam repository: the template's packages, plus each
 #                    compiler package's url section (the distribution tarball
-#                    and its sha256), and a `repo` file whose archive-mirrors
-#                    points at OUTDIR/mirror;
+#                    ocaml-VERSION+memprof.tar.gz given for it, and its
+#                    sha256; a compiler with no tarball given is left out),
+#                    and a `repo` file whose archive-mirrors points at
+#                    OUTDIR/mirror;
 #   OUTDIR/mirror/   an archive mirror: every source archive stored as
 #                    sha256/<first 2 hex digits>/<sha256>, which is where opam
 #                    looks first for a url whose first checksum is that sha256.
@@ -34,15 +36,22 @@ die() {
   exit 1
 }
 
-[ $# -eq 2 ] || {
-  echo "usage: $prog DIST_TARBALL OUTDIR" >&2
+[ $# -ge 2 ] || {
+  echo "usage: $prog DIST_TARBALL... OUTDIR" >&2
   exit 2
 }
-dist=$1
-out=$2
-[ -f "$dist" ] || die "distribution tarball $dist not found (run 'make dist' first)"
+dists=
+while [ $# -gt 1 ]; do
+  [ -f "$1" ] || die "distribution tarball $1 not found (run 'make dist' first)"
+  case $(basename "$1") in
+    ocaml-*+memprof.tar.gz) ;;
+    *) die "$1: expected a file named ocaml-VERSION+memprof.tar.gz (from make dist)";;
+  esac
+  dists="$dists $1"
+  shift
+done
+out=$1
 
-compiler_version=5.3.0+memprof
 dune_version=3.17.2
 dune_opam="$here/packages/dune/dune.$dune_version/opam"
 cache=${MEMPROF_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ocaml-memprof}
@@ -140,7 +149,6 @@ add_to_mirror() {
   echo "$sum"
 }
 
-dist_sha=$(add_to_mirror "$dist")
 add_to_mirror "$dune_src" > /dev/null
 
 cp -R "$here/packages" "$out/repo/packages"
@@ -149,13 +157,25 @@ opam-version: "2.0"
 archive-mirrors: "file://$out/mirror"
 EOF
 
-compiler_opam="$out/repo/packages/ocaml-variants/ocaml-variants.$compiler_version/opam"
-cat >> "$compiler_opam" <<EOF
+# Each compiler whose tarball was given gets its url; the others go.
+summary=
+for dir in "$out"/repo/packages/ocaml-variants/ocaml-variants.*+memprof; do
+  compiler_version=${dir##*/ocaml-variants.}
+  dist=
+  for d in $dists; do
+    [ "$(basename "$d")" = "ocaml-$compiler_version.tar.gz" ] && dist=$d
+  done
+  if [ -z "$dist" ]; then rm -rf "$dir"; continue; fi
+  dist_sha=$(add_to_mirror "$dist")
+  cat >> "$dir/opam" <<EOF
 url {
   src: "https://archive-mirror.invalid/ocaml-$compiler_version.tar.gz"
   checksum: "sha256=$dist_sha"
 }
 EOF
+  summary="$summary $compiler_version (sha256 $dist_sha)"
+done
+[ -n "$summary" ] || die "no tarball given matches a compiler package of the template"
 
 # opam lint rejects what opam would misread (its errors, not warnings, fail).
 for opam in "$out"/repo/packages/*/*/opam; do
@@ -165,4 +185,4 @@ for opam in "$out"/repo/packages/*/*/opam; do
   fi
 done
 
-echo "$prog: repository $out/repo (compiler tarball sha256 $dist_sha), mirror $out/mirror"
+echo "$prog: repository $out/repo, compilers:$summary, mirror $out/mirror"

@@ -14,8 +14,9 @@
 # failure even though opam goes on.
 #
 # Environment:
-#   MEMPROF_EXPECT_VERSION  what the switch's `ocamlopt -version` must print
-#                           (default 5.3.0+memprof)
+#   MEMPROF_EXPECT_VERSION  the switch to create (the compiler package's
+#                           version), which `ocamlopt -version` must print
+#                           (default 5.3.0+memprof; or 5.4.1+memprof)
 #   KEEP_OPAMROOT=1         keep the temporary OPAMROOT and logs afterwards
 set -eu
 
@@ -86,12 +87,12 @@ run() {
 
 # --- the README's commands --------------------------------------------------
 run init opam init --bare -n --disable-sandboxing memprof "$repo"
-run switch-create opam switch create 5.3.0+memprof
-eval "$(opam env --switch=5.3.0+memprof)"
+run switch-create opam switch create "$expect_version"
+eval "$(opam env --switch="$expect_version")"
 
 step=$((step + 1)) name=compiler-version log=/dev/null
 got=$(ocamlopt -version 2>&1) || fail "ocamlopt -version: $got"
-[ "$(command -v ocamlopt)" = "$OPAMROOT/5.3.0+memprof/bin/ocamlopt" ] ||
+[ "$(command -v ocamlopt)" = "$OPAMROOT/$expect_version/bin/ocamlopt" ] ||
   fail "ocamlopt is $(command -v ocamlopt), not the switch's"
 [ "$got" = "$expect_version" ] ||
   fail "ocamlopt -version says '$got', expected '$expect_version'"
@@ -120,7 +121,7 @@ case $got in
     [ -s "$trace" ] || fail "OCAMLRUNPARAM=memprof=$trace wrote no trace"
     echo "$prog: step $step ($name) ok: $(wc -c < "$trace") bytes"
     ;;
-  *) echo "$prog: step $step ($name) SKIPPED: the compiler ($got) is not 5.3.0+memprof" ;;
+  *) echo "$prog: step $step ($name) SKIPPED: the compiler ($got) is not a +memprof one" ;;
 esac
 
 # `ocaml-memprof leaks` must rank first the function whose cache is never

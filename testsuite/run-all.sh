@@ -5,7 +5,8 @@ set -u
 PREFIX=$1; SRC=$2
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-log=$top/_build/test-logs; mkdir -p "$log"
+BUILD=${MEMPROF_BUILD_DIR:-$top/_build}   # the version's build directory (Makefile)
+log=$BUILD/test-logs; mkdir -p "$log"
 tp=0; tf=0
 suite() { # NAME COMMAND...
   local name=$1; shift
@@ -17,7 +18,7 @@ suite() { # NAME COMMAND...
   [ -n "$last" ] || { p=0; f=1; echo "$name: no result line (see $log/$name.log)"; }
   tp=$((tp + p)); tf=$((tf + f))
 }
-suite build "$here/build-tests.sh"
+suite build "$here/build-tests.sh" "$PREFIX"
 suite tracer "$here/run.sh" "$PREFIX"
 suite tools make -s -C "$top/tools" check PREFIX="$PREFIX"
 suite fuzz make -s -C "$top/tools" fuzz-smoke

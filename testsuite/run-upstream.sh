@@ -1,17 +1,19 @@
 #!/bin/bash
-# testsuite/run-upstream.sh SRC MODE: upstream OCaml 5.3.0's runtime test
+# testsuite/run-upstream.sh SRC MODE: upstream OCaml's ($OCAML_VERSION) runtime test
 # directories, run with upstream's ocamltest in the built tree SRC.
 #   MODE plain:  as upstream runs them.
 #   MODE traced: with OCAMLRUNPARAM=memprof=...%p... exported for every
 #                process of the run (compilers, ocamltest, test programs);
 #                afterwards every trace written must decode without error.
-# Results must equal testsuite/upstream-baseline.{root,user}.txt, measured
-# on vanilla 5.3.0 on this platform.  Last line: "N passed, N failed".
+# Results must equal testsuite/upstream-baseline.VERSION.{root,user}.txt,
+# measured on vanilla VERSION (5.3.0 or 5.4.1) on this platform.  Last line: "N passed, N failed".
 set -u
 SRC=$1; MODE=$2
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-W=${TEST_WORKDIR:-$top/_build/tests}/upstream-$MODE
+V=${OCAML_VERSION:-5.3.0}
+BUILD=${MEMPROF_BUILD_DIR:-$top/_build}
+W=${TEST_WORKDIR:-$BUILD/tests}/upstream-$MODE
 rm -rf "$W"; mkdir -p "$W/traces"
 DIRS="tests/statmemprof tests/gc-roots tests/compaction tests/parallel
   tests/lib-runtime-events tests/weak-ephe-final tests/lib-systhreads"
@@ -26,30 +28,30 @@ num() { awk -v w="$1" '$2 == "tests" && $3 == w { print $1; exit }' "$W/log"; }
 p=$(num passed); s=$(num skipped); f=$(num failed); u=$(num "unexpected")
 p=${p:-0}; s=${s:-0}; f=${f:-0}; u=${u:-0}
 echo "upstream ($MODE): $p passed, $s skipped, $f failed, $u unexpected errors"
-# What must match vanilla 5.3.0: the counts and the names of failing tests.
+# What must match vanilla $V: the counts and the names of failing tests.
 # (As root, lib-runtime-events/test_create_cursor_failures fails on vanilla
 # too: it expects open() of a file it chmod'ed to 000 to fail.  The root
-# baseline was measured on vanilla 5.3.0; the non-root one is inferred from
+# baselines were measured on vanilla 5.3.0 and 5.4.1; the non-root one is inferred from
 # it: that test is the only one whose result depends on being root.)
 { echo "$p passed, $s skipped, $f failed, $u unexpected"
   sed -n "s/^ \.\.\. testing '\(.*\)' => \(failed\|unexpected error\)\$/\1/p" "$W/log" | sort -u
 } > "$W/result"
 who=user; [ "$(id -u)" = 0 ] && who=root
-baseline=$here/upstream-baseline.$who.txt
+baseline=$here/upstream-baseline.$V.$who.txt
 fails=0
 if ! cmp -s "$W/result" "$baseline"; then
-  echo "FAIL upstream ($MODE): results differ from vanilla 5.3.0 ($baseline):"
+  echo "FAIL upstream ($MODE): results differ from vanilla $V ($baseline):"
   diff "$baseline" "$W/result" | head -n 20
   fails=$((f + u)); [ $fails -gt 0 ] || fails=1
 else
-  echo "upstream ($MODE): identical to vanilla 5.3.0 ($(basename "$baseline"))"
+  echo "upstream ($MODE): identical to vanilla $V ($(basename "$baseline"))"
 fi
 if [ "$MODE" = traced ]; then
   n=0; bad=0
   for t in "$W"/traces/*.trace*; do
     [ -e "$t" ] || continue
     n=$((n + 1))
-    "$top/_build/tests/trace_summary" "$t" > "$W/sum" 2>&1 ||
+    "${TEST_WORKDIR:-$BUILD/tests}/trace_summary" "$t" > "$W/sum" 2>&1 ||
       { bad=$((bad + 1)); echo "FAIL trace $t: $(grep '^error' "$W/sum")"; }
   done
   echo "upstream (traced): $n trace files written, $bad failed to decode"
