@@ -69,18 +69,23 @@ var NOBT = STR.length, TRUNCID = STR.length + 1, ALL = STR.length + 2;   // pseu
 var NAMES = STR.concat(['<no backtrace>', TRUNC, 'all']), NS = NAMES.length;
 var domains = [], allAllocCum;
 
-// The blob: base64 of zlib-deflated LEB128 arrays (cmd_report.c).
+// The blob: base64 of zlib-deflated LEB128 arrays (cmd_report.c), decoded
+// into typed arrays: counts of samples may pass 2^31, the rest are ids.
+var FLOAT_ARRAYS = { samples: 1, blocks: 1, promoted: 1, objects: 1 };
 async function loadBlob() {
-  var raw = atob(D.blob), bin = new Uint8Array(raw.length);
-  for (var i = 0; i < raw.length; i++) bin[i] = raw.charCodeAt(i);
+  var raw = atob(D.blob), n0 = raw.length, bin = new Uint8Array(n0);
+  for (var i = 0; i < n0; i++) bin[i] = raw.charCodeAt(i);
   var buf = new Uint8Array(await new Response(new Blob([bin]).stream()
     .pipeThrough(new DecompressionStream('deflate'))).arrayBuffer());
   var pos = 0, A = {};
   D.blob_arrays.forEach(function (na) {
-    var n = na[1], out = new Float64Array(n);
+    var n = na[1], out = FLOAT_ARRAYS[na[0]] ? new Float64Array(n) : new Int32Array(n);
     for (var k = 0; k < n; k++) {
-      var v = 0, mul = 1, b;
-      do { b = buf[pos++]; v += (b & 127) * mul; mul *= 128; } while (b & 128);
+      var b = buf[pos++], v = b & 127;
+      if (b & 128) {
+        var mul = 128;
+        do { b = buf[pos++]; v += (b & 127) * mul; mul *= 128; } while (b & 128);
+      }
       out[k] = v;
     }
     A[na[0]] = out;
@@ -89,12 +94,12 @@ async function loadBlob() {
 }
 function setup(A) {
   NC = A.node.length; NN = A.node_up.length;
-  cNode = Int32Array.from(A.node); cAbin = Int32Array.from(A.abin); cDbin = Int32Array.from(A.dbin);
-  cDom = Int32Array.from(A.dom); cSize = Int32Array.from(A.size); cLife = Int32Array.from(A.life);
-  cSamp = A.samples; cBlocks = A.blocks; cProm = A.promoted; cObj = A.objects.map(function (x) { return x / 1024; });
-  nParent = new Int32Array(NN); nLoc = Int32Array.from(A.node_loc);
-  for (var i = 1; i < NN; i++) nParent[i] = i - A.node_up[i];
-  if (A.node_trunc) nTrunc = Uint8Array.from(A.node_trunc);
+  cNode = A.node; cAbin = A.abin; cDbin = A.dbin; cDom = A.dom; cSize = A.size; cLife = A.life;
+  cSamp = A.samples; cBlocks = A.blocks; cProm = A.promoted; cObj = A.objects;
+  for (var o = 0; o < NC; o++) cObj[o] /= 1024;
+  nParent = A.node_up; nLoc = A.node_loc;
+  for (var i = 1; i < NN; i++) nParent[i] = i - nParent[i];
+  if (A.node_trunc) nTrunc = A.node_trunc;
   // the distinct nodes of the cells: per-update sums are kept per such node
   var idx = new Int32Array(NN).fill(-1), list = [];
   cIdx = new Int32Array(NC);
@@ -153,7 +158,16 @@ function prepStacks() {
     nSite[n] = hidden[l2] ? nSite[p] : fFn[locOff[l2]];
     if (!hidden[l2]) nf += locOff[l2 + 1] - locOff[l2];
   }
-  // frame tree
+  cSite = new Int32Array(NC);
+  for (var i = 0; i < NC; i++) cSite[i] = nSite[cNode[i]];
+  FT = null; ftSize = nf; ftHidden = hidden;
+  zoom.flame = 0; zoom.icicle = [];
+}
+// The frame tree, built when a view needs it (not for the first paint).
+var cSite, ftSize, ftHidden;
+function frameTree() {
+  if (FT) return FT;
+  var nf = ftSize, hidden = ftHidden;
   var cap = nf + NN + 2, par = new Int32Array(cap), name = new Int32Array(cap), first = new Int32Array(cap).fill(-1);
   var next = new Int32Array(cap).fill(-1), depth = new Int32Array(cap), m = 1;
   name[0] = ALL; par[0] = -1;
@@ -170,7 +184,7 @@ function prepStacks() {
     ftOf[n2] = q;
   }
   FT = { n: m, parent: par, name: name, first: first, next: next, depth: depth };
-  zoom.flame = 0; zoom.icicle = [];
+  return FT;
 }
 
 // ---------- the cell pass ----------
@@ -178,8 +192,8 @@ var R = null;   // results of the last update
 function computeCells() {
   prepStacks();
   var rf = re(S.focus), sizes = S.size, lifes = S.life, doms = S.doms;
-  var domOk = null;
-  if (doms) { domOk = {}; doms.forEach(function (d) { domOk[d] = 1; }); }
+  var domOk = null, never = S.never;
+  if (doms) { domOk = new Uint8Array(256); doms.forEach(function (d) { domOk[d] = 1; }); }
   var a = S.alloc, lv = S.live, co = S.coll;
   var kAlloc = new Float64Array(NCN), kLive = new Float64Array(NCN), kColl = new Float64Array(NCN);
   var kBlocks = new Float64Array(NCN), kObj = new Float64Array(NCN), kProm = new Float64Array(NCN);
@@ -190,7 +204,7 @@ function computeCells() {
     if (a && (ab < a[0] || ab > a[1])) continue;
     if (lv && (ab > lv[1] || db < lv[0])) continue;
     if (co && (db === NB || db < co[0] || db > co[1])) continue;
-    if (S.never && db !== NB) continue;
+    if (never && db !== NB) continue;
     if (sizes && (cSize[i] < sizes[0] || cSize[i] > sizes[1])) continue;
     if (lifes && (cLife[i] < lifes[0] || cLife[i] > lifes[1])) continue;
     if (domOk && !domOk[cDom[i]]) continue;
@@ -201,7 +215,7 @@ function computeCells() {
     kAlloc[k] += s; kBlocks[k] += cBlocks[i]; kObj[k] += cObj[i]; kProm[k] += cProm[i];
     if (db === NB) kLive[k] += s; else kColl[k] += s;
     allocBin[ab] += s; liveDiff[ab] += s; if (db < NB) liveDiff[db] -= s;
-    if (site !== null && nSite[n] === site) { siteDiff[ab] += s; if (db < NB) siteDiff[db] -= s; }
+    if (site !== null && cSite[i] === site) { siteDiff[ab] += s; if (db < NB) siteDiff[db] -= s; }
   }
   var live = new Float64Array(NB), siteLive = new Float64Array(NB), acc = 0, acc2 = 0;
   for (var b = 0; b < NB; b++) { acc += liveDiff[b]; acc2 += siteDiff[b]; live[b] = acc * BPS; siteLive[b] = acc2 * BPS; }
@@ -209,27 +223,27 @@ function computeCells() {
         kProm: kProm, allocBin: allocBin, live: live, siteLive: site !== null ? siteLive : null, ft: null };
 }
 
-// Sites: cell nodes grouped by their site after hiding.
+// Sites: cell nodes grouped by their site after hiding (site = name id).
 function computeSites() {
-  var rows = new Map(), tot = { alloc: 0, samples: 0, blocks: 0, objects: 0, live: 0, coll: 0, prom: 0 };
+  var sm = new Float64Array(NS), bl = new Float64Array(NS), ob = new Float64Array(NS), lv = new Float64Array(NS);
+  var co = new Float64Array(NS), pr = new Float64Array(NS), at = new Int32Array(NS).fill(-1), ids = [];
   for (var k = 0; k < NCN; k++) {
     if (!R.kBlocks[k]) continue;
-    var n = cnNode[k], id = nSite[n], r = rows.get(id);
-    if (!r) { r = { id: id, node: n, samples: 0, blocks: 0, objects: 0, live: 0, coll: 0, prom: 0 }; rows.set(id, r); }
-    r.samples += R.kAlloc[k]; r.blocks += R.kBlocks[k]; r.objects += R.kObj[k];
-    r.live += R.kLive[k]; r.coll += R.kColl[k]; r.prom += R.kProm[k];
+    var n = cnNode[k], id = nSite[n];
+    if (at[id] < 0) { at[id] = n; ids.push(id); }
+    sm[id] += R.kAlloc[k]; bl[id] += R.kBlocks[k]; ob[id] += R.kObj[k];
+    lv[id] += R.kLive[k]; co[id] += R.kColl[k]; pr[id] += R.kProm[k];
   }
-  var list = Array.from(rows.values());
-  list.forEach(function (r) {
-    r.name = NAMES[r.id];
-    var v = nVis[r.node], f = locOff[nLoc[v]];
-    r.file = v ? STR[fFile[f]] + ':' + fLine[f] : '';
-    r.alloc = r.samples * BPS; r.liveB = r.live * BPS; r.collB = r.coll * BPS; r.promB = r.prom * BPS;
-    r.objects = r.objects / D.sampling_rate;
+  var tot = { alloc: 0, samples: 0, blocks: 0, objects: 0, live: 0, coll: 0, prom: 0 };
+  var list = ids.map(function (id) {
+    var v = nVis[at[id]], f = locOff[nLoc[v]];
+    var r = { id: id, name: NAMES[id], file: v ? STR[fFile[f]] + ':' + fLine[f] : '', samples: sm[id], blocks: bl[id],
+              objects: ob[id] / D.sampling_rate, alloc: sm[id] * BPS, liveB: lv[id] * BPS, collB: co[id] * BPS, promB: pr[id] * BPS };
     tot.alloc += r.alloc; tot.samples += r.samples; tot.blocks += r.blocks; tot.objects += r.objects;
     tot.live += r.liveB; tot.coll += r.collB; tot.prom += r.promB;
+    return r;
   });
-  R.rows = list; R.total = tot;
+  R.rows = list; R.total = tot; R.siteSamples = sm;
   R.flags = classify();
 }
 
@@ -241,10 +255,12 @@ function computeSites() {
 // they are allocated (a queue filled faster than drained, lifetimes that
 // grow with the load).
 function classify() {
-  var per = new Map();
+  var per = new Map(), sm = R.siteSamples;
   for (var i = 0; i < NC; i++) {
     if (!R.keep[i]) continue;
-    var k = nSite[cNode[i]], e = per.get(k);
+    var k = cSite[i];
+    if (sm[k] < 16) continue;
+    var e = per.get(k);
     if (!e) { e = { diff: new Float64Array(NB + 1), first: NB, last: -1, all: 0, cells: [] }; per.set(k, e); }
     var s = cSamp[i], ab = cAbin[i], db = cDbin[i];
     e.diff[ab] += s; if (db < NB) e.diff[db] -= s;
@@ -253,9 +269,9 @@ function classify() {
   }
   var out = new Map();
   per.forEach(function (e, k) {
-    if (e.all < 16 || e.last - e.first < 4) return;
-    var lv = 0, levels = [];
-    for (var b = 0; b <= e.last; b++) { lv += e.diff[b]; levels.push(lv); }
+    if (e.last - e.first < 4) return;
+    var lv = 0, levels = new Float64Array(e.last + 1);
+    for (var b = 0; b <= e.last; b++) { lv += e.diff[b]; levels[b] = lv; }
     var q = Math.max(1, Math.floor((e.last - e.first + 1) / 4)), m = 0;
     for (var b2 = e.first; b2 < e.first + q; b2++) m += levels[b2];
     m /= q;
@@ -281,10 +297,11 @@ function metricOf(k) {
 }
 function ftValues() {
   if (R.ft) return R.ft;
+  frameTree();
   var self = new Float64Array(FT.n), tot = new Float64Array(FT.n);
   for (var k = 0; k < NCN; k++) { var v = metricOf(k); if (v > 0) self[ftOf[cnNode[k]]] += v; }
   tot.set(self);
-  for (var i = FT.n - 1; i > 0; i--) tot[FT.parent[i]] += tot[i];
+  for (var i = FT.n - 1, P = FT.parent; i > 0; i--) tot[P[i]] += tot[i];
   R.ft = { self: self, tot: tot };
   return R.ft;
 }
@@ -419,6 +436,7 @@ $('tablewrap').addEventListener('click', function (e) {
 function drawRelations() {
   var el = $('rel');
   if (S.site === null) { el.innerHTML = '<div class="note">Click a row for its callers and callees, its live heap on the timeline and its lifetimes.</div>'; return; }
+  frameTree();
   var f = S.site, callers = new Map(), callees = new Map(), total = 0, P = FT.parent, Nm = FT.name;
   for (var k = 0; k < NCN; k++) {
     var v = R.kAlloc[k]; if (!v) continue;
@@ -447,10 +465,12 @@ function drawRelations() {
 // visible part is ever grouped.
 function fmtMetric(v) { return S.metric === 'samples' ? num(v) + ' samples' : bytes(v); }
 var zoom = { flame: 0, icicle: [] }, drawn = { flame: {}, icicle: {} };
-function hue(id) { var h = (id * 2654435761) >>> 0; return 'hsl(' + (8 + h % 45) + ',' + (65 + (h >> 8) % 30) + '%,' + (58 + (h >> 16) % 14) + '%)'; }
+// 48 warm colours; a frame's colour depends on its name only.
+var PALETTE = []; for (var pi = 0; pi < 48; pi++) PALETTE.push('hsl(' + (8 + (pi * 7) % 45) + ',' + (65 + (pi * 13) % 30) + '%,' + (58 + (pi * 5) % 14) + '%)');
+function hue(id) { return ((id * 2654435761) >>> 0) % 48; }
 function byName(a, b) { return NAMES[a] < NAMES[b] ? -1 : NAMES[a] > NAMES[b] ? 1 : 0; }
 function flameRects(W) {
-  var V = ftValues(), rects = [], z = zoom.flame, total = V.tot[z], minw = 0.4 * total / W;
+  var V = ftValues(), rects = [], z = zoom.flame, total = V.tot[z], minw = total / W;
   // the zoomed node's ancestors as full-width bars
   var anc = []; for (var q = z; q >= 0; q = FT.parent[q]) anc.unshift(q);
   anc.forEach(function (q2, d) { rects.push([0, d, W, FT.name[q2], V.tot[q2], q2]); });
@@ -469,31 +489,39 @@ function flameRects(W) {
   return { rects: rects, total: total };
 }
 function icicleRects(W) {
-  var V = ftValues(), z = zoom.icicle, items = [], total = 0;
+  var V = ftValues(), z = zoom.icicle, P = FT.parent, Nm = FT.name, cur = [], val = [], total = 0;
+  // a cursor is the frame-tree node whose name is the frame at the level
+  // being grouped; 0 at level 0: a sample without backtrace
+  function nameAt(q, d) { return q > 0 ? Nm[q] : q === 0 && d === 0 ? NOBT : -1; }
   for (var i = 0; i < FT.n; i++) {
     if (!(V.self[i] > 0)) continue;
     var q = i, ok = true;
-    for (var j = 0; j < z.length && ok; j++) { var nm = q > 0 ? FT.name[q] : j === 0 ? NOBT : -1; if (nm !== z[j]) ok = false; q = q > 0 ? FT.parent[q] : -1; }
-    if (ok) { items.push([q, V.self[i]]); total += V.self[i]; }
+    for (var j = 0; j < z.length && ok; j++) { if (nameAt(q, j) !== z[j]) ok = false; q = q > 0 ? P[q] : -1; }
+    if (ok) { cur.push(q); val.push(V.self[i]); total += V.self[i]; }
   }
-  var rects = [], minw = 0.4 * total / W;
+  var rects = [], minw = total / W;
   z.forEach(function (nm, d) { rects.push([0, d, W, nm, total, -1]); });
-  function rec(its, d, x, w, sum) {
+  // group by the name at level d; items of a group whose next cursors are
+  // equal merge, so a level costs at most its distinct frame-tree nodes
+  function rec(cur, val, d, x, w, sum) {
     var groups = new Map();
-    for (var i = 0; i < its.length; i++) {
-      var q = its[i][0]; if (q < 0) continue;
-      var nm = q > 0 ? FT.name[q] : d === 0 ? NOBT : -1; if (nm < 0) continue;
-      var g = groups.get(nm); if (!g) { g = [[], 0]; groups.set(nm, g); }
-      g[0].push([q > 0 ? FT.parent[q] : -1, its[i][1]]); g[1] += its[i][1];
+    for (var i = 0; i < cur.length; i++) {
+      var q = cur[i], nm = nameAt(q, d);
+      if (nm < 0) continue;
+      var g = groups.get(nm);
+      if (!g) { g = { cur: [], val: [], at: new Map(), sum: 0 }; groups.set(nm, g); }
+      var up = q > 0 ? P[q] : -1, k = g.at.get(up);
+      if (k === undefined) { g.at.set(up, g.cur.length); g.cur.push(up); g.val.push(val[i]); } else g.val[k] += val[i];
+      g.sum += val[i];
     }
     var keys = Array.from(groups.keys()).sort(byName), cx = x;
-    for (var k = 0; k < keys.length; k++) {
-      var g2 = groups.get(keys[k]), gw = w * g2[1] / sum;
-      if (g2[1] >= minw) { rects.push([cx, d, gw, keys[k], g2[1], -1]); rec(g2[0], d + 1, cx, gw, g2[1]); }
+    for (var k2 = 0; k2 < keys.length; k2++) {
+      var g2 = groups.get(keys[k2]), gw = w * g2.sum / sum;
+      if (g2.sum >= minw) { rects.push([cx, d, gw, keys[k2], g2.sum, -1]); rec(g2.cur, g2.val, d + 1, cx, gw, g2.sum); }
       cx += gw;
     }
   }
-  if (total > 0) rec(items, z.length, 0, W, total);
+  if (total > 0) rec(cur, val, z.length, 0, W, total);
   return { rects: rects, total: total };
 }
 function drawFlame(kind) {
@@ -507,11 +535,20 @@ function drawFlame(kind) {
   g.fillStyle = '#fff'; g.fillRect(0, 0, W, H); g.font = '11px monospace'; g.textBaseline = 'middle';
   var yOf = function (d) { return inv ? d * RH : H - (d + 1) * RH; };
   var zd = inv ? zoom.icicle.length : -1;
+  // one fill style per colour: batches of rectangles, then the labels
+  var batches = {};
   for (var r = 0; r < rects.length; r++) {
-    var q = rects[r], y = yOf(q[1]), nm = NAMES[q[3]];
-    g.fillStyle = q[3] === TRUNCID ? '#aaa' : q[3] === ALL ? '#eee' : rx && rx.test(nm) ? '#c6f' : q[1] < zd ? '#ddd' : hue(q[3]);
-    g.fillRect(q[0], y, Math.max(q[2] - 0.5, 0.5), RH - 1);
-    if (q[2] > 28) { var m = Math.floor((q[2] - 6) / 6.6); g.fillStyle = '#000'; g.fillText(nm.length > m ? nm.slice(0, Math.max(0, m - 1)) + '…' : nm, q[0] + 3, y + RH / 2); }
+    var q = rects[r], c = q[3] === TRUNCID ? '#aaa' : q[3] === ALL ? '#eee' : rx && rx.test(NAMES[q[3]]) ? '#c6f' : q[1] < zd ? '#ddd' : PALETTE[hue(q[3])];
+    (batches[c] = batches[c] || []).push(q);
+  }
+  Object.keys(batches).forEach(function (c) {
+    g.fillStyle = c; var b = batches[c];
+    for (var i = 0; i < b.length; i++) g.fillRect(b[i][0], yOf(b[i][1]), Math.max(b[i][2] - 0.5, 0.5), RH - 1);
+  });
+  g.fillStyle = '#000';
+  for (var r2 = 0; r2 < rects.length; r2++) {
+    var q2 = rects[r2];
+    if (q2[2] > 28) { var nm = NAMES[q2[3]], m = Math.floor((q2[2] - 6) / 6.6); g.fillText(nm.length > m ? nm.slice(0, Math.max(0, m - 1)) + '…' : nm, q2[0] + 3, yOf(q2[1]) + RH / 2); }
   }
   if (!rects.length) { g.fillStyle = '#666'; g.fillText('nothing selected by the filters', 10, 12); }
   drawn[kind] = { rects: rects, y: yOf, RH: RH, total: res.total };
@@ -635,7 +672,7 @@ function histogram(title, labels, vals, fmt) {
 function drawLife() {
   var site = S.site, byLife = new Float64Array(NLIFE), nb = 40, byAlloc = new Float64Array(nb), never = 0;
   for (var i = 0; i < NC; i++) {
-    if (!R.keep[i] || (site !== null && nSite[cNode[i]] !== site)) continue;
+    if (!R.keep[i] || (site !== null && cSite[i] !== site)) continue;
     var b = cSamp[i] * BPS; byLife[cLife[i]] += b;
     if (cDbin[i] === NB) { never += b; continue; }
     // lifetime in bytes allocated meanwhile (all sites), from bin centres
@@ -733,9 +770,12 @@ function drawView() {
   return performance.now() - t0;
 }
 function update() {
-  var t0 = performance.now();
-  computeCells(); computeSites();
-  drawTimeline(); drawTable(); drawView();
+  var t0 = performance.now(), T = timings.update = {};
+  computeCells(); T.cells = performance.now() - t0;
+  computeSites(); T.sites = performance.now() - t0;
+  drawTimeline(); T.timeline = performance.now() - t0;
+  drawTable(); T.table = performance.now() - t0;
+  drawView(); T.view = performance.now() - t0;
   $('cli').textContent = cliCommand();
   var bad = [S.focus, S.ignore, S.hide, S.search].filter(function (x) { return x && re(x) === undefined; });
   var dt = performance.now() - t0;
@@ -762,14 +802,17 @@ $('title').textContent = D.title;
 var lifeNames = [], sizeNames = [];
 for (var c0 = 0; c0 < NLIFE; c0++) lifeNames.push(c0 ? secs(D.life_lo[c0]) : '0');
 for (var s0 = 0; s0 < 32; s0++) sizeNames.push(s0 ? bytes(Math.pow(2, s0 + 3)) : '0 B');
+var timings = { parsed: performance.now() };
 loadBlob().then(function (A) {
+  timings.inflated = performance.now();
   setup(A);
+  timings.setup = performance.now();
   $('meta').textContent = (D.executable ? D.executable.split('/').pop() + ' — ' : '') + (D.bytecode ? 'bytecode, ' : '') + secs(D.end_ns) + ', sampling rate ' + D.sampling_rate +
     ', ' + NC + ' cells, ' + NN + ' call-tree nodes' + (D.lost_samples ? ', ' + D.lost_samples + ' samples lost' : '');
   loadHash();
   syncControls();
   update();
-  window.firstPaintMs = performance.now();
+  window.firstPaintMs = timings.firstPaint = performance.now();
   if (location.hash.indexOf('#selftest=') === 0) selftest();
   document.body.setAttribute('data-ready', '1');
 }).catch(function (e) { errors.push(String(e)); $('status').innerHTML = '<div class="err">cannot read the data: ' + esc(e) + '</div>'; document.body.setAttribute('data-ready', 'error'); });
@@ -787,6 +830,7 @@ function selftest() {
       flags: Array.from(R.flags.entries()).map(function (e) { return [NAMES[e[0]], e[1].kind]; }) });
   });
   S = freshState(); syncControls(); update();
+  out.flags = Array.from(R.flags.entries()).map(function (e) { return [NAMES[e[0]], e[1].kind, +e[1].died.toFixed(3), +e[1].growth.toFixed(2)]; });
   ['flame', 'icicle', 'graph', 'life', 'retention', 'sites'].forEach(function (t) { S.tab = t; syncControls(); var ms = drawView(); out.views[t] = { ms: ms }; });
   out.views.flame.rects = drawn.flame.rects.length; out.views.icicle.rects = drawn.icicle.rects.length;
   out.views.flame.names = drawn.flame.rects.slice(0, 400).map(function (q) { return [NAMES[q[3]], q[1]]; });
@@ -794,7 +838,7 @@ function selftest() {
   var t0 = performance.now(); S.search = 'a'; drawTable(); S.search = ''; drawTable(); out.searchMs = (performance.now() - t0) / 2;
   S.tab = 'sites'; syncControls();
   var upd = []; [{ alloc: [0, Math.floor(NB / 2)] }, { never: true }, { focus: 'a' }, { hide: 'Stdlib' }, {}].forEach(function (st) {
-    S = freshState(); Object.keys(st).forEach(function (k) { S[k] = st[k]; }); S.tab = 'flame'; syncControls(); upd.push(update()); });
-  out.updateMs = upd; out.errors = errors;
+    S = freshState(); Object.keys(st).forEach(function (k) { S[k] = st[k]; }); S.tab = 'flame'; syncControls(); upd.push([update(), timings.update]); });
+  out.updateMs = upd; out.errors = errors; out.timings = timings;
   var pre = document.createElement('pre'); pre.id = 'selftest-out'; pre.style.display = 'none'; pre.textContent = JSON.stringify(out); document.body.appendChild(pre);
 }
