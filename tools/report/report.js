@@ -552,6 +552,8 @@ function drawFlame(kind) {
   }
   if (!rects.length) { g.fillStyle = '#666'; g.fillText('nothing selected by the filters', 10, 12); }
   drawn[kind] = { rects: rects, y: yOf, RH: RH, total: res.total };
+  // the flame graph's root is at the bottom: show it first
+  if (!inv) { var wrap = cv.parentNode; wrap.scrollTop = wrap.scrollHeight; }
 }
 function flameHit(kind, e) {
   var cv = $(kind + 'c'), r = cv.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top, dd = drawn[kind];
@@ -635,7 +637,7 @@ function drawGraph() {
   L.forEach(function (l, li3) { var x = 10; l.forEach(function (i) { xs[i] = x; ys[i] = 10 + li3 * (BH + VG); x += width[i] + 16; }); Wmax = Math.max(Wmax, x); });
   L.forEach(function (l) { if (!l.length) return; var last = l[l.length - 1], sh = (Wmax - (xs[last] + width[last] + 16)) / 2; l.forEach(function (i) { xs[i] += sh; }); });
   var Hh = 10 + L.length * (BH + VG), sv = ['<svg xmlns="http://www.w3.org/2000/svg" width="' + (Wmax + 80) + '" height="' + Hh + '">'];
-  sv.push('<defs><marker id="ar" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0L10,5L0,10z" fill="#666"/></marker></defs>');
+  sv.push('<defs><marker id="ar" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto"><path d="M0,0L10,5L0,10z" fill="#666"/></marker></defs>');
   var emax = 0; E.forEach(function (e) { if (!e[3]) emax = Math.max(emax, e[2]); });
   E.forEach(function (e) {
     var a = e[0], b = e[1], sw = 1 + 7 * Math.min(1, e[2] / (emax || 1)), d;

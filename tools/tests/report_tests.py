@@ -191,3 +191,25 @@ def test_report(check, tool, tool_json, run, out_dir, here, gen):
         for k, t in timings.items():
             print("     report %s: %d bytes, first paint %d ms, filter updates %s ms, search %s ms, views %s" %
                   (k, t["bytes"], t["first_paint_ms"], t["filter_updates_ms"], t["search_ms"], t["views_ms"]))
+
+
+def bench(htmls):
+    """`make -C tools bench`: first paint and filter updates of each report
+    in headless Chromium (the self-test with no filter setting)."""
+    chrome = shutil.which("chromium") or shutil.which("chromium-browser")
+    with cdp.Browser(chrome) as b:
+        for html in htmls:
+            page = b.page(1400, 1000)
+            page.goto("file://" + os.path.abspath(html) + "#selftest=" + urllib.parse.quote('{"settings":[]}'),
+                      "document.body && document.body.getAttribute('data-ready')", timeout=300)
+            o = json.loads(page.eval("document.getElementById('selftest-out').textContent"))
+            print("page  %-32s first paint %5d ms, filter updates %s ms, search %.1f ms, views %s ms%s" %
+                  (html, o["firstPaintMs"], [round(u[0]) for u in o["updateMs"]], o["searchMs"],
+                   {k: round(x["ms"]) for k, x in o["views"].items()},
+                   ", errors: %s" % (o["errors"] + page.errors) if o["errors"] or page.errors else ""))
+
+
+if __name__ == "__main__":
+    import sys
+    if sys.argv[1:2] == ["--bench"]:
+        bench(sys.argv[2:])
