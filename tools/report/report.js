@@ -34,7 +34,7 @@ function secs(ns) {
   if (a >= 1e3) return +(ns / 1e3).toPrecision(4) + ' µs';
   return ns + ' ns';
 }
-function num(v) { return Math.round(v).toLocaleString('en-US'); }
+function num(v) { return String(Math.round(v)).replace(/\B(?=(\d{3})+(?!\d))/g, ','); }
 function esc(s) { return String(s).replace(/[&<>"]/g, function (c) { return '&#' + c.charCodeAt(0) + ';'; }); }
 // 1-2-5 step for about n ticks over [0, max].
 function step125(max, n) {
@@ -134,34 +134,49 @@ function locMatches(l, r) {
 // expanded into their inlined frames, hidden locations left out and
 // same-name siblings merged (flame-graph convention); ft ids are given
 // parents first, children in sibling lists.
-var nFocus, nIgnore, nVis, nSite, ftOf, stackKey = null;
+var nVis, nSite, ftOf;
 var FT = null;   // { n, parent, name, first, next, depth }
 function hidePatterns() { return (S.hide ? [S.hide] : []).concat(S.presets); }
+// Two keys: the stack filters (focus, ignore) only set per-cell flags;
+// hiding frames changes sites and the frame tree.
+var hideKey = null, stackFlagKey = null, cStack = null;
 function prepStacks() {
-  var key = JSON.stringify([S.focus, S.ignore, hidePatterns()]);
-  if (key === stackKey) return;
-  stackKey = key;
-  var rf = re(S.focus), ri = re(S.ignore), rh = hidePatterns().map(re).filter(Boolean);
-  var lf = new Uint8Array(NLOC), hidden = new Uint8Array(NLOC), nf = 0;
-  for (var l = 1; l < NLOC; l++) {
-    if (rf && locMatches(l, rf)) lf[l] |= 1;
-    if (ri && locMatches(l, ri)) lf[l] |= 2;
-    for (var k = 0; k < rh.length; k++) if (locMatches(l, rh[k])) { hidden[l] = 1; break; }
-    if (locOff[l + 1] === locOff[l]) hidden[l] = 1;
+  var hk = JSON.stringify(hidePatterns());
+  if (hk !== hideKey) {
+    hideKey = hk;
+    var rh = hidePatterns().map(re).filter(Boolean), hidden = new Uint8Array(NLOC), nf = 0;
+    for (var l = 1; l < NLOC; l++) {
+      for (var k = 0; k < rh.length; k++) if (locMatches(l, rh[k])) { hidden[l] = 1; break; }
+      if (locOff[l + 1] === locOff[l]) hidden[l] = 1;
+    }
+    nVis = new Int32Array(NN); nSite = new Int32Array(NN);
+    nSite[0] = NOBT;
+    for (var n = 1; n < NN; n++) {        // parents come first
+      var p = nParent[n], l2 = nLoc[n];
+      nVis[n] = hidden[l2] ? nVis[p] : n;
+      nSite[n] = hidden[l2] ? nSite[p] : fFn[locOff[l2]];
+      if (!hidden[l2]) nf += locOff[l2 + 1] - locOff[l2];
+    }
+    cSite = new Int32Array(NC);
+    for (var i = 0; i < NC; i++) cSite[i] = nSite[cNode[i]];
+    FT = null; ftSize = nf; ftHidden = hidden;
+    zoom.flame = 0; zoom.icicle = [];
   }
-  nFocus = new Uint8Array(NN); nIgnore = new Uint8Array(NN); nVis = new Int32Array(NN); nSite = new Int32Array(NN);
-  nSite[0] = NOBT;
-  for (var n = 1; n < NN; n++) {        // parents come first
-    var p = nParent[n], l2 = nLoc[n];
-    nFocus[n] = nFocus[p] | (lf[l2] & 1); nIgnore[n] = nIgnore[p] | (lf[l2] >> 1);
-    nVis[n] = hidden[l2] ? nVis[p] : n;
-    nSite[n] = hidden[l2] ? nSite[p] : fFn[locOff[l2]];
-    if (!hidden[l2]) nf += locOff[l2 + 1] - locOff[l2];
+  var sk = JSON.stringify([S.focus, S.ignore]);
+  if (sk !== stackFlagKey) {
+    stackFlagKey = sk;
+    var rf = re(S.focus), ri = re(S.ignore);
+    cStack = null;                       // per cell: 1 focus matched, 2 ignore matched
+    if (!rf && !ri) return;
+    var lf = new Uint8Array(NLOC), fl = new Uint8Array(NN);
+    for (var l3 = 1; l3 < NLOC; l3++) {
+      if (rf && locMatches(l3, rf)) lf[l3] |= 1;
+      if (ri && locMatches(l3, ri)) lf[l3] |= 2;
+    }
+    for (var n2 = 1; n2 < NN; n2++) fl[n2] = fl[nParent[n2]] | lf[nLoc[n2]];
+    cStack = new Uint8Array(NC);
+    for (var i2 = 0; i2 < NC; i2++) cStack[i2] = fl[cNode[i2]];
   }
-  cSite = new Int32Array(NC);
-  for (var i = 0; i < NC; i++) cSite[i] = nSite[cNode[i]];
-  FT = null; ftSize = nf; ftHidden = hidden;
-  zoom.flame = 0; zoom.icicle = [];
 }
 // The frame tree, built when a view needs it (not for the first paint).
 var cSite, ftSize, ftHidden;
@@ -183,7 +198,19 @@ function frameTree() {
     if (!hidden[l3]) for (var f = locOff[l3 + 1] - 1; f >= locOff[l3]; f--) q = child(q, fFn[f]);
     ftOf[n2] = q;
   }
-  FT = { n: m, parent: par, name: name, first: first, next: next, depth: depth };
+  // Key nodes: the root, branch points and nodes with samples of their
+  // own.  Any other node is on a chain and has the total of the key node
+  // below it (keyBelow), so the per-update sums touch key nodes only.
+  var nch = new Int32Array(m), isKey = new Uint8Array(m), kb = new Int32Array(m), up = new Int32Array(m), keys = [];
+  for (var i = 1; i < m; i++) nch[par[i]]++;
+  for (var i2 = 0; i2 < m; i2++) if (nch[i2] !== 1) isKey[i2] = 1;
+  isKey[0] = 1;
+  for (var k = 0; k < NCN; k++) isKey[ftOf[cnNode[k]]] = 1;
+  for (var i3 = m - 1; i3 >= 0; i3--) kb[i3] = isKey[i3] ? i3 : kb[first[i3]];
+  for (var i4 = 1; i4 < m; i4++) up[i4] = isKey[par[i4]] ? par[i4] : up[par[i4]];
+  for (var i5 = 0; i5 < m; i5++) if (isKey[i5]) keys.push(i5);
+  FT = { n: m, parent: par, name: name, first: first, next: next, depth: depth,
+         keyBelow: kb, keyUp: up, keys: Int32Array.from(keys) };
   return FT;
 }
 
@@ -194,7 +221,7 @@ function computeCells() {
   var rf = re(S.focus), sizes = S.size, lifes = S.life, doms = S.doms;
   var domOk = null, never = S.never;
   if (doms) { domOk = new Uint8Array(256); doms.forEach(function (d) { domOk[d] = 1; }); }
-  var a = S.alloc, lv = S.live, co = S.coll;
+  var a = S.alloc, lv = S.live, co = S.coll, cs = cStack;
   var kAlloc = new Float64Array(NCN), kLive = new Float64Array(NCN), kColl = new Float64Array(NCN);
   var kBlocks = new Float64Array(NCN), kObj = new Float64Array(NCN), kProm = new Float64Array(NCN);
   var allocBin = new Float64Array(NB), liveDiff = new Float64Array(NB + 1), siteDiff = new Float64Array(NB + 1);
@@ -208,8 +235,7 @@ function computeCells() {
     if (sizes && (cSize[i] < sizes[0] || cSize[i] > sizes[1])) continue;
     if (lifes && (cLife[i] < lifes[0] || cLife[i] > lifes[1])) continue;
     if (domOk && !domOk[cDom[i]]) continue;
-    if (rf && !nFocus[n]) continue;
-    if (nIgnore[n]) continue;
+    if (cs && (cs[i] & 2 || (rf && !(cs[i] & 1)))) continue;
     keep[i] = 1; nk++;
     var s = cSamp[i], k = cIdx[i];
     kAlloc[k] += s; kBlocks[k] += cBlocks[i]; kObj[k] += cObj[i]; kProm[k] += cProm[i];
@@ -295,13 +321,18 @@ function metricOf(k) {
     default: return R.kAlloc[k] * BPS;
   }
 }
+// V.self: per frame-tree node (key nodes only); V.tot: per key node, read
+// as V.tot[FT.keyBelow[n]] for any node n.
 function ftValues() {
   if (R.ft) return R.ft;
   frameTree();
-  var self = new Float64Array(FT.n), tot = new Float64Array(FT.n);
+  // two buffers per frame tree, reused (a million nodes on deep stacks)
+  if (!FT.self) { FT.self = new Float64Array(FT.n); FT.tot = new Float64Array(FT.n); }
+  var self = FT.self, tot = FT.tot, keys = FT.keys, up = FT.keyUp, nk = keys.length;
+  for (var j = 0; j < nk; j++) self[keys[j]] = 0;
   for (var k = 0; k < NCN; k++) { var v = metricOf(k); if (v > 0) self[ftOf[cnNode[k]]] += v; }
-  tot.set(self);
-  for (var i = FT.n - 1, P = FT.parent; i > 0; i--) tot[P[i]] += tot[i];
+  for (var j2 = 0; j2 < nk; j2++) tot[keys[j2]] = self[keys[j2]];
+  for (var j3 = nk - 1; j3 > 0; j3--) tot[up[keys[j3]]] += tot[keys[j3]];
   R.ft = { self: self, tot: tot };
   return R.ft;
 }
@@ -408,7 +439,7 @@ function drawTable() {
   if (rx) rows = rows.filter(function (r) { return rx.test(r.name) || rx.test(r.file); });
   var k = S.sort;
   rows = rows.slice().sort(function (a, b) { return k === 'name' ? (a.name < b.name ? -1 : 1) : (b[k] - a[k]) || (a.name < b.name ? -1 : 1); });
-  var tot = R.total, lim = Math.min(rows.length, 300), h = ['<table><thead><tr>'];
+  var tot = R.total, lim = Math.min(rows.length, 150), h = ['<table><thead><tr>'];
   COLS.forEach(function (c) { h.push('<th data-k="' + c[0] + '" class="' + (c[0] === 'name' || c[0] === 'file' ? 'name ' : '') + (c[0] === k ? 'sorted' : '') + '">' + c[1] + '</th>'); });
   h.push('</tr><tr id="totrow"><td class="name"><b>total</b> (' + R.rows.length + ' sites)</td><td></td><td data-v="' + tot.alloc + '">' + bytes(tot.alloc) + '</td><td>100</td><td data-v="' + tot.samples + '">' + num(tot.samples) +
     '</td><td data-v="' + tot.blocks + '">' + num(tot.blocks) + '</td><td>' + num(tot.objects) + '</td><td data-v="' + tot.live + '">' + bytes(tot.live) + '</td><td>' + bytes(tot.coll) + '</td><td>' + bytes(tot.prom) + '</td><td></td></tr></thead><tbody>');
@@ -470,18 +501,18 @@ var PALETTE = []; for (var pi = 0; pi < 48; pi++) PALETTE.push('hsl(' + (8 + (pi
 function hue(id) { return ((id * 2654435761) >>> 0) % 48; }
 function byName(a, b) { return NAMES[a] < NAMES[b] ? -1 : NAMES[a] > NAMES[b] ? 1 : 0; }
 function flameRects(W) {
-  var V = ftValues(), rects = [], z = zoom.flame, total = V.tot[z], minw = total / W;
+  var V = ftValues(), KB = FT.keyBelow, rects = [], z = zoom.flame, total = V.tot[KB[z]], minw = total / W;
   // the zoomed node's ancestors as full-width bars
   var anc = []; for (var q = z; q >= 0; q = FT.parent[q]) anc.unshift(q);
-  anc.forEach(function (q2, d) { rects.push([0, d, W, FT.name[q2], V.tot[q2], q2]); });
+  anc.forEach(function (q2, d) { rects.push([0, d, W, FT.name[q2], V.tot[KB[q2]], q2]); });
   function rec(q, d, x, w) {
     var kids = [];
-    for (var c = FT.first[q]; c >= 0; c = FT.next[c]) if (V.tot[c] >= minw) kids.push(c);
+    for (var c = FT.first[q]; c >= 0; c = FT.next[c]) if (V.tot[KB[c]] >= minw) kids.push(c);
     kids.sort(function (a, b) { return byName(FT.name[a], FT.name[b]); });
     var cx = x;
     for (var i = 0; i < kids.length; i++) {
-      var c2 = kids[i], cw = w * V.tot[c2] / V.tot[q];
-      rects.push([cx, d, cw, FT.name[c2], V.tot[c2], c2]);
+      var c2 = kids[i], cw = w * V.tot[KB[c2]] / V.tot[KB[q]];
+      rects.push([cx, d, cw, FT.name[c2], V.tot[KB[c2]], c2]);
       rec(c2, d + 1, cx, cw); cx += cw;
     }
   }
@@ -493,7 +524,8 @@ function icicleRects(W) {
   // a cursor is the frame-tree node whose name is the frame at the level
   // being grouped; 0 at level 0: a sample without backtrace
   function nameAt(q, d) { return q > 0 ? Nm[q] : q === 0 && d === 0 ? NOBT : -1; }
-  for (var i = 0; i < FT.n; i++) {
+  for (var j0 = 0; j0 < FT.keys.length; j0++) {
+    var i = FT.keys[j0];
     if (!(V.self[i] > 0)) continue;
     var q = i, ok = true;
     for (var j = 0; j < z.length && ok; j++) { if (nameAt(q, j) !== z[j]) ok = false; q = q > 0 ? P[q] : -1; }
@@ -524,45 +556,60 @@ function icicleRects(W) {
   if (total > 0) rec(cur, val, z.length, 0, W, total);
   return { rects: rects, total: total };
 }
+// The graph can be thousands of pixels tall (deep stacks): the canvas only
+// covers the visible part of its scrolling box (sticky at its top, over a
+// spacer as tall as the graph) and is repainted on scroll.
 function drawFlame(kind) {
-  var cv = $(kind + 'c'), W = cv.clientWidth || 1000, RH = 17, inv = kind === 'icicle';
+  var cv = $(kind + 'c'), wrap = cv.parentNode.parentNode, W = cv.clientWidth || 1000, RH = 17, inv = kind === 'icicle';
   var res = inv ? icicleRects(W) : flameRects(W), rects = res.rects, maxd = 0;
   for (var i = 0; i < rects.length; i++) if (rects[i][1] > maxd) maxd = rects[i][1];
-  var rx = S.search ? re(S.search) : null;
-  var H = (maxd + 1) * RH + 4, dpr = window.devicePixelRatio || 1;
-  cv.width = W * dpr; cv.height = H * dpr; cv.style.height = H + 'px';
-  var g = cv.getContext('2d'); g.setTransform(dpr, 0, 0, dpr, 0, 0);
-  g.fillStyle = '#fff'; g.fillRect(0, 0, W, H); g.font = '11px monospace'; g.textBaseline = 'middle';
-  var yOf = function (d) { return inv ? d * RH : H - (d + 1) * RH; };
-  var zd = inv ? zoom.icicle.length : -1;
-  // one fill style per colour: batches of rectangles, then the labels
-  var batches = {};
-  for (var r = 0; r < rects.length; r++) {
-    var q = rects[r], c = q[3] === TRUNCID ? '#aaa' : q[3] === ALL ? '#eee' : rx && rx.test(NAMES[q[3]]) ? '#c6f' : q[1] < zd ? '#ddd' : PALETTE[hue(q[3])];
+  var H = (maxd + 1) * RH + 4;
+  cv.parentNode.style.height = H + 'px';
+  drawn[kind] = { rects: rects, y: function (d) { return inv ? d * RH : H - (d + 1) * RH; }, RH: RH, total: res.total, W: W, H: H };
+  // the flame graph's root is at the bottom: show it first
+  if (!inv) wrap.scrollTop = H;
+  paintFlame(kind);
+}
+function paintFlame(kind) {
+  var cv = $(kind + 'c'), wrap = cv.parentNode.parentNode, d = drawn[kind], W = d.W, RH = d.RH;
+  var top = wrap.scrollTop, VH = Math.max(1, Math.min(d.H, wrap.clientHeight || 800)), dpr = window.devicePixelRatio || 1;
+  if (cv.width !== Math.round(W * dpr) || cv.height !== Math.round(VH * dpr)) {
+    cv.width = Math.round(W * dpr); cv.height = Math.round(VH * dpr); cv.style.height = VH + 'px';
+  }
+  var g = cv.getContext('2d'); g.setTransform(dpr, 0, 0, dpr, 0, -top * dpr);
+  g.fillStyle = '#fff'; g.fillRect(0, top, W, VH); g.font = '11px monospace'; g.textBaseline = 'middle';
+  var rx = S.search ? re(S.search) : null, zd = kind === 'icicle' ? zoom.icicle.length : -1, rects = d.rects;
+  // the rows in view; one fill style per colour, then the labels
+  var vis = [], batches = {};
+  for (var r = 0; r < rects.length; r++) { var y = d.y(rects[r][1]); if (y + RH >= top && y <= top + VH) vis.push(rects[r]); }
+  for (var k = 0; k < vis.length; k++) {
+    var q = vis[k], c = q[3] === TRUNCID ? '#aaa' : q[3] === ALL ? '#eee' : rx && rx.test(NAMES[q[3]]) ? '#c6f' : q[1] < zd ? '#ddd' : PALETTE[hue(q[3])];
     (batches[c] = batches[c] || []).push(q);
   }
   Object.keys(batches).forEach(function (c) {
     g.fillStyle = c; var b = batches[c];
-    for (var i = 0; i < b.length; i++) g.fillRect(b[i][0], yOf(b[i][1]), Math.max(b[i][2] - 0.5, 0.5), RH - 1);
+    for (var i = 0; i < b.length; i++) g.fillRect(b[i][0], d.y(b[i][1]), Math.max(b[i][2] - 0.5, 0.5), RH - 1);
   });
   g.fillStyle = '#000';
-  for (var r2 = 0; r2 < rects.length; r2++) {
-    var q2 = rects[r2];
-    if (q2[2] > 28) { var nm = NAMES[q2[3]], m = Math.floor((q2[2] - 6) / 6.6); g.fillText(nm.length > m ? nm.slice(0, Math.max(0, m - 1)) + '…' : nm, q2[0] + 3, yOf(q2[1]) + RH / 2); }
+  for (var k2 = 0; k2 < vis.length; k2++) {
+    var q2 = vis[k2];
+    if (q2[2] > 28) { var nm = NAMES[q2[3]], m = Math.floor((q2[2] - 6) / 6.6); g.fillText(nm.length > m ? nm.slice(0, Math.max(0, m - 1)) + '…' : nm, q2[0] + 3, d.y(q2[1]) + RH / 2); }
   }
-  if (!rects.length) { g.fillStyle = '#666'; g.fillText('nothing selected by the filters', 10, 12); }
-  drawn[kind] = { rects: rects, y: yOf, RH: RH, total: res.total };
-  // the flame graph's root is at the bottom: show it first
-  if (!inv) { var wrap = cv.parentNode; wrap.scrollTop = wrap.scrollHeight; }
+  if (!rects.length) { g.fillStyle = '#666'; g.fillText('nothing selected by the filters', 10, top + 12); }
 }
 function flameHit(kind, e) {
-  var cv = $(kind + 'c'), r = cv.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top, dd = drawn[kind];
+  var cv = $(kind + 'c'), r = cv.getBoundingClientRect(), dd = drawn[kind];
+  var x = e.clientX - r.left, y = e.clientY - r.top + cv.parentNode.parentNode.scrollTop;
   if (!dd.rects) return null;
   for (var i = 0; i < dd.rects.length; i++) { var q = dd.rects[i], yy = dd.y(q[1]); if (x >= q[0] && x < q[0] + q[2] && y >= yy && y < yy + dd.RH) return q; }
   return null;
 }
 ['flame', 'icicle'].forEach(function (kind) {
-  var cv = $(kind + 'c');
+  var cv = $(kind + 'c'), pending = false;
+  cv.parentNode.parentNode.addEventListener('scroll', function () {
+    if (pending || !drawn[kind].rects) return;
+    pending = true; requestAnimationFrame(function () { pending = false; paintFlame(kind); });
+  });
   cv.addEventListener('mousemove', function (e) { var q = flameHit(kind, e); if (!q) return hideTip();
     showTip(e, NAMES[q[3]] + '\n' + fmtMetric(q[4]) + '  ' + (100 * q[4] / (drawn[kind].total || 1)).toFixed(2) + '% of view'); });
   cv.addEventListener('mouseleave', hideTip);
@@ -588,7 +635,7 @@ document.querySelectorAll('.unzoom').forEach(function (b) { b.onclick = function
 // add up to its cumulative value; calls into a function already on the
 // stack are recursion edges.  Subtrees under 0.1% are not walked.
 function drawGraph() {
-  var V = ftValues(), total = V.tot[0], cum = new Float64Array(NS), flat = new Float64Array(NS);
+  var V = ftValues(), KB = FT.keyBelow, total = V.tot[KB[0]], cum = new Float64Array(NS), flat = new Float64Array(NS);
   var edges = new Map(), rec = new Map(), on = new Int32Array(NS), cut = 0.001 * total;
   var stack = [0], it = [FT.first[0]];
   flat[NOBT] += V.self[0]; cum[NOBT] += V.self[0];
@@ -596,10 +643,10 @@ function drawGraph() {
     var top = stack.length - 1, c = it[top];
     if (c < 0) { var q = stack.pop(); it.pop(); if (q) on[FT.name[q]]--; continue; }
     it[top] = FT.next[c];
-    if (V.tot[c] < cut || !(V.tot[c] > 0)) continue;
+    if (V.tot[KB[c]] < cut || !(V.tot[KB[c]] > 0)) continue;
     var f = FT.name[c], p = stack[top], pf = p ? FT.name[p] : -1;
-    if (!on[f]) { cum[f] += V.tot[c]; if (pf >= 0) { var ek = pf * NS + f; edges.set(ek, (edges.get(ek) || 0) + V.tot[c]); } }
-    else if (pf >= 0 && pf !== f) { var rk = pf * NS + f; rec.set(rk, (rec.get(rk) || 0) + V.tot[c]); }
+    if (!on[f]) { cum[f] += V.tot[KB[c]]; if (pf >= 0) { var ek = pf * NS + f; edges.set(ek, (edges.get(ek) || 0) + V.tot[KB[c]]); } }
+    else if (pf >= 0 && pf !== f) { var rk = pf * NS + f; rec.set(rk, (rec.get(rk) || 0) + V.tot[KB[c]]); }
     flat[f] += V.self[c];
     on[f]++; stack.push(c); it.push(FT.first[c]);
   }
@@ -736,7 +783,12 @@ function readControls() {
   S.metric = $('metric').value;
 }
 $('filters').addEventListener('change', function (e) { if (e.target.id === 'brushmode') return; readControls(); update(); });
-$('filters').addEventListener('input', function (e) { if (e.target.type === 'text') { readControls(); update(); } });
+// regex fields: update once typing pauses (a hidden-frames change rebuilds the frame tree)
+var typing = null;
+$('filters').addEventListener('input', function (e) {
+  if (e.target.type !== 'text') return;
+  clearTimeout(typing); typing = setTimeout(function () { readControls(); update(); }, 150);
+});
 $('filters').addEventListener('click', function (e) { var c = e.target.dataset && e.target.dataset.clear; if (c) { e.preventDefault(); S[c] = null; syncControls(); update(); } });
 $('reset').onclick = function () { var t = S.tab; S = freshState(); S.tab = t; zoom.flame = []; zoom.icicle = []; syncControls(); update(); };
 $('search').addEventListener('input', function () { S.search = this.value; drawTable(); if (S.tab === 'flame' || S.tab === 'icicle') drawView(); });
