@@ -293,7 +293,10 @@ function classify() {
     if (ab < e.first) e.first = ab; if (ab > e.last) e.last = ab;
     e.all += s; e.cells.push(i);
   }
-  var out = new Map();
+  // in flight at the end of its activity: at least 16 samples and 1% of
+  // the selection's peak live volume
+  var peak = 0; for (var b0 = 0; b0 < NB; b0++) peak = Math.max(peak, R.live[b0] / BPS);
+  var minLive = Math.max(16, 0.01 * peak), out = new Map();
   per.forEach(function (e, k) {
     if (e.last - e.first < 4) return;
     var lv = 0, levels = new Float64Array(e.last + 1);
@@ -302,11 +305,11 @@ function classify() {
     for (var b2 = e.first; b2 < e.first + q; b2++) m += levels[b2];
     m /= q;
     var endv = levels[e.last];
-    if (endv >= 16 && endv >= 2 * m + 1) {
+    if (endv >= minLive && endv >= 2 * m + 1) {
       var died = 0;
       e.cells.forEach(function (i) { if (cDbin[i] < e.last) died += cSamp[i]; });
       died /= e.all;
-      out.set(k, { kind: died >= 1 / 3 ? 'race' : 'leak', died: died, growth: endv / Math.max(m, 1) });
+      out.set(k, { kind: died >= 1 / 3 ? 'race' : 'leak', died: died, growth: endv / Math.max(m, 1), inflight: endv * BPS });
     }
   });
   return out;
@@ -725,7 +728,14 @@ function drawLife() {
     var b = cSamp[i] * BPS; byLife[cLife[i]] += b;
     if (cDbin[i] === NB) { never += b; continue; }
     // lifetime in bytes allocated meanwhile (all sites), from bin centres
-    var between = allAllocCum[cDbin[i]] + 0.5 * (allAllocCum[cDbin[i] + 1] - allAllocCum[cDbin[i]]) - allAllocCum[cAbin[i]] - 0.5 * (allAllocCum[cAbin[i] + 1] - allAllocCum[cAbin[i]]);
+    // lifetime in bytes allocated meanwhile (by the whole program): from
+    // the bins' centres, or within one bin the lifetime class's middle
+    // times that bin's allocation rate
+    var ab = cAbin[i], db = cDbin[i], between;
+    if (ab === db) {
+      var lc = cLife[i], mid = lc ? Math.sqrt(D.life_lo[lc] * (lc + 1 < NLIFE ? D.life_lo[lc + 1] : 2 * D.life_lo[lc])) : 500;
+      between = mid * (allAllocCum[ab + 1] - allAllocCum[ab]) / D.bin_ns;
+    } else between = (allAllocCum[db] + allAllocCum[db + 1] - allAllocCum[ab] - allAllocCum[ab + 1]) / 2;
     var k = between < 1024 ? 0 : Math.min(nb - 1, Math.floor(Math.log2(between / 1024)) + 1);
     byAlloc[k] += b;
   }
@@ -736,9 +746,9 @@ function drawLife() {
   var html = '<h3>Lifetimes of ' + (site === null ? 'all selected blocks' : esc(NAMES[site])) + ' <span class="note">(select a site in the Sites table; bytes per class)</span></h3>' +
     histogram('in time (live at the end: to the end of the trace)', l1, v1, bytes) +
     histogram('in bytes allocated meanwhile (collected blocks; ' + bytes(never) + ' never collected)', l2, v2, bytes);
-  var fl = Array.from(R.flags.entries()).sort(function (a, b) { return b[1].growth - a[1].growth; });
-  html += '<h3>Flags</h3><div class="note">In-flight volume grows over the site\'s activity (end ≥ 2× the mean of its first quarter): <b>leak</b> when less than a third of its bytes die while the site still allocates; <b>allocation race</b> when more do: its blocks die, but slower than they are allocated.</div><table><tr><th class="name">site</th><th>flag</th><th>growth</th><th>died while allocating</th></tr>' +
-    fl.map(function (e) { return '<tr><td class="name">' + esc(NAMES[e[0]]) + '</td><td><span class="flag ' + e[1].kind + '">' + (e[1].kind === 'race' ? 'allocation race' : 'leak') + '</span></td><td>×' + e[1].growth.toFixed(1) + '</td><td>' + Math.round(100 * e[1].died) + '%</td></tr>'; }).join('') + '</table>' +
+  var fl = Array.from(R.flags.entries()).sort(function (a, b) { return b[1].inflight - a[1].inflight; });
+  html += '<h3>Flags</h3><div class="note">In-flight volume grows over the site\'s activity (at its end ≥ 2× the mean of its first quarter, and ≥ 1% of the selection\'s peak): <b>leak</b> when less than a third of its bytes die while the site still allocates; <b>allocation race</b> when more do: its blocks die, but slower than they are allocated.</div><table><tr><th class="name">site</th><th>flag</th><th>in flight at its end</th><th>growth</th><th>died while allocating</th></tr>' +
+    fl.map(function (e) { return '<tr><td class="name">' + esc(NAMES[e[0]]) + '</td><td><span class="flag ' + e[1].kind + '">' + (e[1].kind === 'race' ? 'allocation race' : 'leak') + '</span></td><td>' + bytes(e[1].inflight) + '</td><td>×' + e[1].growth.toFixed(1) + '</td><td>' + Math.round(100 * e[1].died) + '%</td></tr>'; }).join('') + '</table>' +
     (fl.length ? '' : '<div class="note">no site flagged</div>');
   $('lifeview').innerHTML = html;
 }
