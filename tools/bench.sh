@@ -36,9 +36,8 @@ for f in $TRACES; do
       t=$( { /usr/bin/time -f "%U %S" ./ocaml-memprof $cmd $out "$f" >/dev/null; } 2>&1 | awk '{print $1+$2}')
       best=$(python3 -c "b='$best'; print(min(float(b), $t) if b else $t)")
     done
-    python3 -c "print('%-5s %-32s %9d events  %.3f s CPU  %6.1f M events/s' % ('$cmd', '$f', $n, $best, $n / max($best, 1e-3) / 1e6))"
+    python3 -c "print('%-6s %-32s %9d events  %.3f s CPU  %6.1f M events/s' % ('$cmd', '$f', $n, $best, $n / max($best, 1e-3) / 1e6))"
   done
-done
   echo "report $f.html: $(wc -c < "$f.html") bytes"
 done
 if command -v chromium > /dev/null; then

@@ -135,6 +135,8 @@ function locMatches(l, r) {
 // same-name siblings merged (flame-graph convention); ft ids are given
 // parents first, children in sibling lists.
 var nVis, nSite, ftOf;
+function visOf(n) { return nVis ? nVis[n] : n; }
+function siteOf(n) { return nSite ? nSite[n] : n ? fFn[locOff[nLoc[n]]] : NOBT; }
 var FT = null;   // { n, parent, name, first, next, depth }
 function hidePatterns() { return (S.hide ? [S.hide] : []).concat(S.presets); }
 // Two keys: the stack filters (focus, ignore) only set per-cell flags;
@@ -149,16 +151,22 @@ function prepStacks() {
       for (var k = 0; k < rh.length; k++) if (locMatches(l, rh[k])) { hidden[l] = 1; break; }
       if (locOff[l + 1] === locOff[l]) hidden[l] = 1;
     }
-    nVis = new Int32Array(NN); nSite = new Int32Array(NN);
-    nSite[0] = NOBT;
-    for (var n = 1; n < NN; n++) {        // parents come first
-      var p = nParent[n], l2 = nLoc[n];
-      nVis[n] = hidden[l2] ? nVis[p] : n;
-      nSite[n] = hidden[l2] ? nSite[p] : fFn[locOff[l2]];
-      if (!hidden[l2]) nf += locOff[l2 + 1] - locOff[l2];
+    if (!rh.length) {
+      // nothing hidden: each node is its own visible node (no pass over
+      // the whole call tree, which deep stacks make large, at first paint)
+      nVis = nSite = null; nf = -1;
+    } else {
+      nVis = new Int32Array(NN); nSite = new Int32Array(NN);
+      nSite[0] = NOBT;
+      for (var n = 1; n < NN; n++) {        // parents come first
+        var p = nParent[n], l2 = nLoc[n];
+        nVis[n] = hidden[l2] ? nVis[p] : n;
+        nSite[n] = hidden[l2] ? nSite[p] : fFn[locOff[l2]];
+        if (!hidden[l2]) nf += locOff[l2 + 1] - locOff[l2];
+      }
     }
     cSite = new Int32Array(NC);
-    for (var i = 0; i < NC; i++) cSite[i] = nSite[cNode[i]];
+    for (var i = 0; i < NC; i++) cSite[i] = siteOf(cNode[i]);
     FT = null; ftSize = nf; ftHidden = hidden;
     zoom.flame = 0; zoom.icicle = [];
   }
@@ -183,6 +191,7 @@ var cSite, ftSize, ftHidden;
 function frameTree() {
   if (FT) return FT;
   var nf = ftSize, hidden = ftHidden;
+  if (nf < 0) for (var n0 = 1, nf = 0; n0 < NN; n0++) nf += locOff[nLoc[n0] + 1] - locOff[nLoc[n0]];
   var cap = nf + NN + 2, par = new Int32Array(cap), name = new Int32Array(cap), first = new Int32Array(cap).fill(-1);
   var next = new Int32Array(cap).fill(-1), depth = new Int32Array(cap), m = 1;
   name[0] = ALL; par[0] = -1;
@@ -255,14 +264,14 @@ function computeSites() {
   var co = new Float64Array(NS), pr = new Float64Array(NS), at = new Int32Array(NS).fill(-1), ids = [];
   for (var k = 0; k < NCN; k++) {
     if (!R.kBlocks[k]) continue;
-    var n = cnNode[k], id = nSite[n];
+    var n = cnNode[k], id = siteOf(n);
     if (at[id] < 0) { at[id] = n; ids.push(id); }
     sm[id] += R.kAlloc[k]; bl[id] += R.kBlocks[k]; ob[id] += R.kObj[k];
     lv[id] += R.kLive[k]; co[id] += R.kColl[k]; pr[id] += R.kProm[k];
   }
   var tot = { alloc: 0, samples: 0, blocks: 0, objects: 0, live: 0, coll: 0, prom: 0 };
   var list = ids.map(function (id) {
-    var v = nVis[at[id]], f = locOff[nLoc[v]];
+    var v = visOf(at[id]), f = locOff[nLoc[v]];
     var r = { id: id, name: NAMES[id], file: v ? STR[fFile[f]] + ':' + fLine[f] : '', samples: sm[id], blocks: bl[id],
               objects: ob[id] / D.sampling_rate, alloc: sm[id] * BPS, liveB: lv[id] * BPS, collB: co[id] * BPS, promB: pr[id] * BPS };
     tot.alloc += r.alloc; tot.samples += r.samples; tot.blocks += r.blocks; tot.objects += r.objects;

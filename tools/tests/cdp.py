@@ -103,7 +103,7 @@ class Page:
         raise TimeoutError("page not ready: " + url)
 
     def eval(self, expr):
-        r = self.call("Runtime.evaluate", expression=expr, returnByValue=True)
+        r = self.call("Runtime.evaluate", expression=expr, returnByValue=True, awaitPromise=True)
         if "exceptionDetails" in r:
             raise RuntimeError("page: %s" % r["exceptionDetails"].get("exception", {}).get("description", r))
         return r["result"].get("value")

@@ -11,7 +11,7 @@ bytecode program under ocamlrun.  For each report:
 - for three filter settings, the page's totals and its top rows (site,
   allocated bytes, samples, blocks, live bytes at the end) equal those of
   `ocaml-memprof top --json` run with the command line the page itself
-  shows for that setting;
+  shows for that setting (also for two traces merged);
 - every view draws something (frames, call-graph nodes), and scaled
   screenshots of the timeline, table, flame graph, icicle and call graph
   are not blank (several colours, some non-white area);
@@ -96,6 +96,8 @@ def test_report(check, tool, tool_json, run, out_dir, here, gen):
             check("report: traced run of report4.exe (4 domains)", r.returncode == 0, r.stderr[-300:])
             if r.returncode == 0:
                 traces.append(("4-domain", t4))
+                # several traces merged, as from a build (OCAMLRUNPARAM=memprof=dir/t-%p.trace)
+                traces.append(("merged", [topt, t4]))
         ocamlc = os.path.join(bindir, "ocamlc")
         tb = os.path.join(work, "bytecode.trace")
         r = run([ocamlc, "-g", "report4.ml", "-o", "report4.byte"], cwd=work)
@@ -118,8 +120,9 @@ def test_report(check, tool, tool_json, run, out_dir, here, gen):
         if chrome:
             browser = cdp.Browser(chrome)
         for label, trace in traces:
+            paths = trace if isinstance(trace, list) else [trace]
             html = os.path.join(out_dir, "report-%s.html" % label)
-            r = tool("report", "-o", html, trace)
+            r = tool("report", "-o", html, *paths)
             ok = r.returncode == 0 and os.path.exists(html)
             check("report %s: writes the HTML file" % label, ok, r.stderr[-300:])
             if not ok:
@@ -129,9 +132,9 @@ def test_report(check, tool, tool_json, run, out_dir, here, gen):
             check("report %s: self-contained (no external reference)" % label, not bad, str(bad[:5]))
             if not browser:
                 continue
-            top = tool_json("top", "--json", "-n", "1", trace)
+            top = tool_json("top", "--json", "-n", "1", *paths)
             top_site = top["rows"][0]["key"] if top["rows"] else "x"
-            info = tool_json("info", "--json", trace)
+            info = tool_json("info", "--json", paths[-1])
             doms = sorted(d["domain"] for d in info.get("domains", []) if d.get("alloc"))
             spec = {"settings": settings_for(D, top_site, doms[1] if len(doms) > 1 else None)}
             page = browser.page(1400, 1000)
