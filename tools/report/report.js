@@ -224,17 +224,20 @@ function frameTree() {
 }
 
 // ---------- the cell pass ----------
-var R = null;   // results of the last update
+var R = null, BUF = null;   // results of the last update, their buffers
 function computeCells() {
   prepStacks();
   var rf = re(S.focus), sizes = S.size, lifes = S.life, doms = S.doms;
   var domOk = null, never = S.never;
   if (doms) { domOk = new Uint8Array(256); doms.forEach(function (d) { domOk[d] = 1; }); }
   var a = S.alloc, lv = S.live, co = S.coll, cs = cStack;
-  var kAlloc = new Float64Array(NCN), kLive = new Float64Array(NCN), kColl = new Float64Array(NCN);
-  var kBlocks = new Float64Array(NCN), kObj = new Float64Array(NCN), kProm = new Float64Array(NCN);
+  // per-node sums in buffers reused from one update to the next
+  if (!BUF) BUF = { kAlloc: new Float64Array(NCN), kLive: new Float64Array(NCN), kColl: new Float64Array(NCN),
+                    kBlocks: new Float64Array(NCN), kObj: new Float64Array(NCN), kProm: new Float64Array(NCN), keep: new Uint8Array(NC) };
+  var kAlloc = BUF.kAlloc.fill(0), kLive = BUF.kLive.fill(0), kColl = BUF.kColl.fill(0);
+  var kBlocks = BUF.kBlocks.fill(0), kObj = BUF.kObj.fill(0), kProm = BUF.kProm.fill(0);
   var allocBin = new Float64Array(NB), liveDiff = new Float64Array(NB + 1), siteDiff = new Float64Array(NB + 1);
-  var keep = new Uint8Array(NC), site = S.site, nk = 0;
+  var keep = BUF.keep.fill(0), site = S.site, nk = 0;
   for (var i = 0; i < NC; i++) {
     var ab = cAbin[i], db = cDbin[i], n = cNode[i];
     if (a && (ab < a[0] || ab > a[1])) continue;
@@ -290,11 +293,16 @@ function computeSites() {
 // they are allocated (a queue filled faster than drained, lifetimes that
 // grow with the load).
 function classify() {
+  // in flight at the end of its activity: at least 16 samples and 1% of
+  // the selection's peak live volume (so a site with fewer samples in all
+  // is not looked at)
+  var peak = 0; for (var b0 = 0; b0 < NB; b0++) peak = Math.max(peak, R.live[b0] / BPS);
+  var minLive = Math.max(16, 0.01 * peak), out = new Map();
   var per = new Map(), sm = R.siteSamples;
   for (var i = 0; i < NC; i++) {
     if (!R.keep[i]) continue;
     var k = cSite[i];
-    if (sm[k] < 16) continue;
+    if (sm[k] < minLive) continue;
     var e = per.get(k);
     if (!e) { e = { diff: new Float64Array(NB + 1), first: NB, last: -1, all: 0, cells: [] }; per.set(k, e); }
     var s = cSamp[i], ab = cAbin[i], db = cDbin[i];
@@ -302,10 +310,6 @@ function classify() {
     if (ab < e.first) e.first = ab; if (ab > e.last) e.last = ab;
     e.all += s; e.cells.push(i);
   }
-  // in flight at the end of its activity: at least 16 samples and 1% of
-  // the selection's peak live volume
-  var peak = 0; for (var b0 = 0; b0 < NB; b0++) peak = Math.max(peak, R.live[b0] / BPS);
-  var minLive = Math.max(16, 0.01 * peak), out = new Map();
   per.forEach(function (e, k) {
     if (e.last - e.first < 4) return;
     var lv = 0, levels = new Float64Array(e.last + 1);
@@ -736,7 +740,6 @@ function drawLife() {
     if (!R.keep[i] || (site !== null && cSite[i] !== site)) continue;
     var b = cSamp[i] * BPS; byLife[cLife[i]] += b;
     if (cDbin[i] === NB) { never += b; continue; }
-    // lifetime in bytes allocated meanwhile (all sites), from bin centres
     // lifetime in bytes allocated meanwhile (by the whole program): from
     // the bins' centres, or within one bin the lifetime class's middle
     // times that bin's allocation rate
@@ -809,7 +812,7 @@ $('filters').addEventListener('input', function (e) {
   clearTimeout(typing); typing = setTimeout(function () { readControls(); update(); }, 150);
 });
 $('filters').addEventListener('click', function (e) { var c = e.target.dataset && e.target.dataset.clear; if (c) { e.preventDefault(); S[c] = null; syncControls(); update(); } });
-$('reset').onclick = function () { var t = S.tab; S = freshState(); S.tab = t; zoom.flame = []; zoom.icicle = []; syncControls(); update(); };
+$('reset').onclick = function () { var t = S.tab; S = freshState(); S.tab = t; zoom.flame = 0; zoom.icicle = []; syncControls(); update(); };
 $('search').addEventListener('input', function () { S.search = this.value; drawTable(); if (S.tab === 'flame' || S.tab === 'icicle') drawView(); });
 $('tabs').addEventListener('click', function (e) { var b = e.target.closest('button'); if (!b) return; S.tab = b.dataset.tab; syncControls(); drawView(); saveHash(); });
 window.addEventListener('resize', function () { drawTimeline(); drawView(); });
