@@ -303,7 +303,7 @@ static int write_data(FILE *o, an_ctx *c, acc *a, const cli_inputs *in, uint64_t
     fprintf(o, "%s[%llu,%.0f,%.0f]", i ? "," : "", (unsigned long long)a->gc[i].t,
             a->gc[i].heap, a->gc[i].live);
   fprintf(o, "],\"compactions\":[");
-  for (size_t i = 0; i + 1 < a->ncompact + 1 && i < a->ncompact; i += 2)
+  for (size_t i = 0; i < a->ncompact; i += 2)           /* an unfinished one ends at once */
     fprintf(o, "%s[%llu,%llu]", i ? "," : "", (unsigned long long)a->compact[i],
             (unsigned long long)(i + 1 < a->ncompact ? a->compact[i + 1] : a->compact[i]));
   fprintf(o, "],\"domains\":[");

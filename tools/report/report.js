@@ -47,7 +47,8 @@ function byteTicks(max, n) {
   var u = 0;
   while (u < 4 && max / Math.pow(1024, u + 1) >= 1) u++;
   var k = Math.pow(1024, u), st = step125(max / k, n) * k, t = [];
-  for (var v = 0; v <= max * 1.0001; v += st) t.push([v, +(v / k).toPrecision(6) + ' ' + BU[u]]);
+  // up to the first tick at or above max, which becomes the axis' top
+  for (var v = 0; ; v += st) { t.push([v, +(v / k).toPrecision(6) + ' ' + BU[u]]); if (v >= max * 0.9999) break; }
   return t;
 }
 function timeTicks(maxns, n) {
@@ -403,7 +404,6 @@ function drawTimeline() {
   for (var k3 = 0; k3 < NB; k3++) { var v = R.allocBin[k3] * BPS / (bw / 1e9), h = (bot - rateTop) * v / rmax; g.fillRect(X(k3 * bw), bot - h, Math.max(1, X(bw) - X(0) - 0.5), h); }
   g.fillStyle = '#555'; g.textAlign = 'left'; g.textBaseline = 'middle';
   g.fillText(rt[rt.length - 1][1] + '/s', x1 + 4, rateTop + 4); g.fillText('alloc rate', x1 + 4, bot - 6);
-  g.textAlign = 'right'; g.fillText('live', x0 - 4, top - 6);
   // time axis
   g.textAlign = 'center'; g.textBaseline = 'top'; g.strokeStyle = '#999';
   g.beginPath(); g.moveTo(x0, bot); g.lineTo(x1, bot); g.stroke();
@@ -696,7 +696,8 @@ function drawGraph() {
   // geometry: boxes in rows, rows centred, edges as vertical curves
   var BH = 34, VG = 46, width = [], xs = new Float64Array(N), ys = new Float64Array(N), Wmax = 0;
   function label(f4) { var s = NAMES[f4]; return s.length > 44 ? '…' + s.slice(-43) : s; }
-  nodes.forEach(function (f4, i) { width[i] = Math.max(80, Math.min(300, label(f4).length * 6.3 + 12)); });
+  function second(f4) { var c3 = cum[f4], fl = flat[f4]; return fmtMetric(c3) + ' (' + (100 * c3 / total).toFixed(1) + '%)' + (fl ? ' self ' + (100 * fl / total).toFixed(1) + '%' : ''); }
+  nodes.forEach(function (f4, i) { width[i] = Math.max(80, Math.min(320, Math.max(label(f4).length, second(f4).length) * 6.3 + 12)); });
   L.forEach(function (l, li3) { var x = 10; l.forEach(function (i) { xs[i] = x; ys[i] = 10 + li3 * (BH + VG); x += width[i] + 16; }); Wmax = Math.max(Wmax, x); });
   L.forEach(function (l) { if (!l.length) return; var last = l[l.length - 1], sh = (Wmax - (xs[last] + width[last] + 16)) / 2; l.forEach(function (i) { xs[i] += sh; }); });
   var Hh = 10 + L.length * (BH + VG), sv = ['<svg xmlns="http://www.w3.org/2000/svg" width="' + (Wmax + 80) + '" height="' + Hh + '">'];
@@ -712,7 +713,7 @@ function drawGraph() {
     var c3 = cum[f4], fl = flat[f4], heat = Math.min(1, fl / (0.2 * total || 1)), callers = inn[i].filter(function (ei) { return !E[ei][3]; }).length;
     var fill = 'rgb(255,' + Math.round(245 - 140 * heat) + ',' + Math.round(235 - 190 * heat) + ')';
     sv.push('<g class="cgnode"><rect x="' + xs[i] + '" y="' + ys[i] + '" width="' + width[i] + '" height="' + BH + '" rx="4" fill="' + fill + '" stroke="' + (callers > 1 ? '#c00' : '#555') + '" stroke-width="' + (callers > 1 ? 2 : 1) + '"/>' +
-      '<text x="' + (xs[i] + 5) + '" y="' + (ys[i] + 13) + '">' + esc(label(f4)) + '</text><text x="' + (xs[i] + 5) + '" y="' + (ys[i] + 27) + '" fill="#444">' + esc(fmtMetric(c3)) + ' (' + (100 * c3 / total).toFixed(1) + '%)' + (fl ? ' self ' + (100 * fl / total).toFixed(1) + '%' : '') + '</text>' +
+      '<text x="' + (xs[i] + 5) + '" y="' + (ys[i] + 13) + '">' + esc(label(f4)) + '</text><text x="' + (xs[i] + 5) + '" y="' + (ys[i] + 27) + '" fill="#444">' + esc(second(f4)) + '</text>' +
       '<title>' + esc(NAMES[f4] + '\ncumulative ' + fmtMetric(c3) + '\nself ' + fmtMetric(fl) + '\ncallers shown ' + callers + (callers > 1 ? ' (join point)' : '')) + '</title></g>');
   });
   sv.push('</svg>');
