@@ -173,8 +173,26 @@ static int put_blob(FILE *o, const blob *z)
   return 0;
 }
 
+/* The options given to `report` that restrict what it embeds (the page
+   adds them to the `top` command it shows): argv without -o, --bins and the
+   traces. */
+static void put_filter_args(FILE *o, int argc, char **argv, const cli_inputs *in)
+{
+  int n = 0;
+  fprintf(o, ",\n\"filter_args\":[");
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--bins")) { i++; continue; }
+    int input = 0;
+    for (size_t k = 0; k < in->nargs && !input; k++) input = argv[i] == in->args[k] || !strcmp(argv[i], in->args[k]);
+    if (input) continue;
+    if (n++) fputc(',', o);
+    put_str(o, argv[i]);
+  }
+  fputc(']', o);
+}
+
 static int write_data(FILE *o, an_ctx *c, acc *a, const cli_inputs *in, uint64_t end,
-                       uint32_t nbins)
+                       uint32_t nbins, int argc, char **argv)
 {
   const ti_header *h = an_header(c);
   const an_node *nodes = an_nodes(c);
@@ -209,6 +227,7 @@ static int write_data(FILE *o, an_ctx *c, acc *a, const cli_inputs *in, uint64_t
           "\"nbins\":%u,\"lost_samples\":%llu", h->sampling_rate, h->word_bytes,
           (unsigned long long)end, (unsigned long long)q->width, nbins,
           (unsigned long long)a->lost);
+  put_filter_args(o, argc, argv, in);
   jarr j;
   arr_begin(&j, o, "life_lo");
   for (uint32_t k = 0; k < LIFECUBE_NLIFE; k++) arr_u64(&j, lifecube_life_lo(k));
@@ -380,7 +399,7 @@ int cmd_report(int argc, char **argv)
   if (!o) { rc = 1; goto done; }
   size_t pos = 0;
   put_template(o, &pos, "@DATA@");
-  if (write_data(o, c, &a, &in, end, nbins)) {
+  if (write_data(o, c, &a, &in, end, nbins, argc, argv)) {
     msg("cannot compress the report's data\n");
     out_close(o, t.out);
     rc = 1;

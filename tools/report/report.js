@@ -532,7 +532,8 @@ function flameRects(W) {
       rec(c2, d + 1, cx, cw); cx += cw;
     }
   }
-  if (total > 0) rec(z, anc.length, 0, W);
+  if (!(total > 0)) return { rects: [], total: 0 };
+  rec(z, anc.length, 0, W);
   return { rects: rects, total: total };
 }
 function icicleRects(W) {
@@ -822,14 +823,14 @@ window.addEventListener('resize', function () { drawTimeline(); drawView(); });
 // classes on their bounds (exact), regexes as given.
 function ns(v) { return v + 'ns'; }
 function cliCommand() {
-  var a = ['ocaml-memprof top'], W = D.bin_ns, note = '';
+  function q(s) { return "'" + s.replace(/'/g, "'\\''") + "'"; }
+  var a = ['ocaml-memprof top'].concat((D.filter_args || []).map(function (x) { return /^[-\w.,:]+$/.test(x) ? x : q(x); })), W = D.bin_ns, note = '';
   [['alloc', '--allocated'], ['live', '--live'], ['coll', '--collected']].forEach(function (x) {
     var v = S[x[0]]; if (v) a.push(x[1] + ' ' + ns(v[0] * W) + ',' + ns((v[1] + 1) * W - 1));
   });
   if (S.life) { if (S.life[0]) a.push('--min-lifetime ' + ns(D.life_lo[S.life[0]])); if (S.life[1] + 1 < NLIFE) a.push('--max-lifetime ' + ns(D.life_lo[S.life[1] + 1] - 1)); }
   if (S.size) { if (S.size[0]) a.push('--min-size ' + Math.pow(2, S.size[0] + 3)); if (S.size[1] < 31) a.push('--max-size ' + (Math.pow(2, S.size[1] + 4) - 1)); }
   if (S.doms) S.doms.forEach(function (d) { a.push('--domain ' + d); });
-  function q(s) { return "'" + s.replace(/'/g, "'\\''") + "'"; }
   if (S.focus) a.push('--focus ' + q(S.focus));
   if (S.ignore) a.push('--ignore ' + q(S.ignore));
   hidePatterns().forEach(function (h) { a.push('--hide ' + q(h)); });
