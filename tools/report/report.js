@@ -1,18 +1,24 @@
 // report.js: the views of `ocaml-memprof report`, computed in the page from
-// the embedded aggregated data (see tools/commands/cmd_report.c).
+// the embedded aggregated data (see tools/commands/cmd_report.c and
+// tools/report/README.md for the data).
 //
 // Data (D): cells = sums of samples per (call-tree node, allocation bin,
-// death bin, domain, size class, lifetime class), columnar; nodes (parent,
-// location); locations expanded to frames (function, file, line; innermost
-// first); runtime events for the timeline.
+// death bin, domain, size class, lifetime class), columnar typed arrays
+// decoded from the deflated blob; call-tree nodes (parent, location);
+// locations expanded to frames (function, file, line; innermost first);
+// runtime events for the timeline.
 //
 // Flow: every filter change runs update(): one pass over the cells keeps
-// those the filters select and sums them per node and per time bin; the
-// sites table and the timeline are redrawn, and the visible tab is redrawn
-// from the per-node sums.  Stack filters and hidden frames are resolved
-// per location and per node once per change of their regexes (prepStacks),
-// never per cell.  Flame graph and icicle group node paths level by level
-// and stop below half a pixel, so their cost follows what is visible.
+// those the filters select and sums them per cell node and per time bin;
+// the timeline and the sites table are redrawn, and the visible tab from
+// the per-node sums.  Stack filters and hidden frames are resolved per
+// location, then per call-tree node, once per change of their regexes
+// (prepStacks), never per cell.  The flame graph, icicle, call graph and
+// callers/callees use the frame tree (inlined frames expanded, hidden ones
+// left out, same-name siblings merged), built on first use; its sums touch
+// only its key nodes (root, branch points, nodes with samples), and the
+// flame graph and icicle stop below one pixel, so their cost follows what
+// is visible.  All sums are estimates as in the CLI: samples / rate x word.
 'use strict';
 var D = JSON.parse(document.getElementById('data').textContent);
 var $ = function (id) { return document.getElementById(id); };
@@ -138,7 +144,7 @@ function locMatches(l, r) {
 var nVis, nSite, ftOf;
 function visOf(n) { return nVis ? nVis[n] : n; }
 function siteOf(n) { return nSite ? nSite[n] : n ? fFn[locOff[nLoc[n]]] : NOBT; }
-var FT = null;   // { n, parent, name, first, next, depth }
+var FT = null;   // { n, parent, name, first, next, keyBelow, keyUp, keys }
 function hidePatterns() { return (S.hide ? [S.hide] : []).concat(S.presets); }
 // Two keys: the stack filters (focus, ignore) only set per-cell flags;
 // hiding frames changes sites and the frame tree.
@@ -194,11 +200,11 @@ function frameTree() {
   var nf = ftSize, hidden = ftHidden;
   if (nf < 0) for (var n0 = 1, nf = 0; n0 < NN; n0++) nf += locOff[nLoc[n0] + 1] - locOff[nLoc[n0]];
   var cap = nf + NN + 2, par = new Int32Array(cap), name = new Int32Array(cap), first = new Int32Array(cap).fill(-1);
-  var next = new Int32Array(cap).fill(-1), depth = new Int32Array(cap), m = 1;
+  var next = new Int32Array(cap).fill(-1), m = 1;
   name[0] = ALL; par[0] = -1;
   function child(q, nm) {
     for (var c = first[q]; c >= 0; c = next[c]) if (name[c] === nm) return c;
-    par[m] = q; name[m] = nm; depth[m] = depth[q] + 1; next[m] = first[q]; first[q] = m;
+    par[m] = q; name[m] = nm; next[m] = first[q]; first[q] = m;
     return m++;
   }
   ftOf = new Int32Array(NN);
@@ -219,7 +225,7 @@ function frameTree() {
   for (var i3 = m - 1; i3 >= 0; i3--) kb[i3] = isKey[i3] ? i3 : kb[first[i3]];
   for (var i4 = 1; i4 < m; i4++) up[i4] = isKey[par[i4]] ? par[i4] : up[par[i4]];
   for (var i5 = 0; i5 < m; i5++) if (isKey[i5]) keys.push(i5);
-  FT = { n: m, parent: par, name: name, first: first, next: next, depth: depth,
+  FT = { n: m, parent: par, name: name, first: first, next: next,
          keyBelow: kb, keyUp: up, keys: Int32Array.from(keys) };
   return FT;
 }
@@ -355,7 +361,7 @@ function ftValues() {
 }
 
 // ---------- timeline ----------
-var tl = { canvas: $('tlc'), brush: null, drag: null, x0: 60, x1: 0 };
+var tl = { canvas: $('tlc'), drag: null, x0: 60, x1: 0 };
 function drawTimeline() {
   var cv = tl.canvas, W = cv.clientWidth || 900, H = 260, dpr = window.devicePixelRatio || 1;
   cv.width = W * dpr; cv.height = H * dpr; cv.style.height = H + 'px';
