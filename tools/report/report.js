@@ -364,7 +364,9 @@ function ftValues() {
 var tl = { canvas: $('tlc'), drag: null, x0: 60, x1: 0 };
 function drawTimeline() {
   var cv = tl.canvas, W = cv.clientWidth || 900, H = 260, dpr = window.devicePixelRatio || 1;
-  cv.width = W * dpr; cv.height = H * dpr; cv.style.height = H + 'px';
+  if (cv.width !== Math.round(W * dpr) || cv.height !== Math.round(H * dpr)) {
+    cv.width = Math.round(W * dpr); cv.height = Math.round(H * dpr); cv.style.height = H + 'px';
+  }
   var g = cv.getContext('2d'); g.setTransform(dpr, 0, 0, dpr, 0, 0);
   g.fillStyle = '#fff'; g.fillRect(0, 0, W, H);
   var x0 = tl.x0, x1 = W - 64, top = 14, mid = 180, rateTop = 196, bot = 240;
@@ -521,24 +523,37 @@ var zoom = { flame: 0, icicle: [] }, drawn = { flame: {}, icicle: {} };
 // 48 warm colours; a frame's colour depends on its name only.
 var PALETTE = []; for (var pi = 0; pi < 48; pi++) PALETTE.push('hsl(' + (8 + (pi * 7) % 45) + ',' + (65 + (pi * 13) % 30) + '%,' + (58 + (pi * 5) % 14) + '%)');
 function hue(id) { return ((id * 2654435761) >>> 0) % 48; }
-function byName(a, b) { return NAMES[a] < NAMES[b] ? -1 : NAMES[a] > NAMES[b] ? 1 : 0; }
+// names in alphabetical order: RANK[name id] (frames are sorted by name)
+var RANK = (function () {
+  var ids = NAMES.map(function (n, i) { return i; }).sort(function (a, b) { return NAMES[a] < NAMES[b] ? -1 : NAMES[a] > NAMES[b] ? 1 : 0; });
+  var r = new Int32Array(NAMES.length); ids.forEach(function (id, k) { r[id] = k; }); return r;
+})();
+function byName(a, b) { return RANK[a] - RANK[b]; }
 function flameRects(W) {
-  var V = ftValues(), KB = FT.keyBelow, rects = [], z = zoom.flame, total = V.tot[KB[z]], minw = total / W;
+  var V = ftValues(), T = V.tot, KB = FT.keyBelow, first = FT.first, next = FT.next, Nm = FT.name;
+  var rects = [], z = zoom.flame, total = T[KB[z]], minw = total / W;
+  if (!(total > 0)) return { rects: [], total: 0 };
   // the zoomed node's ancestors as full-width bars
   var anc = []; for (var q = z; q >= 0; q = FT.parent[q]) anc.unshift(q);
-  anc.forEach(function (q2, d) { rects.push([0, d, W, FT.name[q2], V.tot[KB[q2]], q2]); });
+  anc.forEach(function (q2, d) { rects.push([0, d, W, Nm[q2], T[KB[q2]], q2]); });
   function rec(q, d, x, w) {
+    var tq = T[KB[q]], c = first[q];
+    while (c >= 0 && next[c] < 0) {            // chains (deep stacks): no sorting
+      var tc = T[KB[c]];
+      if (tc < minw) return;
+      w = w * tc / tq; tq = tc;
+      rects.push([x, d, w, Nm[c], tc, c]);
+      q = c; c = first[q]; d++;
+    }
     var kids = [];
-    for (var c = FT.first[q]; c >= 0; c = FT.next[c]) if (V.tot[KB[c]] >= minw) kids.push(c);
-    kids.sort(function (a, b) { return byName(FT.name[a], FT.name[b]); });
-    var cx = x;
+    for (; c >= 0; c = next[c]) if (T[KB[c]] >= minw) kids.push(c);
+    kids.sort(function (a, b) { return RANK[Nm[a]] - RANK[Nm[b]]; });
     for (var i = 0; i < kids.length; i++) {
-      var c2 = kids[i], cw = w * V.tot[KB[c2]] / V.tot[KB[q]];
-      rects.push([cx, d, cw, FT.name[c2], V.tot[KB[c2]], c2]);
-      rec(c2, d + 1, cx, cw); cx += cw;
+      var c2 = kids[i], t2 = T[KB[c2]], cw = w * t2 / tq;
+      rects.push([x, d, cw, Nm[c2], t2, c2]);
+      rec(c2, d + 1, x, cw); x += cw;
     }
   }
-  if (!(total > 0)) return { rects: [], total: 0 };
   rec(z, anc.length, 0, W);
   return { rects: rects, total: total };
 }
