@@ -293,26 +293,30 @@ function computeSites() {
 }
 
 // Leak / allocation race, per site, over the filtered cells: the volume in
-// flight grows (at the end of the site's activity at least twice its mean
-// over the first quarter of it, and at least 16 samples).  Then a leak when
+// flight of its blocks that reached the major heap grows (its mean over the last quarter of the site's activity at
+// least twice its mean over the first quarter, and at least 16 samples and
+// 1% of the selection's peak).  Then a leak when
 // less than a third of its bytes die while the site still allocates (they
 // pile up), an allocation race when more do: blocks die, but slower than
 // they are allocated (a queue filled faster than drained, lifetimes that
 // grow with the load).
 function classify() {
-  // in flight at the end of its activity: at least 16 samples and 1% of
-  // the selection's peak live volume (so a site with fewer samples in all
-  // is not looked at)
+  // in flight over the last quarter of its activity: at least 16 samples
+  // and 1% of the selection's peak live volume (so a site with fewer
+  // samples in all is not looked at)
   var peak = 0; for (var b0 = 0; b0 < NB; b0++) peak = Math.max(peak, R.live[b0] / BPS);
   var minLive = Math.max(16, 0.01 * peak), out = new Map();
   var per = new Map(), sm = R.siteSamples;
   for (var i = 0; i < NC; i++) {
     if (!R.keep[i]) continue;
     var k = cSite[i];
-    if (sm[k] < minLive) continue;
+    if (sm[k] < minLive || !cProm[i]) continue;
     var e = per.get(k);
     if (!e) { e = { diff: new Float64Array(NB + 1), first: NB, last: -1, all: 0, cells: [] }; per.set(k, e); }
-    var s = cSamp[i], ab = cAbin[i], db = cDbin[i];
+    // promoted samples only: a block that dies young is reclaimed with the
+    // minor heap, whose filling would otherwise look like growth
+    var s = cProm[i], ab = cAbin[i], db = cDbin[i];
+    if (!s) continue;
     e.diff[ab] += s; if (db < NB) e.diff[db] -= s;
     if (ab < e.first) e.first = ab; if (ab > e.last) e.last = ab;
     e.all += s; e.cells.push(i);
@@ -321,13 +325,15 @@ function classify() {
     if (e.last - e.first < 4) return;
     var lv = 0, levels = new Float64Array(e.last + 1);
     for (var b = 0; b <= e.last; b++) { lv += e.diff[b]; levels[b] = lv; }
-    var q = Math.max(1, Math.floor((e.last - e.first + 1) / 4)), m = 0;
+    // mean in-flight volume over the first and the last quarter of the
+    // site's activity (means, so that minor-heap noise does not count)
+    var q = Math.max(1, Math.floor((e.last - e.first + 1) / 4)), m = 0, endv = 0;
     for (var b2 = e.first; b2 < e.first + q; b2++) m += levels[b2];
-    m /= q;
-    var endv = levels[e.last];
+    for (var b3 = e.last - q + 1; b3 <= e.last; b3++) endv += levels[b3];
+    m /= q; endv /= q;
     if (endv >= minLive && endv >= 2 * m + 1) {
       var died = 0;
-      e.cells.forEach(function (i) { if (cDbin[i] < e.last) died += cSamp[i]; });
+      e.cells.forEach(function (i) { if (cDbin[i] < e.last) died += cProm[i]; });
       died /= e.all;
       out.set(k, { kind: died >= 1 / 3 ? 'race' : 'leak', died: died, growth: endv / Math.max(m, 1), inflight: endv * BPS });
     }
@@ -782,7 +788,7 @@ function drawLife() {
     histogram('in time (live at the end: to the end of the trace)', l1, v1, bytes) +
     histogram('in bytes allocated meanwhile (collected blocks; ' + bytes(never) + ' never collected)', l2, v2, bytes);
   var fl = Array.from(R.flags.entries()).sort(function (a, b) { return b[1].inflight - a[1].inflight; });
-  html += '<h3>Flags</h3><div class="note">In-flight volume grows over the site\'s activity (at its end ≥ 2× the mean of its first quarter, and ≥ 1% of the selection\'s peak): <b>leak</b> when less than a third of its bytes die while the site still allocates; <b>allocation race</b> when more do: its blocks die, but slower than they are allocated.</div><table><tr><th class="name">site</th><th>flag</th><th>in flight at its end</th><th>growth</th><th>died while allocating</th></tr>' +
+  html += '<h3>Flags</h3><div class="note">In-flight volume of its promoted blocks (minor-heap churn left out) grows over the site\'s activity (mean over its last quarter ≥ 2× the mean over its first quarter, and ≥ 1% of the selection\'s peak): <b>leak</b> when less than a third of its bytes die while the site still allocates; <b>allocation race</b> when more do: its blocks die, but slower than they are allocated.</div><table><tr><th class="name">site</th><th>flag</th><th>in flight (last quarter)</th><th>growth</th><th>died while allocating</th></tr>' +
     fl.map(function (e) { return '<tr><td class="name">' + esc(NAMES[e[0]]) + '</td><td><span class="flag ' + e[1].kind + '">' + (e[1].kind === 'race' ? 'allocation race' : 'leak') + '</span></td><td>' + bytes(e[1].inflight) + '</td><td>×' + e[1].growth.toFixed(1) + '</td><td>' + Math.round(100 * e[1].died) + '%</td></tr>'; }).join('') + '</table>' +
     (fl.length ? '' : '<div class="note">no site flagged</div>');
   $('lifeview').innerHTML = html;
