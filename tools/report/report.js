@@ -578,16 +578,20 @@ function icicleRects(W) {
   var rects = [], minw = total / W;
   z.forEach(function (nm, d) { rects.push([0, d, W, nm, total, -1]); });
   // group by the name at level d; items of a group whose next cursors are
-  // equal merge, so a level costs at most its distinct frame-tree nodes
+  // equal merge, so a level costs at most its distinct frame-tree nodes.
+  // Merging goes through stamps (one token per group) rather than maps.
+  if (!FT.stamp) { FT.stamp = new Int32Array(FT.n + 1); FT.slot = new Int32Array(FT.n + 1); FT.token = 0; }
+  var stamp = FT.stamp, slot = FT.slot;
   function rec(cur, val, d, x, w, sum) {
     var groups = new Map();
     for (var i = 0; i < cur.length; i++) {
       var q = cur[i], nm = nameAt(q, d);
       if (nm < 0) continue;
       var g = groups.get(nm);
-      if (!g) { g = { cur: [], val: [], at: new Map(), sum: 0 }; groups.set(nm, g); }
-      var up = q > 0 ? P[q] : -1, k = g.at.get(up);
-      if (k === undefined) { g.at.set(up, g.cur.length); g.cur.push(up); g.val.push(val[i]); } else g.val[k] += val[i];
+      if (!g) { g = { cur: [], val: [], token: ++FT.token, sum: 0 }; groups.set(nm, g); }
+      var up = q > 0 ? P[q] : -1, u1 = up + 1;
+      if (stamp[u1] === g.token) g.val[slot[u1]] += val[i];
+      else { stamp[u1] = g.token; slot[u1] = g.cur.length; g.cur.push(up); g.val.push(val[i]); }
       g.sum += val[i];
     }
     var keys = Array.from(groups.keys()).sort(byName), cx = x;
