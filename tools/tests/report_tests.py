@@ -118,7 +118,10 @@ def test_report(check, tool, tool_json, run, out_dir, here, gen):
     browser = None
     try:
         if chrome:
-            browser = cdp.Browser(chrome)
+            try:
+                browser = cdp.Browser(chrome)
+            except (IOError, OSError) as e:
+                check("report: headless chromium starts", False, str(e))
         for label, trace in traces:
             paths = trace if isinstance(trace, list) else [trace]
             html = os.path.join(out_dir, "report-%s.html" % label)
