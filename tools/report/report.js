@@ -389,8 +389,11 @@ function drawTimeline() {
   // compactions, major cycles, domains
   g.fillStyle = 'rgba(150,80,200,.18)';
   D.gc.compactions.forEach(function (c) { g.fillRect(X(c[0]), top, Math.max(2, X(c[1]) - X(c[0])), mid - top); });
-  g.strokeStyle = 'rgba(0,0,0,.35)';
-  D.gc.major.forEach(function (m) { var x = X(m[0]); g.beginPath(); g.moveTo(x, top - 6); g.lineTo(x, top); g.stroke(); });
+  // major cycles as ticks, at most one per 3 pixels (long runs have thousands)
+  g.strokeStyle = 'rgba(0,0,0,.35)'; g.beginPath();
+  var lastx = -10;
+  D.gc.major.forEach(function (m) { var x = X(m[0]); if (x - lastx < 3) return; lastx = x; g.moveTo(x, top - 6); g.lineTo(x, top); });
+  g.stroke();
   g.textAlign = 'left'; g.textBaseline = 'top';
   D.gc.domains.forEach(function (d) {
     var x = X(d[0]); g.fillStyle = d[3] ? '#080' : '#a00';
