@@ -148,11 +148,20 @@ var FT = null;   // { n, parent, name, first, next, keyBelow, keyUp, keys }
 function hidePatterns() { return (S.hide ? [S.hide] : []).concat(S.presets); }
 // Two keys: the stack filters (focus, ignore) only set per-cell flags;
 // hiding frames changes sites and the frame tree.
-var hideKey = null, stackFlagKey = null, cStack = null;
+var hideKey = null, stackFlagKey = null, cStack = null, plainStacks = null;
 function prepStacks() {
   var hk = JSON.stringify(hidePatterns());
   if (hk !== hideKey) {
+    // the state without hidden frames is kept: going back to it is common
+    // (a preset toggled off) and rebuilding its frame tree is the costly part
+    if (hideKey === '[]') plainStacks = { cSite: cSite, FT: FT, ftOf: ftOf, ftSize: ftSize, ftHidden: ftHidden };
     hideKey = hk;
+    zoom.flame = 0; zoom.icicle = [];
+    if (hk === '[]' && plainStacks) {
+      nVis = nSite = null; cSite = plainStacks.cSite; FT = plainStacks.FT; ftOf = plainStacks.ftOf;
+      ftSize = plainStacks.ftSize; ftHidden = plainStacks.ftHidden;
+      return prepStackFlags();
+    }
     var rh = hidePatterns().map(re).filter(Boolean), hidden = new Uint8Array(NLOC), nf = 0;
     for (var l = 1; l < NLOC; l++) {
       for (var k = 0; k < rh.length; k++) if (locMatches(l, rh[k])) { hidden[l] = 1; break; }
@@ -175,8 +184,10 @@ function prepStacks() {
     cSite = new Int32Array(NC);
     for (var i = 0; i < NC; i++) cSite[i] = siteOf(cNode[i]);
     FT = null; ftSize = nf; ftHidden = hidden;
-    zoom.flame = 0; zoom.icicle = [];
   }
+  prepStackFlags();
+}
+function prepStackFlags() {
   var sk = JSON.stringify([S.focus, S.ignore]);
   if (sk !== stackFlagKey) {
     stackFlagKey = sk;
