@@ -22,7 +22,6 @@
 'use strict';
 var D = JSON.parse(document.getElementById('data').textContent);
 var $ = function (id) { return document.getElementById(id); };
-var TRUNC = '<truncated>';
 var errors = [];
 window.addEventListener('error', function (e) { errors.push(String(e.message)); });
 
@@ -69,11 +68,14 @@ function timeTicks(maxns, n) {
 var NC, NB = D.nbins, NN, NCN, STR = D.strings, BPS = D.word_bytes / D.sampling_rate;  // bytes per sample
 var NLOC = D.loc_off.length - 1, NLIFE = D.life_lo.length;
 var cNode, cAbin, cDbin, cDom, cSize, cLife, cSamp, cBlocks, cProm, cObj, cIdx, cnNode;
-var nParent, nLoc, nTrunc = null;   // nTrunc: stacks cut at the frame cap (issue 13), when the data has them
+var nParent, nLoc;
 var locOff = Int32Array.from(D.loc_off), fFn = Int32Array.from(D.frame_fn);
 var fFile = Int32Array.from(D.frame_file), fLine = Int32Array.from(D.frame_line);
-var NOBT = STR.length, TRUNCID = STR.length + 1, ALL = STR.length + 2;   // pseudo names
-var NAMES = STR.concat(['<no backtrace>', TRUNC, 'all']), NS = NAMES.length;
+var NOBT = STR.length, ALL = STR.length + 1;   // pseudo names
+var NAMES = STR.concat(['<no backtrace>', 'all']), NS = NAMES.length;
+// A stack cut at the runtime's frame cap ends (outermost) with a location
+// named <truncated> (trace format 2, issue 13): drawn grey.
+var TRUNCID = STR.indexOf('<truncated>');
 var domains = [], allAllocCum;
 
 // The blob: base64 of zlib-deflated LEB128 arrays (cmd_report.c), decoded
@@ -106,7 +108,6 @@ function setup(A) {
   for (var o = 0; o < NC; o++) cObj[o] /= 1024;
   nParent = A.node_up; nLoc = A.node_loc;
   for (var i = 1; i < NN; i++) nParent[i] = i - nParent[i];
-  if (A.node_trunc) nTrunc = A.node_trunc;
   // the distinct nodes of the cells: per-update sums are kept per such node
   var idx = new Int32Array(NN).fill(-1), list = [];
   cIdx = new Int32Array(NC);
@@ -221,7 +222,6 @@ function frameTree() {
   ftOf = new Int32Array(NN);
   for (var n2 = 1; n2 < NN; n2++) {
     var l3 = nLoc[n2], q = ftOf[nParent[n2]];
-    if (nTrunc && nParent[n2] === 0 && nTrunc[n2]) q = child(0, TRUNCID);
     if (!hidden[l3]) for (var f = locOff[l3 + 1] - 1; f >= locOff[l3]; f--) q = child(q, fFn[f]);
     ftOf[n2] = q;
   }
