@@ -304,13 +304,15 @@ function computeSites() {
 }
 
 // Leak / allocation race, per site, over the filtered cells: the volume in
-// flight of its blocks that reached the major heap grows (its mean over the last quarter of the site's activity at
-// least twice its mean over the first quarter, and at least 16 samples and
-// 1% of the selection's peak).  Then a leak when
-// less than a third of its bytes die while the site still allocates (they
-// pile up), an allocation race when more do: blocks die, but slower than
-// they are allocated (a queue filled faster than drained, lifetimes that
-// grow with the load).
+// flight of its blocks that reached the major heap grows (its mean over
+// the last quarter of the site's activity at least twice that over the
+// first quarter, and at least 16 samples and 1% of the selection's peak).
+// Then a leak when less than 15% of those bytes die while the site still
+// allocates (they pile up), an allocation race when more do: blocks die,
+// but slower than they are allocated (a queue filled faster than drained,
+// lifetimes that grow with the load).  The threshold is low because
+// deaths of major blocks are only seen at the end of major cycles, which
+// lag behind.
 function classify() {
   // in flight over the last quarter of its activity: at least 16 samples
   // and 1% of the selection's peak live volume (so a site with fewer
@@ -346,7 +348,7 @@ function classify() {
       var died = 0;
       e.cells.forEach(function (i) { if (cDbin[i] < e.last) died += cProm[i]; });
       died /= e.all;
-      out.set(k, { kind: died >= 1 / 3 ? 'race' : 'leak', died: died, growth: endv / Math.max(m, 1), inflight: endv * BPS });
+      out.set(k, { kind: died >= 0.15 ? 'race' : 'leak', died: died, growth: endv / Math.max(m, 1), inflight: endv * BPS });
     }
   });
   return out;
@@ -806,7 +808,7 @@ function drawLife() {
     histogram('in time (live at the end: to the end of the trace)', l1, v1, bytes) +
     histogram('in bytes allocated meanwhile (collected blocks; ' + bytes(never) + ' never collected)', l2, v2, bytes);
   var fl = Array.from(R.flags.entries()).sort(function (a, b) { return b[1].inflight - a[1].inflight; });
-  html += '<h3>Flags</h3><div class="note">In-flight volume of its promoted blocks (minor-heap churn left out) grows over the site\'s activity (mean over its last quarter ≥ 2× the mean over its first quarter, and ≥ 1% of the selection\'s peak): <b>leak</b> when less than a third of its bytes die while the site still allocates; <b>allocation race</b> when more do: its blocks die, but slower than they are allocated.</div><table><tr><th class="name">site</th><th>flag</th><th>in flight (last quarter)</th><th>growth</th><th>died while allocating</th></tr>' +
+  html += '<h3>Flags</h3><div class="note">In-flight volume of its promoted blocks (minor-heap churn left out) grows over the site\'s activity (mean over its last quarter ≥ 2× the mean over its first quarter, and ≥ 1% of the selection\'s peak): <b>leak</b> when less than 15% of those bytes die while the site still allocates; <b>allocation race</b> when more do: its blocks die, but slower than they are allocated.</div><table><tr><th class="name">site</th><th>flag</th><th>in flight (last quarter)</th><th>growth</th><th>died while allocating</th></tr>' +
     fl.map(function (e) { return '<tr><td class="name">' + esc(NAMES[e[0]]) + '</td><td><span class="flag ' + e[1].kind + '">' + (e[1].kind === 'race' ? 'allocation race' : 'leak') + '</span></td><td>' + bytes(e[1].inflight) + '</td><td>×' + e[1].growth.toFixed(1) + '</td><td>' + Math.round(100 * e[1].died) + '%</td></tr>'; }).join('') + '</table>' +
     (fl.length ? '' : '<div class="note">no site flagged</div>');
   $('lifeview').innerHTML = html;
