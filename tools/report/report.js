@@ -423,9 +423,17 @@ function drawTimeline() {
   curve(R.live, '#36c', 'rgba(50,100,200,.18)');
   if (R.siteLive) curve(R.siteLive, '#e70', 'rgba(240,120,0,.25)');
   if (D.gc.major.length) {
+    // steps at the cycles' ends, at most one per pixel column (the largest
+    // heap size in it): long runs have tens of thousands of cycles
     g.beginPath(); g.strokeStyle = '#2a2'; g.lineWidth = 1.5;
-    D.gc.major.forEach(function (m, i) { var x = X(m[0]); if (!i) g.moveTo(x, Y(m[1])); else { g.lineTo(x, g._y); g.lineTo(x, Y(m[1])); } g._y = Y(m[1]); });
-    g.lineTo(X(T), g._y); g.stroke(); g.lineWidth = 1;
+    var px = -1, py = 0, started = false;
+    D.gc.major.forEach(function (m) {
+      var x = Math.round(X(m[0])), y = Y(m[1]);
+      if (x === px) { if (y < py) { g.lineTo(x, y); py = y; } return; }
+      if (!started) { g.moveTo(x, y); started = true; } else { g.lineTo(x, py); g.lineTo(x, y); }
+      px = x; py = y;
+    });
+    g.lineTo(X(T), py); g.stroke(); g.lineWidth = 1;
   }
   // allocation rate panel
   var rmax = 0; for (var k2 = 0; k2 < NB; k2++) rmax = Math.max(rmax, R.allocBin[k2] * BPS / (bw / 1e9));
