@@ -26,6 +26,7 @@ static const command commands[] = {
   { "timeline", cmd_timeline, "live heap, allocation rate, GC heap size over time (SVG, CSV)" },
   { "leaks", cmd_leaks, "sites whose live volume grows steadily; survivors of a window" },
   { "flamegraph", cmd_flamegraph, "self-contained interactive HTML flame graph" },
+  { "report", cmd_report, "one interactive HTML report: timeline, filters, sites, flame, call graph" },
   { "diff", cmd_diff, "sites whose allocation or live volume changed between A and B" },
   { NULL, NULL, NULL }
 };
