@@ -89,11 +89,15 @@ void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
   p = mpt_put_uvarint(p, fresh);
   for (uint32_t i = 0; i < fresh; i++) p = mpt_put_uvarint(p, stack[i]);
   e->pos = p;
-  /* Remember the whole stack: keep the shared part, shift it if needed. */
-  if (len != prev)
-    memmove(e->prev_stack + fresh, e->prev_stack + (prev - common),
-            common * sizeof(uint32_t));
-  if (fresh) memcpy(e->prev_stack, stack, fresh * sizeof(uint32_t));
+  /* Remember the whole stack: keep the shared part, shift it if needed
+     (loops, not memmove/memcpy: the counts are a few entries, most of the
+     time, and a library call costs more than moving them). */
+  uint32_t *ps = e->prev_stack;
+  if (fresh < prev - common)
+    for (uint32_t i = 0; i < common; i++) ps[fresh + i] = ps[prev - common + i];
+  else if (fresh > prev - common)
+    for (uint32_t i = common; i > 0; i--) ps[fresh + i - 1] = ps[prev - common + i - 1];
+  for (uint32_t i = 0; i < fresh; i++) ps[i] = stack[i];
   e->prev_len = len;
 }
 

@@ -293,6 +293,9 @@ typedef struct tracer_domain {
    found by `make tsan`). */
 static _Atomic(tracer_domain *) domains[Max_domains_max];
 #define DOMAIN_AT(i) atomic_load_explicit(&domains[i], memory_order_acquire)
+/* One more than the highest slot with a state: loops over the slots stop
+   there (Max_domains_max is 4096). */
+static atomic_int slots_used;
 static atomic_int active;                 /* tracing now                  */
 static atomic_uintnat generation;         /* one per trace file           */
 static double lambda, one_log1m;          /* 1 / log(1 - lambda)          */
@@ -404,10 +407,16 @@ static inline int ensure_space(tracer_domain *d, size_t n)
 
 /* Make [d]'s stream state belong to the current trace.  Returns 0 if the
    buffers cannot be allocated (the sample is then lost). */
-static int ensure_stream(tracer_domain *d)
+static int reset_stream(tracer_domain *d, uintnat gen);
+static inline int ensure_stream(tracer_domain *d)
 {
   uintnat gen = atomic_load(&generation);
   if (d->gen == gen && d->buf) return 1;
+  return reset_stream(d, gen);
+}
+
+static int reset_stream(tracer_domain *d, uintnat gen)
+{
   if (!d->buf) {
     d->zcap = mpt_frame_bound(BUFFER_BYTES);
     d->buf = malloc(BUFFER_BYTES);
@@ -548,7 +557,7 @@ static void verify_callstack(tracer_domain *d, int n, int truncated,
             i, n, m, truncated, ref_truncated);
 }
 
-static int push_entry(entry_table *t, value block, uint64_t id)
+static inline int push_entry(entry_table *t, value block, uint64_t id)
 {
   if (t->len == t->cap) {
     size_t cap = t->cap ? 2 * t->cap : 256;
@@ -564,7 +573,7 @@ static int push_entry(entry_table *t, value block, uint64_t id)
 
 /* Record one sampled block.  Called with no lock held; never allocates
    on the OCaml heap and never runs OCaml code. */
-static void record(tracer_domain *d, value block, uintnat wosize,
+static inline void record(tracer_domain *d, value block, uintnat wosize,
                    uintnat nsamples, enum mpt_source src,
                    ptrdiff_t alloc_idx, int young)
 {
@@ -700,7 +709,7 @@ void caml_memprof_tracer_after_statmemprof_sample(caml_domain_state *s,
 /* Sample an allocation already performed at young_ptr, of [wosize] (a
    combined allocation of [nallocs] blocks when from OCaml), and draw the
    next sample point.  Leaves young_limit to the caller. */
-static void sample_minor(caml_domain_state *s, tracer_domain *d,
+static inline void sample_minor(caml_domain_state *s, tracer_domain *d,
                          uintnat wosize, int flags, int nallocs,
                          unsigned char *lens)
 {
@@ -980,6 +989,9 @@ void caml_memprof_tracer_new_domain(caml_domain_state *s)
     d->gen = (uintnat)-1;
     d->countdown_gen = (uintnat)-1;
     atomic_store_explicit(&domains[s->id], d, memory_order_release);
+    int used = atomic_load(&slots_used);
+    while (used <= s->id
+           && !atomic_compare_exchange_weak(&slots_used, &used, s->id + 1)) ;
   }
   /* Each domain its own random stream: with memprof_seed, streams differ
      by Domain.self () and are reproducible. */
@@ -1074,7 +1086,7 @@ static void install_handlers(void)
 static void flush_all_streams(void)
 {
   uintnat gen = atomic_load(&generation);
-  for (int i = 0; i < Max_domains_max; i++) {
+  for (int i = 0, n = atomic_load(&slots_used); i < n; i++) {
     tracer_domain *d = DOMAIN_AT(i);
     if (!d) continue;
     stream_lock(d);
@@ -1170,7 +1182,7 @@ static void stop_locked(tracer_domain *self)
   if (self) emit_simple(self, MPT_EV_TRACE_STOP, 0);
   atomic_store(&active, 0);
   uint64_t samples = carried_samples, lost = carried_lost;
-  for (int i = 0; i < Max_domains_max; i++) {
+  for (int i = 0, n = atomic_load(&slots_used); i < n; i++) {
     tracer_domain *d = DOMAIN_AT(i);
     if (!d) continue;
     stream_lock(d);
@@ -1221,7 +1233,7 @@ static void fork_child(void)
   memset(orphan_origins, 0, sizeof orphan_origins);
   atomic_store(&orphans_pending, 0);
   flusher_started = 0;                /* threads do not survive fork */
-  for (int i = 0; i < Max_domains_max; i++) {
+  for (int i = 0, n = atomic_load(&slots_used); i < n; i++) {
     tracer_domain *d = DOMAIN_AT(i);
     if (!d) continue;
     atomic_store(&d->lock, 0);

@@ -8,8 +8,12 @@ top=$(dirname "$here")
 BUILD=${MEMPROF_BUILD_DIR:-$top/_build}   # the version's build directory (Makefile)
 log=$BUILD/test-logs; mkdir -p "$log"
 tp=0; tf=0
+# MEMPROF_SUITES="build tracer ..." runs only the suites named (CI's share
+# on the second version, see build-aux/test-versions.sh); unset: all.
+wanted() { [ -z "${MEMPROF_SUITES:-}" ] || case " $MEMPROF_SUITES " in *" $1 "*) true;; *) false;; esac; }
 suite() { # NAME COMMAND...
   local name=$1; shift
+  wanted "$name" || { echo "== $name: not run (MEMPROF_SUITES=$MEMPROF_SUITES)"; return; }
   echo "== $name"
   "$@" 2>&1 | tee "$log/$name.log" | grep -E '^(FAIL|ok |upstream|codec_test|[0-9]+ passed)' | grep -v '^ok ' 
   local last p f
@@ -25,7 +29,7 @@ suite fuzz make -s -C "$top/tools" fuzz-smoke
 suite upstream-plain "$here/run-upstream.sh" "$SRC" plain
 suite upstream-traced "$here/run-upstream.sh" "$SRC" traced
 # The opam switch, built from `make dist` with no network (about 12 min).
-if command -v opam > /dev/null && [ "${MEMPROF_SKIP_OPAM:-}" != 1 ]; then
+if command -v opam > /dev/null && [ "${MEMPROF_SKIP_OPAM:-}" != 1 ] && wanted opam; then
   echo "== opam"
   if make -s -C "$top" opam-test > "$log/opam.log" 2>&1; then
     tp=$((tp + 1)); echo "ok   opam switch: $(tail -n 1 "$log/opam.log")"
