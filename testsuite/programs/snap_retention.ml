@@ -1,0 +1,35 @@
+(* Known retention of several kinds, one snapshot:
+   - a closure captured by a long-lived record (module global Registry);
+   - a large array held only by a stack frame of hold_on_stack;
+   - a value held only by its finaliser;
+   - an ephemeron whose key died (its data must be gone) and one whose
+     key lives (its key edge is weak);
+   - a bigarray (out-of-heap size). *)
+type registry = { mutable handlers : (unit -> int) list }
+
+let registry = { handlers = [] }
+
+let make_captured () =
+  let captured = Array.make 50_000 1 in
+  fun () -> Array.length captured
+
+let live_key = ref 1
+let eph_live = Ephemeron.K1.make live_key (Array.make 1000 0)
+let eph_dead = Ephemeron.K1.make (ref 2) (Array.make 300_000 0)
+
+let ba = Bigarray.Array1.create Bigarray.float64 Bigarray.c_layout 1_000_000
+
+let hold_on_stack () =
+  let big = Array.make 100_000 7 in
+  Gc.Memprof_trace.snapshot ();
+  Array.length (Sys.opaque_identity big)
+
+let () =
+  registry.handlers <- make_captured () :: registry.handlers;
+  Gc.finalise (fun b -> ignore (Bytes.length b)) (Bytes.create 400_000);
+  Gc.full_major ();
+  Bigarray.Array1.fill ba 0.;
+  let n = hold_on_stack () in
+  Printf.printf "%d %d %b %b\n" n (List.length registry.handlers)
+    (Ephemeron.K1.check_key eph_live) (Ephemeron.K1.check_key eph_dead);
+  ignore (Sys.opaque_identity live_key)
