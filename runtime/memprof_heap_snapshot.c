@@ -239,7 +239,8 @@ enum { L_LOCAL = 1, L_C_GLOBAL, L_FINAL, L_THREADS, L_REGISTERS,
    [v] is not a heap block (an immediate, static data). */
 static uint64_t visit(walk *w, value v)
 {
-  if (!Is_block(v)) return 0;
+  /* 0: a field of a module block not initialised yet */
+  if (!Is_block(v) || v == 0) return 0;
   if (Is_young(v)) {
     if (Tag_val(v) == Infix_tag) v -= Infix_offset_val(v);
     uint64_t id = map_get(&w->young, v);

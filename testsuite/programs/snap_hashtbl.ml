@@ -1,4 +1,5 @@
-(* A leak held by a module global: a Hashtbl that only grows.  Prints the
+(* A leak held by a module global: a Hashtbl that only grows (argv.(1)
+   entries, default 20000).  Prints the
    truth (bytes reachable from the table, headers included) before taking
    a snapshot; the test checks that `ocaml-memprof retainers` names this
    module, the path to make_entry's blocks and the retained size. *)
@@ -12,7 +13,8 @@ let churn () =
   Sys.opaque_identity !garbage |> ignore
 
 let () =
-  for i = 1 to 20_000 do
+  let n = if Array.length Sys.argv > 1 then int_of_string Sys.argv.(1) else 20_000 in
+  for i = 1 to n do
     Hashtbl.replace table i (make_entry i);
     if i mod 1000 = 0 then churn ()
   done;

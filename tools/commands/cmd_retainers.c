@@ -107,13 +107,18 @@ static void site_text(hg_reader *r, uint32_t alloc, char *buf, size_t n)
   loc_text(r, r->stacks[a->stack_off], buf, n);
 }
 
+/* Does a frame of the allocation's stack, inlined ones included, match? */
 static int stack_matches(hg_reader *r, uint32_t alloc, const char *pat)
 {
   const hg_alloc *a = &r->allocs[alloc - 1];
   char buf[1024];
   for (uint32_t i = 0; i < a->stack_len; i++) {
-    loc_text(r, r->stacks[a->stack_off + i], buf, sizeof buf);
-    if (strstr(buf, pat)) return 1;
+    const mpt_location *l = ti_location(r->t, r->stacks[a->stack_off + i]);
+    for (uint32_t k = 0; l && k < l->n; k++) {
+      snprintf(buf, sizeof buf, "%s (%s:%u)", l->entries[k].function, l->entries[k].file,
+               l->entries[k].line);
+      if (strstr(buf, pat)) return 1;
+    }
   }
   return 0;
 }
@@ -361,7 +366,7 @@ static void print_paths(analysis *a, const char *pattern, size_t npaths)
       if (chain[i] >= 1 && chain[i] <= HG_KINDS) continue;
       node_text(a, chain[i], cur, sizeof cur);
       if (strcmp(cur, prev) == 0 && i > 0) { run++; continue; }
-      if (run) kl += (size_t)snprintf(key + kl, kcap - kl, " (x%s)", run >= 9 ? "many" : "few");
+      if (run) kl += (size_t)snprintf(key + kl, kcap - kl, " (repeated%s)", run >= 9 ? " 10+ times" : "");
       if (kl + 2100 >= kcap) break;
       kl += (size_t)snprintf(key + kl, kcap - kl, "%s%s", steps ? "\n    -> " : "    ", cur);
       steps++;
