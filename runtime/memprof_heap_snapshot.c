@@ -194,6 +194,8 @@ typedef struct {
   uint64_t detail;
 #ifdef NATIVE_CODE
   frame_range *frames; size_t nframes, frames_cap;
+  frame_descr *top_frame;       /* innermost: its live registers are gc_regs */
+  value *gc_regs;
   /* module global blocks: [lo, hi) and their label */
   struct { value *lo, *hi; uint32_t label; } *globals; size_t nglobals;
 #endif
@@ -308,6 +310,7 @@ static void collect_frames(walk *w, struct stack_info *stack)
 {
   caml_frame_descrs *fds = caml_get_frame_descrs();
   w->nframes = 0;
+  w->top_frame = NULL;
   for (; stack != NULL; stack = Stack_parent(stack)) {
     char *sp = (char *)stack->sp;
     while (sp != (char *)Stack_high(stack)) {
@@ -323,6 +326,7 @@ static void collect_frames(walk *w, struct stack_info *stack)
           if (!f) return;
           w->frames = f; w->frames_cap = cap;
         }
+        if (w->top_frame == NULL) w->top_frame = d;
         w->frames[w->nframes++] = (frame_range){ sp, sp + frame_size(d), d };
         sp += frame_size(d);
         retaddr = Saved_return_address(sp);
@@ -360,6 +364,12 @@ static void root_stack(void *data, value v, volatile value *p)
   }
   uint32_t label;
   if (lo > 0 && a < w->frames[lo - 1].hi) label = frame_label(w, w->frames[lo - 1].d);
+  /* Outside the frames: a register saved in gc_regs (live in the
+     innermost frame, interrupted at a poll or an allocation), registers
+     of an outer stack chunk, or a fiber's handlers. */
+  else if (w->top_frame && w->gc_regs && (value *)a >= w->gc_regs
+           && (value *)a < w->gc_regs + Wosize_gc_regs)
+    label = frame_label(w, w->top_frame);
   else label = label_id(w, L_REGISTERS, "registers and effect handlers");
   emit_root(w, v, label);
 }
@@ -439,6 +449,7 @@ static void scan_domain_roots(walk *w, caml_domain_state *d)
   w->kind = MPT_ROOT_STACK;
 #ifdef NATIVE_CODE
   collect_frames(w, d->current_stack);
+  w->gc_regs = d->gc_regs;
   caml_scan_stack(root_stack, 0, w, d->current_stack, d->gc_regs);
 #else
   w->label = label_id(w, L_BYTECODE_STACK, "bytecode stack");

@@ -55,7 +55,8 @@ static const char usage[] =
   "  --evolution         one line per snapshot: live, retained by kind, top root\n"
   "  --diff AFTER        growth of roots and sites from TRACE's last snapshot\n"
   "                      to trace AFTER's\n"
-  "  --heapsnapshot FILE export the snapshot for Chrome DevTools or memlab\n";
+  "  --heapsnapshot FILE export the snapshot for Chrome DevTools or memlab\n"
+  "  --bytes             sizes in tables as exact byte counts\n";
 
 static const char *const kind_names[HG_KINDS] = {
   "global", "stack", "local", "c-global", "finaliser", "thread", "memprof" };
@@ -142,6 +143,15 @@ static void name_labels(analysis *a)
   if (have_elf) elf_symbols_free(&elf);
 }
 
+/* Sizes for people ("1.23 MB"), or exact byte counts with --bytes. */
+static int exact_bytes;
+static const char *size_text(double b, char *buf, size_t n)
+{
+  if (!exact_bytes) return human_bytes(b, buf, n);
+  snprintf(buf, n, "%.0f", b);
+  return buf;
+}
+
 /* ---- analysis ---- */
 
 static int analyse(analysis *a)
@@ -178,7 +188,7 @@ static void analysis_free(analysis *a)
 
 typedef struct {
   char *name;
-  double est, var, ret_est;     /* bytes */
+  double est, var;              /* bytes */
   uint64_t sampled;
 } site_row;
 
@@ -206,7 +216,6 @@ static void sites_collect(analysis *a, site_table *t)
     site_row *r = &t->rows[k];
     r->est += bytes / p;
     r->var += (1 - p) * bytes * bytes / (p * p);
-    r->ret_est += (double)a->retained[s->base + b - 1] / p;
     r->sampled++;
   }
 }
@@ -250,7 +259,7 @@ static void print_kinds(analysis *a)
   for (uint32_t k = 0; k < HG_KINDS; k++) {
     if (!nroots[k] && !a->retained[1 + k]) continue;
     printf("  %-10s %12s %6.1f%% %7zu\n", kind_names[k],
-           human_bytes((double)a->retained[1 + k], b1, sizeof b1),
+           size_text((double)a->retained[1 + k], b1, sizeof b1),
            a->live_bytes ? 100.0 * (double)a->retained[1 + k] / (double)a->live_bytes : 0,
            nroots[k]);
   }
@@ -266,7 +275,7 @@ static void print_roots(analysis *a, size_t top)
   printf("\nTop roots by retained size\n  %12s %7s  %-10s %s\n", "retained", "%", "kind", "root");
   for (size_t i = 0; i < s->nlabels && i < top; i++) {
     uint32_t l = r[i].node;
-    printf("  %12s %6.1f%%  %-10s ", human_bytes((double)r[i].ret, b1, sizeof b1),
+    printf("  %12s %6.1f%%  %-10s ", size_text((double)r[i].ret, b1, sizeof b1),
            a->live_bytes ? 100.0 * (double)r[i].ret / (double)a->live_bytes : 0,
            kind_names[s->label_kind[l]]);
     cli_put_safe(stdout, a->label_text[l]);
@@ -280,15 +289,14 @@ static void print_sites(analysis *a, size_t top)
   site_table t = { 0 };
   sites_collect(a, &t);
   qsort(t.rows, t.n, sizeof *t.rows, by_est);
-  char b1[32], b2[32], b3[32];
+  char b1[32], b2[32];
   printf("\nLive sampled blocks by allocation site (estimated)\n"
-         "  %12s %10s %14s %8s  %s\n", "live", "+-se", "retained(sum)", "sampled", "site");
+         "  %12s %10s %8s  %s\n", "live", "+-se", "sampled", "site");
   if (t.n == 0) printf("  (no sampled block is live: sample with memprof_rate)\n");
   for (size_t i = 0; i < t.n && i < top; i++) {
     site_row *r = &t.rows[i];
-    printf("  %12s %10s %14s %8llu  ", human_bytes(r->est, b1, sizeof b1),
-           human_bytes(sqrt(r->var), b2, sizeof b2), human_bytes(r->ret_est, b3, sizeof b3),
-           (unsigned long long)r->sampled);
+    printf("  %12s %10s %8llu  ", size_text(r->est, b1, sizeof b1),
+           size_text(sqrt(r->var), b2, sizeof b2), (unsigned long long)r->sampled);
     cli_put_safe(stdout, r->name);
     putchar('\n');
   }
@@ -477,14 +485,14 @@ static void print_evolution_line(analysis *a, int first)
     printf("  top root\n");
   }
   printf("%5llu %9.3f %10u %10s", (unsigned long long)a->s.seq, a->s.time_ns / 1e9,
-         a->s.nblocks, human_bytes((double)a->live_bytes, b1, sizeof b1));
+         a->s.nblocks, size_text((double)a->live_bytes, b1, sizeof b1));
   for (uint32_t k = 0; k < HG_KINDS - 1; k++)
-    printf(" %10s", human_bytes((double)a->retained[1 + k], b2, sizeof b2));
+    printf(" %10s", size_text((double)a->retained[1 + k], b2, sizeof b2));
   uint32_t best = DOM_NONE;
   for (uint32_t l = 0; l < a->s.nlabels; l++)
     if (best == DOM_NONE || a->retained[1 + HG_KINDS + l] > a->retained[1 + HG_KINDS + best]) best = l;
   if (best != DOM_NONE) {
-    printf("  %s ", human_bytes((double)a->retained[1 + HG_KINDS + best], b1, sizeof b1));
+    printf("  %s ", size_text((double)a->retained[1 + HG_KINDS + best], b1, sizeof b1));
     cli_put_safe(stdout, a->label_text[best]);
   }
   putchar('\n');
@@ -518,9 +526,9 @@ static void print_growth(const char *title, growth *g, size_t n, size_t top)
   printf("\n%s\n  %12s %12s %12s  %s\n", title, "before", "after", "growth", "name");
   for (size_t i = 0; i < n && i < top; i++) {
     double d = g[i].after - g[i].before;
-    printf("  %12s %12s %11s%s  ", human_bytes(g[i].before, b1, sizeof b1),
-           human_bytes(g[i].after, b2, sizeof b2), d < 0 ? "-" : "+",
-           human_bytes(fabs(d), b3, sizeof b3));
+    printf("  %12s %12s %11s%s  ", size_text(g[i].before, b1, sizeof b1),
+           size_text(g[i].after, b2, sizeof b2), d < 0 ? "-" : "+",
+           size_text(fabs(d), b3, sizeof b3));
     cli_put_safe(stdout, g[i].name);
     putchar('\n');
   }
@@ -619,6 +627,8 @@ int cmd_retainers(int argc, char **argv)
       if (!(export = cli_value(argc, argv, &i))) return 2;
     } else if (strcmp(a, "--evolution") == 0) {
       evolution = 1;
+    } else if (strcmp(a, "--bytes") == 0) {
+      exact_bytes = 1;
     } else if (a[0] == '-' && a[1]) {
       return cli_unknown_option(a);
     } else if (trace) {
@@ -643,8 +653,8 @@ int cmd_retainers(int argc, char **argv)
     if (load(&r2, diff, 0, 0, &b) != 0) { analysis_free(&a); hg_close(&r); hg_close(&r2); return 1; }
     char b1[32], b2[32];
     printf("before: %s snapshot %llu, live %s; after: %s snapshot %llu, live %s\n",
-           trace, (unsigned long long)a.s.seq, human_bytes((double)a.live_bytes, b1, sizeof b1),
-           diff, (unsigned long long)b.s.seq, human_bytes((double)b.live_bytes, b2, sizeof b2));
+           trace, (unsigned long long)a.s.seq, size_text((double)a.live_bytes, b1, sizeof b1),
+           diff, (unsigned long long)b.s.seq, size_text((double)b.live_bytes, b2, sizeof b2));
     growth *roots = NULL, *sites = NULL;
     size_t nr = 0, cr = 0, ns = 0, cs = 0;
     strpool *rk = strpool_new(), *sk = strpool_new();
