@@ -341,8 +341,11 @@ static uint32_t frame_label(walk *w, frame_descr *d)
   uint64_t id = map_get(&w->labels, (uintnat)d);
   if (id) return (uint32_t)id;
   char text[512] = "";
-  debuginfo dbg = caml_debuginfo_extract((backtrace_slot)d);
-  if (dbg) {
+  /* The frame belongs to the outermost function of the call site's
+     inlining chain (the innermost may be an inlined function, or the
+     declaration of an external). */
+  for (debuginfo dbg = caml_debuginfo_extract((backtrace_slot)d); dbg;
+       dbg = caml_debuginfo_next(dbg)) {
     struct caml_loc_info li;
     caml_debuginfo_location(dbg, &li);
     if (li.loc_valid)
@@ -566,6 +569,8 @@ static void take_snapshot(caml_domain_state *self)
   if (!w->buf || !w->zbuf) goto out;
   mpt_enc_init(&w->enc, w->buf + MPT_CHUNK_HEADER_BYTES,
                BUF_BYTES - MPT_CHUNK_HEADER_BYTES, NULL, 0);
+  /* Every ALLOC a SAMPLE record names must precede it in the file. */
+  caml_memprof_tracer_flush();
   caml_memprof_tracer_iter_tracked(add_sample, w);
   for (int i = 0; i < ndoms; i++) {
     struct caml_ephe_info *ei = doms[i]->ephe_info;

@@ -1239,6 +1239,11 @@ int caml_memprof_tracer_tracing(void)
   return atomic_load(&active) && caml_trace_writer_is_open();
 }
 
+void caml_memprof_tracer_flush(void)
+{
+  flush_all_streams();
+}
+
 void caml_memprof_tracer_iter_tracked(void (*f)(void *, value, uint64_t),
                                       void *data)
 {

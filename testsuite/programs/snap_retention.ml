@@ -1,7 +1,7 @@
 (* Known retention of several kinds, one snapshot:
    - a closure captured by a long-lived record (module global Registry);
    - a large array held only by a stack frame of hold_on_stack;
-   - a value held only by its finaliser;
+   - a large array held only by a finalisation function;
    - an ephemeron whose key died (its data must be gone) and one whose
      key lives (its key edge is weak);
    - a bigarray (out-of-heap size). *)
@@ -26,8 +26,9 @@ let hold_on_stack () =
 
 let () =
   registry.handlers <- make_captured () :: registry.handlers;
-  Gc.finalise (fun b -> ignore (Bytes.length b)) (Bytes.create 400_000);
-  Gc.full_major ();
+  Gc.finalise
+    (let held = Array.make 50_000 3 in fun r -> ignore (Array.length held + !r))
+    live_key;
   Bigarray.Array1.fill ba 0.;
   let n = hold_on_stack () in
   Printf.printf "%d %d %b\n" n (List.length registry.handlers)

@@ -526,9 +526,11 @@ static void print_growth(const char *title, growth *g, size_t n, size_t top)
   printf("\n%s\n  %12s %12s %12s  %s\n", title, "before", "after", "growth", "name");
   for (size_t i = 0; i < n && i < top; i++) {
     double d = g[i].after - g[i].before;
-    printf("  %12s %12s %11s%s  ", size_text(g[i].before, b1, sizeof b1),
-           size_text(g[i].after, b2, sizeof b2), d < 0 ? "-" : "+",
-           size_text(fabs(d), b3, sizeof b3));
+    char signed_growth[40];
+    snprintf(signed_growth, sizeof signed_growth, "%s%s", d < 0 ? "-" : "+",
+             size_text(fabs(d), b3, sizeof b3));
+    printf("  %12s %12s %12s  ", size_text(g[i].before, b1, sizeof b1),
+           size_text(g[i].after, b2, sizeof b2), signed_growth);
     cli_put_safe(stdout, g[i].name);
     putchar('\n');
   }

@@ -913,6 +913,12 @@ def test_retainers():
     r = tool("retainers", chain)
     check("retainers: 300000-cell chain retained whole by its global",
           retained_of(r.stdout, "0x2000") == 7.2e6 and "300000 blocks" in r.stdout, r.stdout[:300])
+    r = tool("retainers", "--diff", chain, small)
+    check("retainers --diff: the chain's global grew by 7.2 MB",
+          re.search(r"0 B\s+7.2 MB\s+\+7.2 MB\s+global 0x2000", r.stdout) is not None, r.stdout[:400])
+    r = tool("retainers", "--evolution", small)
+    check("retainers --evolution: one line per snapshot, by kind",
+          re.search(r"^\s+1\s+0.000\s+8\s+264 B\s+160 B\s+16 B", r.stdout, re.M) is not None, r.stdout)
     data = open(chain, "rb").read()
     check("snapshot encoding: %.2f bytes per block of a list" % (len(data) / 300000.0),
           len(data) / 300000.0 <= 4.1)
