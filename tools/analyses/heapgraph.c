@@ -36,7 +36,8 @@ void hg_close(hg_reader *r)
 void hg_snapshot_free(hg_snapshot *s)
 {
   free(s->label_kind); free(s->label_str); free(s->tag); free(s->wosize);
-  free(s->alloc); free(s->ext); free(s->ident); free(s->off); free(s->adj);
+  free(s->alloc); free(s->custom); free(s->off); free(s->adj);
+  if (s->custom_of.e) u64map_free(&s->custom_of);
   free(s->roots);
   memset(s, 0, sizeof *s);
 }
@@ -91,11 +92,9 @@ static void ensure_blocks(builder *b, uint64_t id)
   s->tag = xrealloc(s->tag, cap);
   s->wosize = xrealloc(s->wosize, cap * sizeof *s->wosize);
   s->alloc = xrealloc(s->alloc, cap * sizeof *s->alloc);
-  s->ext = xrealloc(s->ext, cap * sizeof *s->ext);
-  s->ident = xrealloc(s->ident, cap * sizeof *s->ident);
   s->off = xrealloc(s->off, ((size_t)s->base + cap + 1) * sizeof *s->off);
   for (size_t i = b->blocks_cap; i < cap; i++) {
-    s->tag[i] = 0; s->wosize[i] = 0; s->alloc[i] = 0; s->ext[i] = 0; s->ident[i] = 0;
+    s->tag[i] = 0; s->wosize[i] = 0; s->alloc[i] = 0;
   }
   b->blocks_cap = cap;
 }
@@ -132,6 +131,7 @@ static void start_blocks(builder *b)
 int hg_next(hg_reader *r, hg_snapshot *s)
 {
   memset(s, 0, sizeof *s);
+  u64map_init(&s->custom_of, 16);
   builder b;
   memset(&b, 0, sizeof b);
   b.s = s;
@@ -203,8 +203,12 @@ int hg_next(hg_reader *r, hg_snapshot *s)
     }
     case MPT_EV_SNAP_CUSTOM:
       if (!open || ev.snap.block == 0 || ev.snap.block > s->nblocks) break;
-      s->ident[ev.snap.block - 1] = strpool_intern(r->strs, ev.snap.label, strlen(ev.snap.label)) + 1;
-      s->ext[ev.snap.block - 1] = ev.snap.ext_bytes;
+      if (u64map_get(&s->custom_of, ev.snap.block)) break;   /* first one counts */
+      grow_array((void **)&s->custom, &s->custom_cap, s->ncustom + 1, sizeof *s->custom);
+      s->custom[s->ncustom].ident = strpool_intern(r->strs, ev.snap.label, strlen(ev.snap.label));
+      s->custom[s->ncustom].ext = ev.snap.ext_bytes;
+      s->ext_total += ev.snap.ext_bytes;
+      u64map_put(&s->custom_of, ev.snap.block, (uint32_t)s->ncustom++);
       break;
     case MPT_EV_SNAP_END:
       if (!open) break;

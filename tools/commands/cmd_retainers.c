@@ -161,8 +161,8 @@ static int analyse(analysis *a)
   for (uint32_t b = 1; b <= s->nblocks; b++) {
     self[s->base + b - 1] = hg_block_bytes(s, b);
     a->live_bytes += hg_block_bytes(s, b);
-    a->ext_bytes += s->ext[b - 1];
   }
+  a->ext_bytes = s->ext_total;
   if (dom_compute(s->n, s->off, s->adj, &a->dom) != 0) {
     free(self);
     msg("out of memory computing dominators (%u nodes)\n", s->n);
@@ -421,9 +421,11 @@ static int write_heapsnapshot(analysis *a, const char *path)
   /* Node names first, so that the strings table can follow the arrays. */
   uint32_t *name = xmalloc((s->n ? s->n : 1) * sizeof *name);
   for (uint32_t v = 0; v < s->n; v++) {
+    uint32_t ident;
+    uint64_t ext;
     if (v == 0) snprintf(buf, sizeof buf, "(GC roots)");
-    else if (v >= s->base && s->ident[v - s->base])
-      snprintf(buf, sizeof buf, "custom %s", strpool_get(a->r->strs, s->ident[v - s->base] - 1));
+    else if (v >= s->base && hg_custom(s, v - s->base + 1, &ident, &ext))
+      snprintf(buf, sizeof buf, "custom %s", strpool_get(a->r->strs, ident));
     else if (v >= s->base && !s->alloc[v - s->base])
       snprintf(buf, sizeof buf, "%s", tag_name(s->tag[v - s->base], tb, sizeof tb));
     else node_text(a, v, buf, sizeof buf);
