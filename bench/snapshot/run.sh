@@ -7,9 +7,9 @@
 # memory (GNU time).  Results: bench/snapshot/results.md (by hand).
 set -eu
 PREFIX=$(cd "$1" && pwd); M=${2:-16}
+here=$(cd "$(dirname "$0")" && pwd)
 W=${BENCH_WORKDIR:-/tmp/memprof-snapshot-bench}
 mkdir -p "$W"; cd "$W"
-here=$(cd "$(dirname "$0")" && pwd)
 "$PREFIX/bin/ocamlopt" -O2 -I +unix unix.cmxa -o bigheap "$here/bigheap.ml" 2>/dev/null \
   || "$PREFIX/bin/ocamlopt" -I +unix unix.cmxa -o bigheap "$here/bigheap.ml"
 rm -f big.trace

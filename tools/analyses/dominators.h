@@ -2,12 +2,10 @@
 
    The graph has nodes 0..n-1, root 0, and its successors in CSR form:
    node v's successors are adj[off[v] .. off[v+1]).  dom_compute finds the
-   immediate dominator of every node reachable from the root (the
-   semi-NCA algorithm: Lengauer-Tarjan's semidominators with path
-   compression, then each idom as the nearest common ancestor of its
-   parent and semidominator in the DFS tree; near-linear time, iterative:
-   no recursion however deep the graph).  Memory: about 8 arrays of n
-   32-bit words plus one of 4 bytes per reachable edge (predecessors). */
+   immediate dominator of every node reachable from the root
+   (Lengauer-Tarjan with path compression: near-linear time, iterative: no
+   recursion however deep the graph).  Memory: about 11 arrays of n 32-bit
+   words plus one of 4 bytes per reachable edge (predecessors). */
 
 #ifndef OCAML_MEMPROF_DOMINATORS_H
 #define OCAML_MEMPROF_DOMINATORS_H
