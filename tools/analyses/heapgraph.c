@@ -51,7 +51,8 @@ static void on_alloc(hg_reader *r, const mpt_event *ev)
   a->stack_len = ev->stack_len;
   a->nsamples = ev->nsamples;
   a->wosize = ev->wosize;
-  memcpy(r->stacks + r->nstacks, ev->stack, ev->stack_len * sizeof *ev->stack);
+  if (ev->stack_len)           /* an empty stack may come before any */
+    memcpy(r->stacks + r->nstacks, ev->stack, ev->stack_len * sizeof *ev->stack);
   r->nstacks += ev->stack_len;
   u64map_put(&r->alloc_ids, ev->id, (uint32_t)r->nallocs);
   r->nallocs++;
