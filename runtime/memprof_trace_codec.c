@@ -30,11 +30,13 @@
 /* Encoded tags (on the wire only; decoders expose mpt_event_kind). */
 enum {
   TAG_ALLOC = 0x10,             /* 0x10 + source                      */
+  TAG_ALLOC_CUT = 0x18,         /* 0x18 + source: stack cut at the cap */
   TAG_PROMOTE = 0x20,
   TAG_COLLECT = 0x21,
   TAG_LOCATION = 0x30,
   TAG_STRING = 0x31,
   TAG_MAJOR_CYCLE = 0x40,
+  TAG_MAJOR_CYCLE_MARK = 0x41,  /* version 2: a cycle end without statistics */
   TAG_SIMPLE = 0x50             /* 0x50 + mpt_event_kind, with arg    */
 };
 
@@ -80,25 +82,18 @@ static inline void put_time(mpt_encoder *e, uint64_t time)
 
 void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
                    uint64_t wosize, uint32_t nsamples, enum mpt_source src,
-                   const uint32_t *stack, uint32_t len)
+                   int truncated, const uint32_t *stack, uint32_t len)
 {
   if (len > e->prev_cap) len = e->prev_cap;
-  /* Outermost frames shared with the previous stack. */
+  /* Outermost frames shared with the previous stack are sent as a count. */
   uint32_t common = 0, prev = e->prev_len;
-  while (common < len && common < prev
-         && stack[len - 1 - common] == e->prev_stack[prev - 1 - common])
+  const uint32_t *a = stack + len, *b = e->prev_stack + prev;
+  uint32_t most = len < prev ? len : prev;
+  while (common < most && a[-1 - (ptrdiff_t)common] == b[-1 - (ptrdiff_t)common])
     common++;
-  mpt_enc_alloc_delta(e, time, id, wosize, nsamples, src, stack, len - common, common);
-}
-
-void mpt_enc_alloc_delta(mpt_encoder *e, uint64_t time, uint64_t id,
-                         uint64_t wosize, uint32_t nsamples,
-                         enum mpt_source src, const uint32_t *stack,
-                         uint32_t fresh, uint32_t common)
-{
-  uint32_t prev = e->prev_len, len = fresh + common;
+  uint32_t fresh = len - common;
   uint8_t *p = e->pos;
-  *p++ = (uint8_t)(TAG_ALLOC + src);
+  *p++ = (uint8_t)((truncated ? TAG_ALLOC_CUT : TAG_ALLOC) + src);
   e->pos = p; put_time(e, time); p = e->pos;
   p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(id - e->last_alloc_id)));
   e->last_alloc_id = id;
@@ -138,14 +133,30 @@ void mpt_enc_major_cycle(mpt_encoder *e, uint64_t time, const mpt_heap_stats *s)
 {
   *e->pos++ = TAG_MAJOR_CYCLE;
   put_time(e, time);
+  /* Differences from the stream's previous MAJOR_CYCLE: a cycle end is
+     recorded before the COLLECTs it causes, so a program whose sampled
+     blocks die in the major heap records one per cycle; the counters move
+     little between two (half a trace's bytes at low rates otherwise). */
+  const mpt_heap_stats *l = &e->last_stats;
   uint8_t *p = e->pos;
-  p = mpt_put_uvarint(p, s->heap_words);
-  p = mpt_put_uvarint(p, s->live_words);
-  p = mpt_put_uvarint(p, s->minor_collections);
-  p = mpt_put_uvarint(p, s->major_collections);
-  p = mpt_put_uvarint(p, s->compactions);
-  p = mpt_put_uvarint(p, s->promoted_words);
+  p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(s->heap_words - l->heap_words)));
+  p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(s->live_words - l->live_words)));
+  p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(s->minor_collections - l->minor_collections)));
+  p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(s->major_collections - l->major_collections)));
+  p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(s->compactions - l->compactions)));
+  p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(s->promoted_words - l->promoted_words)));
   e->pos = p;
+  e->last_stats = *s;
+}
+
+void mpt_enc_major_cycle_mark(mpt_encoder *e, uint64_t time,
+                              uint64_t major_collections)
+{
+  *e->pos++ = TAG_MAJOR_CYCLE_MARK;
+  put_time(e, time);
+  e->pos = mpt_put_uvarint(e->pos, mpt_zigzag((int64_t)(major_collections
+                                            - e->last_stats.major_collections)));
+  e->last_stats.major_collections = major_collections;
 }
 
 void mpt_enc_string(mpt_encoder *e, uint32_t str_id, const char *s, size_t len)
@@ -165,7 +176,9 @@ void mpt_enc_location(mpt_encoder *e, uint32_t loc_id, uint64_t address,
   uint8_t *p = e->pos;
   *p++ = TAG_LOCATION;
   p = mpt_put_uvarint(p, loc_id);
-  p = mpt_put_uvarint(p, address);
+  /* code addresses of one program are close: 2-3 bytes instead of 6 */
+  p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(address - e->last_loc_address)));
+  e->last_loc_address = address;
   p = mpt_put_uvarint(p, n);
   for (uint32_t i = 0; i < n; i++) {
     p = mpt_put_uvarint(p, en[i].file);
@@ -377,6 +390,8 @@ typedef struct {               /* per stream: ids are local to a stream */
   uint32_t nstr;
   uint64_t last_time, last_alloc_id, last_gc_id;
   uint32_t *stack; uint32_t stack_len;  /* previous allocation's global ids */
+  uint64_t last_loc_address;   /* version 2: addresses are differences   */
+  mpt_heap_stats last_stats;   /* version 2: MAJOR_CYCLE holds differences */
 } stream_state;
 
 typedef struct {               /* content-hash set of global locations */
@@ -399,6 +414,7 @@ struct mpt_reader {
   mpt_location *locs; uint32_t nlocs, locs_cap;   /* index 0 unused */
   loc_index index;
   uint32_t *stack_out;
+  uint32_t cut_loc;            /* global id of <truncated>, 0 until used */
   int truncated, ended, failed;
   uint64_t end_time, total_samples, lost_samples;
   char error[256];
@@ -590,9 +606,9 @@ static int read_header(mpt_reader *r)
   if (r->cend - r->cp < 11) return fail(r, "trace header too short");
   mpt_trace_info *in = &r->info;
   in->format_version = r->cp[0] | r->cp[1] << 8;
-  if (in->format_version != MPT_FORMAT_VERSION) {
+  if (in->format_version < 1 || in->format_version > MPT_FORMAT_VERSION) {
     snprintf(r->error, sizeof r->error,
-             "unsupported trace format version %u (this reader knows %d)",
+             "unsupported trace format version %u (this reader knows 1 to %d)",
              in->format_version, MPT_FORMAT_VERSION);
     r->failed = 1;
     return MPT_ERR;
@@ -647,7 +663,8 @@ static mpt_reader *open_common(mpt_reader *r, char *err, size_t errlen)
   r->locs_cap = 1024;
   r->locs = calloc(r->locs_cap, sizeof *r->locs);
   r->nlocs = 1;
-  r->stack_out = malloc(MPT_MAX_FRAMES * sizeof(uint32_t));
+  /* One more than a stack's frames: the <truncated> mark. */
+  r->stack_out = malloc((MPT_MAX_FRAMES + 1) * sizeof(uint32_t));
   if (!r->locs || !r->stack_out) {
     snprintf(err, errlen, "out of memory");
     mpt_reader_close(r); return NULL;
@@ -767,6 +784,19 @@ static uint32_t intern_location(mpt_reader *r, mpt_location *l)
   return r->nlocs++;
 }
 
+/* The location every cut stack ends with. */
+static uint32_t cut_location(mpt_reader *r)
+{
+  mpt_loc_entry *en = calloc(1, sizeof *en);
+  if (!en) return 0;
+  en->file = "";
+  en->function = MPT_TRUNCATED_FRAME;
+  mpt_location l = { 0, 1, en };
+  uint32_t g = intern_location(r, &l);
+  if (!g) free(en);
+  return g;
+}
+
 static int define_string(mpt_reader *r, stream_state *st)
 {
   uint64_t id = get_var(r);
@@ -800,6 +830,8 @@ static int define_location(mpt_reader *r, stream_state *st)
   uint64_t id = get_var(r);
   mpt_location l;
   l.address = get_var(r);
+  if (r->info.format_version >= 2)
+    l.address = st->last_loc_address += (uint64_t)mpt_unzigzag(l.address);
   uint64_t n = get_var(r);
   if (r->failed) return MPT_ERR;
   if (id == 0 || id > 16u << 20) return fail(r, "location id out of range");
@@ -1031,9 +1063,11 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
     stream_state *st = stream(r, r->cstream);
     if (!st) return fail(r, "out of memory");
     uint8_t tag = *r->cp++;
-    if (tag >= TAG_ALLOC && tag < TAG_ALLOC + MPT_SRC_COUNT) {
+    if ((tag >= TAG_ALLOC && tag < TAG_ALLOC + MPT_SRC_COUNT)
+        || (tag >= TAG_ALLOC_CUT && tag < TAG_ALLOC_CUT + MPT_SRC_COUNT)) {
       ev->kind = MPT_EV_ALLOC;
-      ev->source = (enum mpt_source)(tag - TAG_ALLOC);
+      ev->truncated = tag >= TAG_ALLOC_CUT;
+      ev->source = (enum mpt_source)(tag - (ev->truncated ? TAG_ALLOC_CUT : TAG_ALLOC));
       get_time(r, st, ev);
       st->last_alloc_id += (uint64_t)mpt_unzigzag(get_var(r));
       ev->id = st->last_alloc_id;
@@ -1056,6 +1090,13 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
              common * sizeof(uint32_t));
       memcpy(st->stack, r->stack_out, len * sizeof(uint32_t));
       st->stack_len = len;
+      /* A cut stack ends in a <truncated> frame, for every tool to show
+         (not part of the stream's previous stack). */
+      if (ev->truncated) {
+        if (!r->cut_loc && !(r->cut_loc = cut_location(r)))
+          return fail(r, "out of memory");
+        r->stack_out[len++] = r->cut_loc;
+      }
       ev->stack = r->stack_out; ev->stack_len = len;
       return MPT_OK;
     }
@@ -1072,6 +1113,13 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
     case TAG_LOCATION:
       if (define_location(r, st) != MPT_OK) return MPT_ERR;
       continue;
+    case TAG_MAJOR_CYCLE_MARK:
+      if (r->info.format_version < 2) return fail(r, "unknown event tag");
+      ev->kind = MPT_EV_MAJOR_CYCLE;
+      get_time(r, st, ev);
+      st->last_stats.major_collections += (uint64_t)mpt_unzigzag(get_var(r));
+      ev->heap = st->last_stats;
+      return r->failed ? MPT_ERR : MPT_OK;
     case TAG_MAJOR_CYCLE:
       ev->kind = MPT_EV_MAJOR_CYCLE;
       get_time(r, st, ev);
@@ -1081,6 +1129,18 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
       ev->heap.major_collections = get_var(r);
       ev->heap.compactions = get_var(r);
       ev->heap.promoted_words = get_var(r);
+      if (r->info.format_version >= 2) {
+        mpt_heap_stats *l = &st->last_stats;
+        ev->heap.heap_words = l->heap_words += (uint64_t)mpt_unzigzag(ev->heap.heap_words);
+        ev->heap.live_words = l->live_words += (uint64_t)mpt_unzigzag(ev->heap.live_words);
+        ev->heap.minor_collections = l->minor_collections +=
+          (uint64_t)mpt_unzigzag(ev->heap.minor_collections);
+        ev->heap.major_collections = l->major_collections +=
+          (uint64_t)mpt_unzigzag(ev->heap.major_collections);
+        ev->heap.compactions = l->compactions += (uint64_t)mpt_unzigzag(ev->heap.compactions);
+        ev->heap.promoted_words = l->promoted_words +=
+          (uint64_t)mpt_unzigzag(ev->heap.promoted_words);
+      }
       return r->failed ? MPT_ERR : MPT_OK;
     default:
       if (tag > TAG_SIMPLE + MPT_EV_MAJOR_CYCLE && tag <= TAG_SIMPLE + MPT_EV_LOST) {

@@ -95,6 +95,7 @@
 #ifndef NATIVE_CODE
 #include "caml/fix_code.h"
 #endif
+#include "caml/memprof_callstack.h"
 #include "caml/memprof_trace_codec.h"
 #include "caml/memprof_trace_writer.h"
 #include "caml/memprof_tracer.h"
@@ -104,7 +105,7 @@
 /* Parameters (OCAMLRUNPARAM)                                          */
 
 #define DEFAULT_RATE 1e-5
-#define DEFAULT_FRAMES 256
+#define DEFAULT_FRAMES 1024
 #define BUFFER_BYTES (256 * 1024)
 /* The flusher writes every stream's buffered events this often, so a
    process killed at time t keeps what it did up to about t - 200 ms. */
@@ -119,7 +120,9 @@ static struct {
   int seeded;
   int signal;           /* memprof_signal=SIGNAME|N: toggle tracing        */
   uintnat flush_ms;     /* memprof_flush_ms=N: periodic flush              */
-} params = { NULL, DEFAULT_RATE, DEFAULT_FRAMES, 1, 0, 0, 0, DEFAULT_FLUSH_MS };
+  uintnat verify;       /* memprof_verify=1: check each callstack against
+                           upstream's walk (tests)                         */
+} params = { NULL, DEFAULT_RATE, DEFAULT_FRAMES, 1, 0, 0, 0, DEFAULT_FLUSH_MS, 0 };
 
 static void bad_param(const char *key, const char *val, const char *why)
 {
@@ -192,6 +195,9 @@ static void set_param(const char *key, const char *val)
   } else if (strcmp(key, "memprof_frames") == 0) {
     if (parse_uint(val, 1, MPT_MAX_FRAMES, &u)) params.frames = u;
     else bad_param(key, val, "expected a callstack depth from 1 to 4096");
+  } else if (strcmp(key, "memprof_verify") == 0) {
+    if (parse_uint(val, 0, 1, &u)) params.verify = u;
+    else bad_param(key, val, "expected 0 or 1");
   } else if (strcmp(key, "memprof_compress") == 0) {
     if (parse_uint(val, 0, 1, &u)) params.compress = u;
     else bad_param(key, val, "expected 0 or 1");
@@ -221,7 +227,7 @@ static void set_param(const char *key, const char *val)
   } else {
     fprintf(stderr, "memprof: OCAMLRUNPARAM: unknown key %s ignored (known: "
             "memprof, memprof_rate, memprof_frames, memprof_compress, "
-            "memprof_seed, memprof_signal, memprof_flush_ms, "
+            "memprof_seed, memprof_signal, memprof_flush_ms, memprof_verify, "
             "memprof_snapshot_at_exit, memprof_snapshot_signal, "
             "memprof_snapshot_every_s, memprof_snapshot_every_cycles)\n", key);
   }
@@ -278,9 +284,9 @@ typedef struct tracer_domain {
   loc_slot *locs; uint32_t loc_cap, loc_count;
   str_slot *strs; uint32_t str_cap, str_count;
   /* callstacks */
-  backtrace_slot *slots; size_t slots_cap;
-  backtrace_slot *prev_slots;     /* previous encoded stack's slots    */
-  uint32_t *ids; uint32_t prev_n; /* new location ids of this sample   */
+  caml_memprof_callstack_cache frames; /* return address -> size, location */
+  uint32_t *ids;                  /* this sample's location ids          */
+  uint32_t *ref_ids;              /* memprof_verify=1: upstream's walk's  */
   /* sampling */
   uint64_t rng[4];
   int trigger_valid;
@@ -363,11 +369,34 @@ static void rng_seed(tracer_domain *d, uint64_t seed)
   }
 }
 
+/* log(u) for u in (0, 1], without libm's general-case work (libm's log
+   was about 85 instructions of a sample): u = m 2^e with m in
+   [sqrt(1/2), sqrt 2), log m = 2 atanh(t), t = (m - 1) / (m + 1),
+   |t| < 0.172, by its series to t^13 (relative error about 1e-12: the gaps
+   drawn are geometric to far better than any test or trace can tell). */
+static inline double log_unit(double u)
+{
+  uint64_t bits;
+  memcpy(&bits, &u, sizeof bits);
+  int e = (int)(bits >> 52) - 1023;
+  bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+  double m;
+  memcpy(&m, &bits, sizeof m);
+  if (m > 1.4142135623730951) { m *= 0.5; e++; }
+  double t = (m - 1.0) / (m + 1.0), t2 = t * t;
+  double p = 1.0 / 13;
+  p = p * t2 + 1.0 / 11; p = p * t2 + 1.0 / 9; p = p * t2 + 1.0 / 7;
+  p = p * t2 + 1.0 / 5; p = p * t2 + 1.0 / 3; p = p * t2 + 1.0;
+  return 2.0 * t * p + (double)e * 0.6931471805599453;
+}
+
 /* Words up to and including the next sampled word: Geometric(lambda). */
 static uintnat rand_geom(tracer_domain *d)
 {
-  double u = 1.0 - (double)(rng_next(d) >> 11) * 0x1.0p-53;  /* (0, 1] */
-  double g = log(u) * one_log1m;
+  /* (0, 1]: 53 random bits, never 0 (log 0), and normal, so that
+     log_unit's exponent split holds. */
+  double u = 1.0 - (double)(rng_next(d) >> 11) * 0x1.0p-53;
+  double g = log_unit(u) * one_log1m;
   if (!(g < 1e18)) return (uintnat)1e18;
   return 1 + (uintnat)g;
 }
@@ -402,11 +431,9 @@ static int ensure_stream(tracer_domain *d)
     d->buf = malloc(BUFFER_BYTES);
     d->zbuf = malloc(d->zcap);
     d->enc_stack = malloc(MPT_MAX_FRAMES * sizeof(uint32_t));
-    d->prev_slots = malloc(MPT_MAX_FRAMES * sizeof(backtrace_slot));
     d->ids = malloc(MPT_MAX_FRAMES * sizeof(uint32_t));
-    if (!d->buf || !d->zbuf || !d->enc_stack || !d->prev_slots || !d->ids) {
-      free(d->buf); free(d->zbuf); free(d->enc_stack);
-      free(d->prev_slots); free(d->ids);
+    if (!d->buf || !d->zbuf || !d->enc_stack || !d->ids) {
+      free(d->buf); free(d->zbuf); free(d->enc_stack); free(d->ids);
       d->buf = NULL;
       return 0;
     }
@@ -416,7 +443,7 @@ static int ensure_stream(tracer_domain *d)
   if (d->locs) memset(d->locs, 0, d->loc_cap * sizeof *d->locs);
   if (d->strs) memset(d->strs, 0, d->str_cap * sizeof *d->strs);
   d->loc_count = d->str_count = 0;
-  d->prev_n = 0;
+  caml_memprof_callstack_cache_clear(&d->frames);
   d->young.len = d->major.len = 0;
   d->samples = d->lost = 0;
   d->next_id = d->id_end = 0;
@@ -516,21 +543,27 @@ static uint32_t location_id(tracer_domain *d, backtrace_slot slot)
   return id;
 }
 
-/* Capture the current callstack into d->slots.  Its outermost [*common]
-   frames are those of the previous encoded stack (slot -> location id is
-   one-to-one in a stream, so the encoder's previous ids serve as they
-   are); the others get their location ids in d->ids.  Returns the stack's
-   length, or -1 if a location could not be defined (out of memory). */
-static int capture_stack(tracer_domain *d, ptrdiff_t alloc_idx, uint32_t *common)
+static uint32_t define_location(void *ctx, backtrace_slot slot)
 {
-  size_t n = caml_get_callstack(max_frames, &d->slots, &d->slots_cap, alloc_idx);
-  uint32_t c = 0, prev = d->prev_n;
-  while (c < n && c < prev && d->slots[n - 1 - c] == d->prev_slots[prev - 1 - c])
-    c++;
-  for (uint32_t i = 0; i < n - c; i++)
-    if ((d->ids[i] = location_id(d, d->slots[i])) == 0) return -1;
-  *common = c;
-  return (int)n;
+  return location_id((tracer_domain *)ctx, slot);
+}
+
+/* memprof_verify=1: the stack just captured must be upstream's. */
+static void verify_callstack(tracer_domain *d, int n, int truncated,
+                             ptrdiff_t alloc_idx)
+{
+  if (!d->ref_ids && !(d->ref_ids = malloc(MPT_MAX_FRAMES * sizeof(uint32_t))))
+    return;
+  int ref_truncated;
+  int m = caml_memprof_capture_callstack_reference(
+    &d->frames, d->ref_ids, max_frames, alloc_idx, &ref_truncated,
+    define_location, d);
+  int i = 0;
+  while (i < n && i < m && d->ids[i] == d->ref_ids[i]) i++;
+  if (i != n || i != m || truncated != ref_truncated)
+    fprintf(stderr, "memprof: verify: the callstack walk differs from "
+            "caml_get_callstack at frame %d (%d and %d frames, cut %d and %d)\n",
+            i, n, m, truncated, ref_truncated);
 }
 
 static int push_entry(entry_table *t, value block, uint64_t id)
@@ -555,8 +588,11 @@ static void record(tracer_domain *d, value block, uintnat wosize,
 {
   stream_lock(d);
   if (!atomic_load(&active) || !ensure_stream(d)) goto out;
-  uint32_t common;
-  int n = capture_stack(d, alloc_idx, &common);
+  int truncated;
+  int n = caml_memprof_capture_callstack(&d->frames, d->ids, max_frames,
+                                         alloc_idx, &truncated,
+                                         define_location, d);
+  if (n >= 0 && params.verify) verify_callstack(d, n, truncated, alloc_idx);
   if (n < 0 || !ensure_space(d, MPT_MAX_EVENT_BYTES(n))) {
     d->lost += nsamples;
     goto out;
@@ -567,11 +603,8 @@ static void record(tracer_domain *d, value block, uintnat wosize,
     d->lost += nsamples;
     goto out;
   }
-  mpt_enc_alloc_delta(&d->enc, caml_trace_writer_now(), id, wosize,
-                      (uint32_t)nsamples, src, d->ids, (uint32_t)n - common, common);
-  /* Only now is this stack the previous one, for the encoder as for us. */
-  memcpy(d->prev_slots, d->slots, (size_t)n * sizeof(backtrace_slot));
-  d->prev_n = (uint32_t)n;
+  mpt_enc_alloc(&d->enc, caml_trace_writer_now(), id, wosize,
+                (uint32_t)nsamples, src, truncated, d->ids, (uint32_t)n);
   d->samples += nsamples;
  out:
   stream_unlock(d);
@@ -682,18 +715,13 @@ void caml_memprof_tracer_after_statmemprof_sample(caml_domain_state *s,
   caml_reset_young_limit(s);
 }
 
-void caml_memprof_tracer_sample_young(caml_domain_state *s, uintnat wosize,
-                                      int flags, int nallocs,
-                                      unsigned char *lens)
+/* Sample an allocation already performed at young_ptr, of [wosize] (a
+   combined allocation of [nallocs] blocks when from OCaml), and draw the
+   next sample point.  Leaves young_limit to the caller. */
+static void sample_minor(caml_domain_state *s, tracer_domain *d,
+                         uintnat wosize, int flags, int nallocs,
+                         unsigned char *lens)
 {
-  tracer_domain *d = s->memprof_tracer;
-  if (d == NULL || !atomic_load_relaxed(&active) || !(flags & CAML_DO_TRACK)) {
-    /* Not sampled: move the trigger past this allocation. */
-    if (d && atomic_load_relaxed(&active)) draw_minor_trigger(s, d);
-    else caml_memprof_tracer_set_trigger(s);
-    caml_reset_young_limit(s);
-    return;
-  }
   /* The allocation is done: blocks occupy [young_ptr, young_ptr + whsize).
      Walk the sub-blocks from the highest address down, as they were
      "allocated", counting the sample points that fall in each. */
@@ -717,7 +745,55 @@ void caml_memprof_tracer_sample_young(caml_domain_state *s, uintnat wosize,
   value *t = s->young_ptr + trigger_ofs;
   s->memprof_tracer_trigger = t < s->young_start ? s->young_start : t;
   trigger_drawn(s, d);
+}
+
+void caml_memprof_tracer_sample_young(caml_domain_state *s, uintnat wosize,
+                                      int flags, int nallocs,
+                                      unsigned char *lens)
+{
+  tracer_domain *d = s->memprof_tracer;
+  if (d == NULL || !atomic_load_relaxed(&active) || !(flags & CAML_DO_TRACK)) {
+    /* Not sampled: move the trigger past this allocation. */
+    if (d && atomic_load_relaxed(&active)) draw_minor_trigger(s, d);
+    else caml_memprof_tracer_set_trigger(s);
+    caml_reset_young_limit(s);
+    return;
+  }
+  sample_minor(s, d, wosize, flags, nallocs, lens);
   caml_reset_young_limit(s);
+}
+
+/* The fast path.  When our sample point is the only reason an allocation
+   left the allocation fast path, nothing else is due: no interrupt (every
+   request from another thread or a signal handler stores UINTNAT_MAX in
+   young_limit), no pending action, no GC request, the block fits in the
+   minor heap and statmemprof does not sample it.  Then caml_alloc_small_
+   dispatch's round trip (undoing the allocation, running pending actions,
+   redoing it) has nothing to do, and the sample is taken right here.
+   young_limit is then set back by us rather than by caml_reset_young_limit,
+   which would also flag an action pending (and so send the next sample
+   down the slow path); an interrupt that arrived meanwhile is not lost:
+   the exchange returns its UINTNAT_MAX, which we put back. */
+int caml_memprof_tracer_sample_fast(caml_domain_state *s, uintnat wosize,
+                                    int flags, int nallocs,
+                                    unsigned char *lens)
+{
+  tracer_domain *d = s->memprof_tracer;
+  if (d == NULL || !(flags & CAML_DO_TRACK)
+      || s->young_ptr >= s->memprof_tracer_trigger
+      || s->young_ptr < s->young_trigger
+      || s->young_ptr < s->memprof_young_trigger
+      || s->action_pending || s->requested_minor_gc || s->requested_major_slice
+      || atomic_load_relaxed(&s->young_limit) == CAML_UINTNAT_MAX
+      || d->parked || !atomic_load_relaxed(&active))
+    return 0;
+  sample_minor(s, d, wosize, flags, nallocs, lens);
+  value *limit = s->young_trigger > s->memprof_young_trigger
+    ? s->young_trigger : s->memprof_young_trigger;
+  if (s->memprof_tracer_trigger > limit) limit = s->memprof_tracer_trigger;
+  if (atomic_exchange(&s->young_limit, (uintnat)limit) == CAML_UINTNAT_MAX)
+    atomic_store(&s->young_limit, CAML_UINTNAT_MAX);
+  return 1;
 }
 
 void caml_memprof_tracer_sample_block(value block, size_t allocated_words,
@@ -793,13 +869,21 @@ static void heap_stats(mpt_heap_stats *h)
 /* Heap statistics at most this often from stream 0 (time units: 10 ms). */
 #define STATS_INTERVAL (10000000 / CAML_TRACE_TIME_UNIT_NS)
 
+/* Mark a cycle end in [d]'s stream: with heap statistics when the stream
+   last recorded them STATS_INTERVAL ago or more, else a bare mark (a
+   program whose sampled blocks die in the major heap marks every cycle;
+   full statistics each time were 40 % of its trace at low rates). */
 static int mark_cycle(tracer_domain *d, uint64_t now)
 {
-  mpt_heap_stats h;
-  heap_stats(&h);
-  if (ensure_space(d, MPT_MAX_EVENT_BYTES(0)))
+  if (!ensure_space(d, MPT_MAX_EVENT_BYTES(0))) return 1;
+  if (now - d->last_stats >= STATS_INTERVAL || d->last_stats == 0) {
+    mpt_heap_stats h;
+    heap_stats(&h);
     mpt_enc_major_cycle(&d->enc, now, &h);
-  d->last_stats = now;
+    d->last_stats = now;
+  } else {
+    mpt_enc_major_cycle_mark(&d->enc, now, caml_major_cycles_completed);
+  }
   return 1;
 }
 

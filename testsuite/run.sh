@@ -82,8 +82,12 @@ build threads_alloc unix.cmxa threads.cmxa
 build exits; build forks unix.cmxa; build forever; build params
 build with_gc_memprof; build api
 build keepalive; build orphans; build spawner unix.cmxa
+build stacks unix.cmxa threads.cmxa
 mkdir -p "$W/byte" && cp "$P/stats.ml" "$W/byte/"
 (cd "$W/byte" && ocamlc -g -o ../stats.byte stats.ml) > "$W/stats.byte.build" 2>&1 || ko "build stats.byte"
+cp "$P/stacks.ml" "$W/byte/"
+(cd "$W/byte" && ocamlc -g -I +unix -I +threads unix.cma threads.cma -o ../stacks.byte stacks.ml) \
+  > "$W/stacks.byte.build" 2>&1 || ko "build stacks.byte"
 
 # ---- multi-domain figures: kept blocks are never reported collected ----
 # keepalive D N: D domains each keep N blocks of Keepalive.kept (8 words)
@@ -427,6 +431,40 @@ OCAMLRUNPARAM="c,memprof=$W/cleanup.trace,memprof_rate=1e-3" $vg "$W/params" > /
 expect "OCAMLRUNPARAM=c: exit status${vg:+ (valgrind clean)}" $? 0
 summary "$W/cleanup.trace" "$W/cleanup.sum"
 expect "OCAMLRUNPARAM=c: trace complete" "$(get "$W/cleanup.sum" ended)" 1
+
+# ---- callstacks: the tracer's walk gives upstream's stacks ----
+# stacks.ml allocates under deep recursion, three nested effect handlers,
+# exception handlers, finalisers / Gc.Memprof callbacks / a signal handler
+# (OCaml called from C), systhreads and domains.  memprof_verify=1 compares
+# every captured stack with caml_get_callstack's (one stderr line each time
+# they differ).  A stack deeper than memprof_frames is cut and marked.
+stacks_run() { # NAME PROGRAM FRAMES DEPTH
+  local t=$W/stacks-$1.trace
+  OCAMLRUNPARAM="memprof=$t,memprof_rate=0.01,memprof_seed=7,memprof_verify=1,memprof_frames=$3" \
+    $2 "$4" > "$W/stacks-$1.out" 2> "$W/stacks-$1.err"
+  expect "stacks $1: exit status" $? 0
+  check "stacks $1: every stack equals caml_get_callstack's" [ ! -s "$W/stacks-$1.err" ]
+  summary "$t" "$W/stacks-$1.sum"
+  expect "stacks $1: trace decodes" "$(get "$W/stacks-$1.sum" error)" none
+  check "stacks $1: samples ($(get "$W/stacks-$1.sum" samples))" [ "$(get "$W/stacks-$1.sum" samples)" -gt 1000 ]
+}
+stacks_run native "$W/stacks" 1024 300
+expect "stacks native: no stack cut at 1024 frames (deepest 300+)" "$(get "$W/stacks-native.sum" cut_allocs)" 0
+check "stacks native: deep stacks recorded whole ($(get "$W/stacks-native.sum" max_stack) frames)" \
+  [ "$(get "$W/stacks-native.sum" max_stack)" -gt 300 ]
+stacks_run cut "$W/stacks" 5 300
+check "stacks cut at 5 frames: cut stacks recorded ($(get "$W/stacks-cut.sum" cut_allocs))" \
+  [ "$(get "$W/stacks-cut.sum" cut_allocs)" -gt 100 ]
+expect "stacks cut at 5 frames: each ends in <truncated>" \
+  "$(get "$W/stacks-cut.sum" cut_marked)" "$(get "$W/stacks-cut.sum" cut_allocs)"
+expect "stacks cut at 5 frames: 5 frames + the mark at most" "$(get "$W/stacks-cut.sum" max_stack)" 6
+stacks_run deeper "$W/stacks" 1024 2000
+check "stacks 2000 deep at 1024 frames: cut and marked ($(get "$W/stacks-deeper.sum" cut_marked))" \
+  [ "$(get "$W/stacks-deeper.sum" cut_marked)" -gt 100 ]
+stacks_run bytecode "ocamlrun $W/stacks.byte" 1024 300
+stacks_run bytecode-cut "ocamlrun $W/stacks.byte" 5 300
+check "stacks bytecode cut at 5 frames: cut and marked" \
+  [ "$(get "$W/stacks-bytecode-cut.sum" cut_marked)" -gt 100 ]
 
 # ---- acceptance: trace the compiler itself ----
 big=${OCAML_BIG_SOURCE:-}

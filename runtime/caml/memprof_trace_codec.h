@@ -30,7 +30,8 @@ extern "C" {
 
 #define MPT_MAGIC "OCMPTRCE"             /* first 8 bytes of the stream   */
 #define MPT_MAGIC_LEN 8
-#define MPT_FORMAT_VERSION 1
+#define MPT_FORMAT_VERSION 2   /* 2: cut stacks marked, location addresses and
+                                  MAJOR_CYCLE statistics as differences */
 #define MPT_CHUNK_HEADER_BYTES 8         /* u32 len, u8 type, u8 0, u16 stream */
 #define MPT_MAX_CHUNK_PAYLOAD (1u << 20)  /* decoders reject larger chunks  */
 #define MPT_MAX_FRAMES 4096              /* upper bound on captured frames */
@@ -152,6 +153,8 @@ typedef struct {
   uint64_t last_time;           /* in time units, since trace start   */
   uint64_t last_alloc_id;
   uint64_t last_gc_id;
+  uint64_t last_loc_address;    /* previous location definition's     */
+  mpt_heap_stats last_stats;    /* previous MAJOR_CYCLE's             */
   uint32_t prev_len;            /* previous allocation's stack        */
   uint32_t prev_cap;
   uint32_t *prev_stack;         /* caller-provided, prev_cap entries  */
@@ -168,24 +171,24 @@ static inline size_t mpt_enc_used(const mpt_encoder *e)
 { return (size_t)(e->pos - e->start); }
 
 /* Events.  [time] is in time units since trace start, non-decreasing per
-   encoder.  [stack] holds location ids (>= 1), innermost frame first. */
+   encoder.  [stack] holds location ids (>= 1), innermost frame first;
+   [truncated] says that the stack had more frames than the [len] given
+   (cut at the tracer's frame cap).  The outermost frames shared with the
+   previous allocation's stack are encoded as a count. */
 void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
                    uint64_t wosize, uint32_t nsamples, enum mpt_source src,
-                   const uint32_t *stack, uint32_t len);
-/* The same, for a caller that already knows how the stack relates to the
-   previous one: the stack is the [fresh] innermost new ids in [stack],
-   followed by the outermost [common] entries of the previous allocation's
-   stack (common <= its length, fresh + common <= the encoder's capacity). */
-void mpt_enc_alloc_delta(mpt_encoder *e, uint64_t time, uint64_t id,
-                         uint64_t wosize, uint32_t nsamples,
-                         enum mpt_source src, const uint32_t *stack,
-                         uint32_t fresh, uint32_t common);
+                   int truncated, const uint32_t *stack, uint32_t len);
 void mpt_enc_promote(mpt_encoder *e, uint64_t id);
 void mpt_enc_collect(mpt_encoder *e, uint64_t id);
 void mpt_enc_simple(mpt_encoder *e, enum mpt_event_kind kind,
                     uint64_t time, uint64_t arg);
 void mpt_enc_major_cycle(mpt_encoder *e, uint64_t time,
                          const mpt_heap_stats *s);
+/* A cycle end whose statistics would repeat the last ones recorded (at
+   most STATS_INTERVAL old): decoders give the stream's last statistics,
+   with [major_collections] updated. */
+void mpt_enc_major_cycle_mark(mpt_encoder *e, uint64_t time,
+                              uint64_t major_collections);
 /* Definitions, emitted before first use by the stream. */
 void mpt_enc_string(mpt_encoder *e, uint32_t str_id, const char *s, size_t len);
 typedef struct {
@@ -267,6 +270,9 @@ typedef struct {
   uint64_t wosize;              /* ALLOC */
   uint32_t nsamples;            /* ALLOC */
   enum mpt_source source;       /* ALLOC */
+  int truncated;                /* ALLOC: the stack was cut at the frame
+                                   cap; its last entry is then the
+                                   MPT_TRUNCATED_FRAME location          */
   uint32_t stack_len;           /* ALLOC: global location ids,           */
   const uint32_t *stack;        /*   innermost first; valid until next   */
   uint64_t arg;                 /* DOMAIN_*, FORK, LOST                  */
@@ -298,6 +304,9 @@ typedef struct {
 } mpt_event;
 
 typedef struct mpt_reader mpt_reader;
+
+/* Function name of the location that ends every cut stack. */
+#define MPT_TRUNCATED_FRAME "<truncated>"
 
 enum { MPT_END = 0, MPT_OK = 1, MPT_ERR = -1 };
 

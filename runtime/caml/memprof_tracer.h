@@ -34,6 +34,15 @@ void caml_memprof_tracer_init(const char_os *exe_name, char_os **argv);
    point while it is still ahead or being processed. */
 void caml_memprof_tracer_set_trigger(caml_domain_state *state);
 
+/* Called first in caml_alloc_small_dispatch, the allocation already
+   performed: when the tracer's sample point is the only reason the
+   allocation left the fast path (no interrupt, action or GC due, room in
+   the minor heap, statmemprof not sampling), take the sample, reset
+   young_limit and return 1: the dispatch returns at once.  Otherwise 0. */
+int caml_memprof_tracer_sample_fast(caml_domain_state *state, uintnat wosize,
+                                    int flags, int nallocs,
+                                    unsigned char *encoded_alloc_lens);
+
 /* Minor heap: young_ptr went below memprof_tracer_trigger in the
    allocation [wosize] (a combined allocation of [nallocs] blocks when
    from OCaml), already performed at young_ptr.  Samples without

@@ -35,7 +35,7 @@ static uint32_t rnd(uint32_t n)
 }
 
 typedef struct {
-  int kind, stream; uint64_t time, id, wosize; uint32_t ns, src, len;
+  int kind, stream; uint64_t time, id, wosize; uint32_t ns, src, len, cut;
   uint32_t stack[64];
 } ev_t;
 static ev_t evs[NEV];
@@ -92,9 +92,17 @@ static void build(int compress)
         }
       }
       mpt_enc_alloc(en, e->time, e->id, e->wosize, e->ns, (enum mpt_source)e->src,
-                    e->stack, e->len);
+                    (int)e->cut, e->stack, e->len);
       break;
     case MPT_EV_PROMOTE: mpt_enc_promote(en, e->id); break;
+    case MPT_EV_MAJOR_CYCLE: {
+      if (e->src) { mpt_enc_major_cycle_mark(en, e->time, e->id); break; }
+      /* statistics that go up and down (encoded as differences) */
+      mpt_heap_stats st = { e->wosize, e->wosize / 2, e->id, e->id / 3,
+                            e->id % 5, e->wosize * 7 };
+      mpt_enc_major_cycle(en, e->time, &st);
+      break;
+    }
     case MPT_EV_COLLECT: mpt_enc_collect(en, e->id); break;
     default: mpt_enc_simple(en, (enum mpt_event_kind)e->kind, e->time, e->id); break;
     }
@@ -130,15 +138,29 @@ static long decode(size_t len, int *truncated, int strict)
     int ok = (int)ev.kind == e->kind;
     if (ok && e->kind == MPT_EV_ALLOC) {
       ok = ev.id == e->id && ev.wosize == e->wosize && ev.nsamples == e->ns
-        && ev.source == (enum mpt_source)e->src && ev.stack_len == e->len
+        && ev.source == (enum mpt_source)e->src
+        && ev.truncated == (int)e->cut && ev.stack_len == e->len + e->cut
         && ev.time_ns == e->time * 1000;
+      /* a cut stack ends in the reader's <truncated> frame */
+      if (ok && e->cut) {
+        const mpt_location *l = mpt_reader_location(r, ev.stack[e->len]);
+        ok = l && l->n == 1 && strcmp(l->entries[0].function, MPT_TRUNCATED_FRAME) == 0;
+      }
       for (uint32_t k = 0; ok && k < e->len; k++) {
         const mpt_location *l = mpt_reader_location(r, ev.stack[k]);
         ok = l && l->n == 1 && strcmp(l->entries[0].function, fun_name(e->stack[k] - 1)) == 0
-          && l->entries[0].line == e->stack[k] * 3;
+          && l->entries[0].line == e->stack[k] * 3 && l->address == 0x1000 + e->stack[k];
       }
     } else if (ok && (e->kind == MPT_EV_PROMOTE || e->kind == MPT_EV_COLLECT)) {
       ok = ev.id == e->id;
+    } else if (ok && e->kind == MPT_EV_MAJOR_CYCLE && e->src) {
+      /* a bare mark: the cycle number, the other figures as before */
+      ok = ev.heap.major_collections == e->id && ev.time_ns == e->time * 1000;
+    } else if (ok && e->kind == MPT_EV_MAJOR_CYCLE) {
+      ok = ev.heap.heap_words == e->wosize && ev.heap.live_words == e->wosize / 2
+        && ev.heap.minor_collections == e->id && ev.heap.major_collections == e->id / 3
+        && ev.heap.compactions == e->id % 5 && ev.heap.promoted_words == e->wosize * 7
+        && ev.time_ns == e->time * 1000;
     } else if (ok) {
       ok = ev.arg == e->id && ev.time_ns == e->time * 1000;
     }
@@ -174,11 +196,14 @@ int main(void)
       for (uint32_t k = 0; k < keep; k++) tmp[len - keep + k] = c[curlen[e->stream] - keep + k];
       for (uint32_t k = 0; k < len - keep; k++) tmp[k] = 1 + rnd(NFUN);
       memcpy(c, tmp, len * sizeof *c); curlen[e->stream] = len;
-      memcpy(e->stack, tmp, len * sizeof *tmp); e->len = len;
+      memcpy(e->stack, tmp, len * sizeof *tmp); e->len = len; e->cut = rnd(8) == 0;
     } else if (r < 85) {
       e->kind = MPT_EV_COLLECT; e->id = 1 + rnd((uint32_t)id);
     } else if (r < 95) {
       e->kind = MPT_EV_PROMOTE; e->id = 1 + rnd((uint32_t)id);
+    } else if (r < 98) {
+      e->kind = MPT_EV_MAJOR_CYCLE; e->id = rnd(100000); e->wosize = rnd(1u << 30);
+      e->src = rnd(2);            /* 1: a bare cycle mark */
     } else {
       e->kind = MPT_EV_MINOR_GC; e->id = rnd(1000);
     }

@@ -85,7 +85,8 @@ int main(int argc, char **argv)
          in->executable, in->ocaml_version, !!(in->flags & MPT_FLAG_BYTECODE),
          !!(in->flags & MPT_FLAG_COMPRESSED));
   uint64_t n[MPT_EV_LOST + 1] = { 0 }, samples = 0, dup = 0, unknown = 0,
-    twice = 0, bad_promote = 0, max_stack = 0, empty_locs = 0;
+    twice = 0, bad_promote = 0, max_stack = 0, empty_locs = 0,
+    cut_allocs = 0, cut_marked = 0;
   uint64_t src_samples[MPT_SRC_COUNT] = { 0 }, stream_samples[64] = { 0 };
   uint64_t start_ids[256]; int nstart_ids = 0;
   uint64_t streams_mask = 0, fork_arg = 0, last_time = 0, time_back = 0, max_time = 0;
@@ -104,6 +105,15 @@ int main(int argc, char **argv)
       if (ev.stream < 64) stream_samples[ev.stream] += ev.nsamples;
       if (ev.stream < 64) streams_mask |= 1ull << ev.stream;
       if (ev.stack_len > max_stack) max_stack = ev.stack_len;
+      if (ev.truncated) {
+        /* the reader ends a cut stack with its <truncated> location */
+        cut_allocs++;
+        const mpt_location *last = ev.stack_len
+          ? mpt_reader_location(r, ev.stack[ev.stack_len - 1]) : NULL;
+        if (last && last->n == 1
+            && strcmp(last->entries[0].function, MPT_TRUNCATED_FRAME) == 0)
+          cut_marked++;
+      }
       const char *name = "<no stack>";
       if (ev.stack_len) {
         const mpt_location *l = mpt_reader_location(r, ev.stack[0]);
@@ -154,6 +164,7 @@ int main(int argc, char **argv)
   printf("samples %" PRIu64 "\nalloc_streams %d\nlocations %u\nmax_stack %" PRIu64 "\n",
          samples, nstreams, mpt_reader_location_count(r), max_stack);
   printf("no_debuginfo_sites %" PRIu64 "\nfork_arg %" PRIu64 "\n", empty_locs, fork_arg);
+  printf("cut_allocs %" PRIu64 "\ncut_marked %" PRIu64 "\n", cut_allocs, cut_marked);
   printf("duplicate_ids %" PRIu64 "\nunknown_ids %" PRIu64 "\ncollected_twice %" PRIu64
          "\nbad_promotes %" PRIu64 "\ntime_backwards %" PRIu64 "\n",
          dup, unknown, twice, bad_promote, time_back);

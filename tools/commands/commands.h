@@ -11,6 +11,7 @@ int cmd_folded(int argc, char **argv);
 int cmd_ctf(int argc, char **argv);
 int cmd_pprof(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
 int cmd_diff(int argc, char **argv);

@@ -71,6 +71,10 @@ static const optset sets_flamegraph[] = {
   { "--value", "live", "--lines", "-o", OUT, IN, NULL },
   { "--value", "samples", "--live-at", "peak", "--hide", ".", "-o", OUT, IN, NULL },
 };
+static const optset sets_report[] = {
+  { "-o", OUT, IN, NULL },
+  { "--bins", "4", "--min-lifetime", "1us", "-o", OUT, IN, NULL },
+};
 static const optset sets_diff[] = {
   { IN, IN, NULL },
   { "--json", "--sort", "live", "-n", "0", IN, IN, NULL },
@@ -99,7 +103,7 @@ static const optset sets_retainers[] = {
 
 #define SETS(n) { #n, sets_##n, sizeof sets_##n / sizeof sets_##n[0] }
 static const struct { const char *name; const optset *sets; size_t n; } all_sets[] = {
-  SETS(info), SETS(top), SETS(leaks), SETS(timeline), SETS(flamegraph),
+  SETS(info), SETS(top), SETS(leaks), SETS(timeline), SETS(flamegraph), SETS(report),
   SETS(diff), SETS(pprof), SETS(folded), SETS(ctf), SETS(retainers),
 };
 

@@ -160,7 +160,7 @@ static uint64_t sink_alloc(sink *s, int st, uint64_t t_us, uint64_t id, uint64_t
   }
   for (uint32_t i = 0; i < len; i++) define(s, st, stack[i]);
   need(s, st, MPT_MAX_EVENT_BYTES(len));
-  mpt_enc_alloc(&s->enc[st], t_us, id, wosize, ns, src, stack, len);
+  mpt_enc_alloc(&s->enc[st], t_us, id, wosize, ns, src, 0, stack, len);
   return id;
 }
 

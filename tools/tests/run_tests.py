@@ -13,6 +13,8 @@ Checks numbers, not just exit codes:
   timeline shows the GC heap and the compaction, folded/pprof totals equal
   top's, diff finds the leak;
 - the HTML flame graph rendered in headless Chromium shows the frames;
+- the HTML report (report_tests.py): figures equal top's for three filter
+  settings, views not blank, no console error, timings recorded;
 - robustness: truncated and corrupted files give exit status 0 (with a
   truncation warning) or 1 with a one-line error, never a crash.
 Prints "N passed, N failed" last; exits non-zero on any failure.
@@ -26,6 +28,8 @@ import re
 import shutil
 import subprocess
 import sys
+
+import report_tests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.dirname(HERE)
@@ -967,6 +971,7 @@ def main():
     test_robustness(files)
     test_cli_table(files["memprof"])
     test_many(files)
+    report_tests.test_report(check, tool, tool_json, run, OUT, HERE, gen)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

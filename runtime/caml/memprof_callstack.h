@@ -1,0 +1,78 @@
+/* memprof_callstack.h: callstack capture for the 5.x+memprof tracer.
+
+   The tracer needs, per sample, the location ids of the frames of the
+   allocating code, innermost first.  Upstream's caml_get_callstack walks
+   the stack with a frame-table lookup per frame and yields backtrace
+   slots, which the tracer then had to map to its location ids with a
+   second lookup.  Here one per-stream cache maps a return address straight
+   to (frame size, location id), so a frame costs a probe and an add.
+
+   Contracts
+   - Native code: the walk is upstream's (caml_next_frame_descriptor's
+     rules: frame sizes from the frame table, return-to-C frames skip the
+     C-to-OCaml stack header, a fiber's walk continues in its parent), over
+     the current domain's current stack; the stack it yields is identical to
+     caml_get_callstack's (checked by memprof_verify=1 in the tests).
+     Bytecode: caml_get_callstack, each slot mapped through the same cache.
+   - [define] gives the location id of a backtrace slot the cache has not
+     seen (the tracer defines the location in its stream); it returns 0 on
+     failure, which makes the capture fail (-1).
+   - A cache belongs to one stream: its location ids are that stream's.
+     Clear it whenever the stream's location table is reset.
+   - No allocation on the OCaml heap, no OCaml code; called with the
+     stream's lock held (the cache is only used under it). */
+
+#ifndef CAML_MEMPROF_CALLSTACK_H
+#define CAML_MEMPROF_CALLSTACK_H
+
+#ifdef CAML_INTERNALS
+
+#include <stdint.h>
+#include "config.h"
+#include "misc.h"
+#include "backtrace_prim.h"
+
+typedef struct {
+  uintnat key;          /* return address (native), code pointer (bytecode);
+                           the innermost frame of an allocation also carries
+                           its allocation index in the top byte; 0 = empty */
+  uint32_t size;        /* frame size in bytes, or a CALLSTACK_* mark      */
+  uint32_t loc;         /* location id in the stream                        */
+} caml_memprof_frame_slot;
+
+typedef struct {
+  caml_memprof_frame_slot *slots;
+  uint32_t cap, count;          /* cap: a power of two, or 0             */
+  void *frametable;             /* the frame table the entries came from */
+  backtrace_slot *scratch;      /* caml_get_callstack's buffer            */
+  size_t scratch_cap;
+} caml_memprof_callstack_cache;
+
+typedef uint32_t (*caml_memprof_define_location)(void *ctx, backtrace_slot s);
+
+/* Capture the current callstack: at most [max] location ids into [ids],
+   innermost first.  [alloc_idx] >= 0 names the allocation, among those of
+   a combined allocation from OCaml, whose own location the innermost frame
+   gets (as caml_get_callstack's).  Returns the number of ids, or -1 on
+   failure; [*truncated] is set when the stack had more than [max] frames. */
+int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
+                                   uint32_t *ids, uint32_t max,
+                                   ptrdiff_t alloc_idx, int *truncated,
+                                   caml_memprof_define_location define,
+                                   void *ctx);
+
+/* The same stack through upstream's caml_get_callstack and [define] alone:
+   the reference the tests compare the walk with (memprof_verify=1). */
+int caml_memprof_capture_callstack_reference(caml_memprof_callstack_cache *c,
+                                             uint32_t *ids, uint32_t max,
+                                             ptrdiff_t alloc_idx,
+                                             int *truncated,
+                                             caml_memprof_define_location define,
+                                             void *ctx);
+
+/* Forget every entry (the stream's location ids were reset). */
+void caml_memprof_callstack_cache_clear(caml_memprof_callstack_cache *c);
+void caml_memprof_callstack_cache_free(caml_memprof_callstack_cache *c);
+
+#endif /* CAML_INTERNALS */
+#endif /* CAML_MEMPROF_CALLSTACK_H */

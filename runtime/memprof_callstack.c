@@ -1,0 +1,264 @@
+/* memprof_callstack.c: callstack capture for the 5.x+memprof tracer.
+
+   Why not caml_get_callstack alone
+   Per captured frame, upstream's walk costs a frame-table hash probe in
+   caml_find_frame_descr, a call through caml_next_frame_descriptor and a
+   store of the backtrace slot; the tracer then mapped each slot to its
+   location id with a second hash probe.  About 150 instructions per frame
+   in all, most of a sample's cost on ordinary stacks.
+
+   Data structure
+   One cache per stream (caml_memprof_callstack_cache), open addressing
+   with linear probing, keyed by return address: the entry holds what the
+   walk needs from the frame descriptor (the frame size, or a mark for the
+   return-to-C frame at the base of an OCaml stack chunk, or for an address
+   with no descriptor) and the stream's location id of that frame.  A hit
+   costs a multiply, a compare and two loads; a miss does what upstream does
+   (caml_find_frame_descr) and asks the tracer to define the location.
+   The innermost frame of an allocation from OCaml carries the allocation's
+   own debug information (one combined allocation, several sites): its key
+   is the return address tagged with the allocation index in the top byte,
+   which no user-space code address uses, and on a miss its backtrace slot
+   is taken from caml_get_callstack itself, so it is upstream's.
+
+   Validity
+   Entries stay valid while the frame tables they came from are in use:
+   a return address has one descriptor for the program's life unless a
+   frame table is unregistered, which replaces the table object; the cache
+   remembers the table it was filled from and clears itself when
+   caml_get_frame_descrs() returns another one (registration replaces it
+   too, a rare event).  Location ids belong to the stream: the tracer clears
+   the cache when it resets the stream's location table.
+
+   Synchronisation
+   None here: a cache is used by its stream's domain under the stream lock.
+
+   The walk (native) follows caml_next_frame_descriptor and get_callstack
+   in backtrace_nat.c: from the current stack's sp and return address,
+   each frame adds its size to sp and reads the next return address; a
+   return-to-C frame skips the stack header of a C-to-OCaml transition, or
+   ends the stack chunk at Stack_high; a stack's end (or an address with no
+   descriptor) continues in the parent fiber's stack.  The tests run every
+   sample through both walks (memprof_verify=1) on programs with effects,
+   exceptions, callbacks from C, systhreads and several domains. */
+
+#define CAML_INTERNALS
+#include <stdlib.h>
+#include <string.h>
+#include "caml/backtrace.h"
+#include "caml/backtrace_prim.h"
+#include "caml/domain_state.h"
+#include "caml/fiber.h"
+#include "caml/memprof_callstack.h"
+#include "caml/misc.h"
+#ifdef NATIVE_CODE
+#include "caml/frame_descriptors.h"
+#include "caml/stack.h"
+#endif
+
+/* Marks in caml_memprof_frame_slot.size (frame sizes are below 2^16). */
+#define CALLSTACK_RETURN_TO_C 0x10000u
+#define CALLSTACK_NO_DESCR 0x20000u
+
+#define ALLOC_TAG(alloc_idx) ((uintnat)((alloc_idx) + 1) << 56)
+
+static inline uint32_t slot_index(uintnat key, uint32_t mask)
+{
+  return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+}
+
+void caml_memprof_callstack_cache_clear(caml_memprof_callstack_cache *c)
+{
+  if (c->slots) memset(c->slots, 0, c->cap * sizeof *c->slots);
+  c->count = 0;
+}
+
+void caml_memprof_callstack_cache_free(caml_memprof_callstack_cache *c)
+{
+  free(c->slots);
+  free(c->scratch);
+  memset(c, 0, sizeof *c);
+}
+
+/* Room for one more entry (load at most 1/2); 0 if out of memory. */
+static int reserve(caml_memprof_callstack_cache *c)
+{
+  if (2 * (c->count + 1) <= c->cap) return 1;
+  uint32_t ncap = c->cap ? 2 * c->cap : 1024;
+  caml_memprof_frame_slot *n = calloc(ncap, sizeof *n);
+  if (!n) return 0;
+  for (uint32_t i = 0; i < c->cap; i++)
+    if (c->slots[i].key) {
+      uint32_t h = slot_index(c->slots[i].key, ncap - 1);
+      while (n[h].key) h = (h + 1) & (ncap - 1);
+      n[h] = c->slots[i];
+    }
+  free(c->slots);
+  c->slots = n; c->cap = ncap;
+  return 1;
+}
+
+/* The entry for [key], or NULL. */
+static inline caml_memprof_frame_slot *
+probe(caml_memprof_callstack_cache *c, uintnat key)
+{
+  if (c->cap == 0) return NULL;
+  uint32_t mask = c->cap - 1, h = slot_index(key, mask);
+  for (;;) {
+    caml_memprof_frame_slot *s = &c->slots[h];
+    if (s->key == key) return s;
+    if (s->key == 0) return NULL;
+    h = (h + 1) & mask;
+  }
+}
+
+static caml_memprof_frame_slot *
+insert(caml_memprof_callstack_cache *c, uintnat key, uint32_t size,
+       uint32_t loc)
+{
+  if (!reserve(c)) return NULL;
+  uint32_t mask = c->cap - 1, h = slot_index(key, mask);
+  while (c->slots[h].key) h = (h + 1) & mask;
+  c->slots[h].key = key;
+  c->slots[h].size = size;
+  c->slots[h].loc = loc;
+  c->count++;
+  return &c->slots[h];
+}
+
+int caml_memprof_capture_callstack_reference(caml_memprof_callstack_cache *c,
+                                             uint32_t *ids, uint32_t max,
+                                             ptrdiff_t alloc_idx,
+                                             int *truncated,
+                                             caml_memprof_define_location define,
+                                             void *ctx)
+{
+  size_t n = caml_get_callstack((size_t)max + 1, &c->scratch, &c->scratch_cap,
+                                alloc_idx);
+  *truncated = n > max;
+  if (n > max) n = max;
+  for (size_t i = 0; i < n; i++)
+    if ((ids[i] = define(ctx, c->scratch[i])) == 0) return -1;
+  return (int)n;
+}
+
+#ifdef NATIVE_CODE
+
+/* Fill the entry of return address [pc] (tagged [key]) on a miss. */
+static caml_memprof_frame_slot *
+fill(caml_memprof_callstack_cache *c, uintnat key, uintnat pc,
+     ptrdiff_t alloc_idx, caml_frame_descrs *fds,
+     caml_memprof_define_location define, void *ctx)
+{
+  frame_descr *d = caml_find_frame_descr(fds, pc);
+  if (d == NULL) return insert(c, key, CALLSTACK_NO_DESCR, 0);
+  if (frame_return_to_C(d)) return insert(c, key, CALLSTACK_RETURN_TO_C, 0);
+  backtrace_slot s = (backtrace_slot)d;   /* backtrace_nat.c's Slot_frame_descr */
+  if (alloc_idx >= 0) {
+    /* The innermost frame of the walk: its slot as upstream makes it
+       (the allocation's own debuginfo when it has one). */
+    if (caml_get_callstack(1, &c->scratch, &c->scratch_cap, alloc_idx) != 1)
+      return NULL;
+    s = c->scratch[0];
+  }
+  uint32_t loc = define(ctx, s);
+  if (loc == 0) return NULL;
+  return insert(c, key, frame_size(d), loc);
+}
+
+int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
+                                   uint32_t *ids, uint32_t max,
+                                   ptrdiff_t alloc_idx, int *truncated,
+                                   caml_memprof_define_location define,
+                                   void *ctx)
+{
+  caml_frame_descrs *fds = caml_get_frame_descrs();
+  if ((void *)fds != c->frametable) {
+    caml_memprof_callstack_cache_clear(c);
+    c->frametable = fds;
+  }
+  struct stack_info *stack = Caml_state->current_stack;
+  /* sp and pc never have their address taken (they stay in registers):
+     caml_get_stack_sp_pc writes into start_sp and start_pc. */
+  char *sp, *start_sp;
+  uintnat pc, start_pc;
+  caml_get_stack_sp_pc(stack, &start_sp, &start_pc);
+  sp = start_sp; pc = start_pc;
+  /* The first frame's key carries the allocation index. */
+  uintnat key = alloc_idx >= 0 ? pc | ALLOC_TAG(alloc_idx) : pc;
+  uint32_t *out = ids, *end = ids + max;
+  *truncated = 0;
+  for (;;) {
+    caml_memprof_frame_slot *e = probe(c, key);
+    if (e == NULL
+        && (e = fill(c, key, pc, key != pc ? alloc_idx : -1, fds, define, ctx))
+           == NULL)
+      return -1;
+    uint32_t size = e->size;
+    if (size < CALLSTACK_RETURN_TO_C) {
+      if (out == end) { *truncated = 1; break; }
+      *out++ = e->loc;
+      sp += size;
+      pc = Saved_return_address(sp);
+      /* Ordinary frames already in the cache, the common case: the table
+         is in locals, since stores into [ids] could alias it. */
+      caml_memprof_frame_slot *slots = c->slots;
+      uint32_t mask = c->cap - 1;
+      while (out < end) {
+        e = &slots[slot_index(pc, mask)];
+        size = e->size;
+        if (e->key != pc || size >= CALLSTACK_RETURN_TO_C) break;
+        *out++ = e->loc;
+        sp += size;
+        pc = Saved_return_address(sp);
+      }
+      key = pc;
+      continue;
+    }
+    if (size == CALLSTACK_RETURN_TO_C) {
+      sp += Stack_header_size;
+      if (sp != (char *)Stack_high(stack)) {
+        sp = First_frame(sp);
+        key = pc = Saved_return_address(sp);
+        continue;
+      }
+    }
+    /* The end of this stack: go on in the parent fiber's. */
+    stack = Stack_parent(stack);
+    if (stack == NULL) break;
+    caml_get_stack_sp_pc(stack, &start_sp, &start_pc);
+    sp = start_sp; key = pc = start_pc;
+  }
+  return (int)(out - ids);
+}
+
+#else /* bytecode: the cache maps code pointers (the slots) to locations */
+
+/* Location id of backtrace slot [s] through the cache. */
+static uint32_t slot_location(caml_memprof_callstack_cache *c, backtrace_slot s,
+                              caml_memprof_define_location define, void *ctx)
+{
+  caml_memprof_frame_slot *e = probe(c, (uintnat)s);
+  if (e) return e->loc;
+  uint32_t loc = define(ctx, s);
+  if (loc == 0 || !insert(c, (uintnat)s, 0, loc)) return 0;
+  return loc;
+}
+
+
+int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
+                                   uint32_t *ids, uint32_t max,
+                                   ptrdiff_t alloc_idx, int *truncated,
+                                   caml_memprof_define_location define,
+                                   void *ctx)
+{
+  size_t n = caml_get_callstack((size_t)max + 1, &c->scratch, &c->scratch_cap,
+                                alloc_idx);
+  *truncated = n > max;
+  if (n > max) n = max;
+  for (size_t i = 0; i < n; i++)
+    if ((ids[i] = slot_location(c, c->scratch[i], define, ctx)) == 0) return -1;
+  return (int)n;
+}
+
+#endif

@@ -1,0 +1,977 @@
+// report.js: the views of `ocaml-memprof report`, computed in the page from
+// the embedded aggregated data (see tools/commands/cmd_report.c and
+// tools/report/README.md for the data).
+//
+// Data (D): cells = sums of samples per (call-tree node, allocation bin,
+// death bin, domain, size class, lifetime class), columnar typed arrays
+// decoded from the deflated blob; call-tree nodes (parent, location);
+// locations expanded to frames (function, file, line; innermost first);
+// runtime events for the timeline.
+//
+// Flow: every filter change runs update(): one pass over the cells keeps
+// those the filters select and sums them per cell node and per time bin;
+// the timeline and the sites table are redrawn, and the visible tab from
+// the per-node sums.  Stack filters and hidden frames are resolved per
+// location, then per call-tree node, once per change of their regexes
+// (prepStacks), never per cell.  The flame graph, icicle, call graph and
+// callers/callees use the frame tree (inlined frames expanded, hidden ones
+// left out, same-name siblings merged), built on first use; its sums touch
+// only its key nodes (root, branch points, nodes with samples), and the
+// flame graph and icicle stop below one pixel, so their cost follows what
+// is visible.  All sums are estimates as in the CLI: samples / rate x word.
+'use strict';
+var D = JSON.parse(document.getElementById('data').textContent);
+var $ = function (id) { return document.getElementById(id); };
+var errors = [];
+window.addEventListener('error', function (e) { errors.push(String(e.message)); });
+
+// ---------- formatting ----------
+var BU = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+function bytes(b) {
+  var i = 0, a = Math.abs(b);
+  while (a >= 1024 && i < 4) { a /= 1024; b /= 1024; i++; }
+  return (i ? b.toFixed(a >= 100 ? 0 : a >= 10 ? 1 : 2) : Math.round(b)) + ' ' + BU[i];
+}
+function secs(ns) {
+  var a = Math.abs(ns);
+  if (a >= 1e9 || a === 0) return +(ns / 1e9).toPrecision(4) + ' s';
+  if (a >= 1e6) return +(ns / 1e6).toPrecision(4) + ' ms';
+  if (a >= 1e3) return +(ns / 1e3).toPrecision(4) + ' µs';
+  return ns + ' ns';
+}
+function num(v) { return String(Math.round(v)).replace(/\B(?=(\d{3})+(?!\d))/g, ','); }
+function esc(s) { return String(s).replace(/[&<>"]/g, function (c) { return '&#' + c.charCodeAt(0) + ';'; }); }
+// 1-2-5 step for about n ticks over [0, max].
+function step125(max, n) {
+  if (!(max > 0)) return 1;
+  var raw = max / n, p = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p;
+  return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+}
+// Byte axis: a binary unit, then 1-2-5 ticks in that unit.
+function byteTicks(max, n) {
+  var u = 0;
+  while (u < 4 && max / Math.pow(1024, u + 1) >= 1) u++;
+  var k = Math.pow(1024, u), st = step125(max / k, n) * k, t = [];
+  // up to the first tick at or above max, which becomes the axis' top
+  for (var v = 0; ; v += st) { t.push([v, +(v / k).toPrecision(6) + ' ' + BU[u]]); if (v >= max * 0.9999) break; }
+  return t;
+}
+function timeTicks(maxns, n) {
+  var unit = maxns >= 2e9 ? 1e9 : maxns >= 2e6 ? 1e6 : maxns >= 2e3 ? 1e3 : 1;
+  var name = { 1e9: 's', 1e6: 'ms', 1e3: 'µs', 1: 'ns' }[unit];
+  var st = step125(maxns / unit, n) * unit, t = [];
+  for (var v = 0; v <= maxns * 1.0001; v += st) t.push([v, +(v / unit).toPrecision(6) + ' ' + name]);
+  return t;
+}
+
+// ---------- data ----------
+var NC, NB = D.nbins, NN, NCN, STR = D.strings, BPS = D.word_bytes / D.sampling_rate;  // bytes per sample
+var NLOC = D.loc_off.length - 1, NLIFE = D.life_lo.length;
+var cNode, cAbin, cDbin, cDom, cSize, cLife, cSamp, cBlocks, cProm, cObj, cIdx, cnNode;
+var nParent, nLoc;
+var locOff = Int32Array.from(D.loc_off), fFn = Int32Array.from(D.frame_fn);
+var fFile = Int32Array.from(D.frame_file), fLine = Int32Array.from(D.frame_line);
+var NOBT = STR.length, ALL = STR.length + 1;   // pseudo names
+var NAMES = STR.concat(['<no backtrace>', 'all']), NS = NAMES.length;
+// A stack cut at the runtime's frame cap ends (outermost) with a location
+// named <truncated> (trace format 2, issue 13): drawn grey.
+var TRUNCID = STR.indexOf('<truncated>');
+var domains = [], allAllocCum;
+
+// The blob: base64 of zlib-deflated LEB128 arrays (cmd_report.c), decoded
+// into typed arrays: counts of samples may pass 2^31, the rest are ids.
+var FLOAT_ARRAYS = { samples: 1, blocks: 1, promoted: 1, objects: 1 };
+async function loadBlob() {
+  var raw = atob(D.blob), n0 = raw.length, bin = new Uint8Array(n0);
+  for (var i = 0; i < n0; i++) bin[i] = raw.charCodeAt(i);
+  var buf = new Uint8Array(await new Response(new Blob([bin]).stream()
+    .pipeThrough(new DecompressionStream('deflate'))).arrayBuffer());
+  var pos = 0, A = {};
+  D.blob_arrays.forEach(function (na) {
+    var n = na[1], out = FLOAT_ARRAYS[na[0]] ? new Float64Array(n) : new Int32Array(n);
+    for (var k = 0; k < n; k++) {
+      var b = buf[pos++], v = b & 127;
+      if (b & 128) {
+        var mul = 128;
+        do { b = buf[pos++]; v += (b & 127) * mul; mul *= 128; } while (b & 128);
+      }
+      out[k] = v;
+    }
+    A[na[0]] = out;
+  });
+  return A;
+}
+function setup(A) {
+  NC = A.node.length; NN = A.node_up.length;
+  cNode = A.node; cAbin = A.abin; cDbin = A.dbin; cDom = A.dom; cSize = A.size; cLife = A.life;
+  cSamp = A.samples; cBlocks = A.blocks; cProm = A.promoted; cObj = A.objects;
+  for (var o = 0; o < NC; o++) cObj[o] /= 1024;
+  nParent = A.node_up; nLoc = A.node_loc;
+  for (var i = 1; i < NN; i++) nParent[i] = i - nParent[i];
+  // the distinct nodes of the cells: per-update sums are kept per such node
+  var idx = new Int32Array(NN).fill(-1), list = [];
+  cIdx = new Int32Array(NC);
+  for (var c = 0; c < NC; c++) { var n = cNode[c]; if (idx[n] < 0) { idx[n] = list.length; list.push(n); } cIdx[c] = idx[n]; }
+  cnNode = Int32Array.from(list); NCN = list.length;
+  var s = {}; for (var c2 = 0; c2 < NC; c2++) s[cDom[c2]] = 1;
+  domains = Object.keys(s).map(Number).sort(function (a, b) { return a - b; });
+  // the program's allocation per bin (unfiltered), for lifetimes in allocated bytes
+  var a = new Float64Array(NB); allAllocCum = new Float64Array(NB + 1);
+  for (var c3 = 0; c3 < NC; c3++) a[cAbin[c3]] += cSamp[c3];
+  for (var k = 0; k < NB; k++) allAllocCum[k + 1] = allAllocCum[k] + a[k] * BPS;
+}
+
+// ---------- filter state ----------
+function freshState() {
+  return { alloc: null, live: null, coll: null, never: false, life: null, size: null, doms: null,
+           focus: '', ignore: '', hide: '', presets: [], metric: 'alloc', tab: 'sites',
+           sort: 'alloc', search: '', site: null };
+}
+var S = freshState();
+
+function re(s) { if (!s) return null; try { return new RegExp(s); } catch (e) { return undefined; } }
+function locMatches(l, r) {
+  for (var f = locOff[l]; f < locOff[l + 1]; f++)
+    if (r.test(STR[fFn[f]]) || (fFile[f] && r.test(STR[fFile[f]]))) return true;
+  return false;
+}
+
+// Per node: does the stack contain a focus / ignore match, the innermost
+// node with a visible (not hidden) location, and the site (that
+// location's innermost frame).  And the frame tree: call-tree nodes
+// expanded into their inlined frames, hidden locations left out and
+// same-name siblings merged (flame-graph convention); ft ids are given
+// parents first, children in sibling lists.
+var nVis, nSite, ftOf;
+function visOf(n) { return nVis ? nVis[n] : n; }
+function siteOf(n) { return nSite ? nSite[n] : n ? fFn[locOff[nLoc[n]]] : NOBT; }
+var FT = null;   // { n, parent, name, first, next, keyBelow, keyUp, keys }
+function hidePatterns() { return (S.hide ? [S.hide] : []).concat(S.presets); }
+// Two keys: the stack filters (focus, ignore) only set per-cell flags;
+// hiding frames changes sites and the frame tree.
+var hideKey = null, stackFlagKey = null, cStack = null, plainStacks = null;
+function prepStacks() {
+  var hk = JSON.stringify(hidePatterns());
+  if (hk !== hideKey) {
+    // the state without hidden frames is kept: going back to it is common
+    // (a preset toggled off) and rebuilding its frame tree is the costly part
+    if (hideKey === '[]') plainStacks = { cSite: cSite, FT: FT, ftOf: ftOf, ftSize: ftSize, ftHidden: ftHidden };
+    hideKey = hk;
+    zoom.flame = 0; zoom.icicle = [];
+    if (hk === '[]' && plainStacks) {
+      nVis = nSite = null; cSite = plainStacks.cSite; FT = plainStacks.FT; ftOf = plainStacks.ftOf;
+      ftSize = plainStacks.ftSize; ftHidden = plainStacks.ftHidden;
+      return prepStackFlags();
+    }
+    var rh = hidePatterns().map(re).filter(Boolean), hidden = new Uint8Array(NLOC), nf = 0;
+    for (var l = 1; l < NLOC; l++) {
+      for (var k = 0; k < rh.length; k++) if (locMatches(l, rh[k])) { hidden[l] = 1; break; }
+      if (locOff[l + 1] === locOff[l]) hidden[l] = 1;
+    }
+    if (!rh.length) {
+      // nothing hidden: each node is its own visible node (no pass over
+      // the whole call tree, which deep stacks make large, at first paint)
+      nVis = nSite = null; nf = -1;
+    } else {
+      nVis = new Int32Array(NN); nSite = new Int32Array(NN);
+      nSite[0] = NOBT;
+      for (var n = 1; n < NN; n++) {        // parents come first
+        var p = nParent[n], l2 = nLoc[n];
+        nVis[n] = hidden[l2] ? nVis[p] : n;
+        nSite[n] = hidden[l2] ? nSite[p] : fFn[locOff[l2]];
+        if (!hidden[l2]) nf += locOff[l2 + 1] - locOff[l2];
+      }
+    }
+    cSite = new Int32Array(NC);
+    for (var i = 0; i < NC; i++) cSite[i] = siteOf(cNode[i]);
+    FT = null; ftSize = nf; ftHidden = hidden;
+  }
+  prepStackFlags();
+}
+function prepStackFlags() {
+  var sk = JSON.stringify([S.focus, S.ignore]);
+  if (sk !== stackFlagKey) {
+    stackFlagKey = sk;
+    var rf = re(S.focus), ri = re(S.ignore);
+    cStack = null;                       // per cell: 1 focus matched, 2 ignore matched
+    if (!rf && !ri) return;
+    var lf = new Uint8Array(NLOC), fl = new Uint8Array(NN);
+    for (var l3 = 1; l3 < NLOC; l3++) {
+      if (rf && locMatches(l3, rf)) lf[l3] |= 1;
+      if (ri && locMatches(l3, ri)) lf[l3] |= 2;
+    }
+    for (var n2 = 1; n2 < NN; n2++) fl[n2] = fl[nParent[n2]] | lf[nLoc[n2]];
+    cStack = new Uint8Array(NC);
+    for (var i2 = 0; i2 < NC; i2++) cStack[i2] = fl[cNode[i2]];
+  }
+}
+// The frame tree, built when a view needs it (not for the first paint).
+var cSite, ftSize, ftHidden;
+function frameTree() {
+  if (FT) return FT;
+  var nf = ftSize, hidden = ftHidden;
+  if (nf < 0) for (var n0 = 1, nf = 0; n0 < NN; n0++) nf += locOff[nLoc[n0] + 1] - locOff[nLoc[n0]];
+  var cap = nf + NN + 2, par = new Int32Array(cap), name = new Int32Array(cap), first = new Int32Array(cap).fill(-1);
+  var next = new Int32Array(cap).fill(-1), m = 1;
+  name[0] = ALL; par[0] = -1;
+  function child(q, nm) {
+    for (var c = first[q]; c >= 0; c = next[c]) if (name[c] === nm) return c;
+    par[m] = q; name[m] = nm; next[m] = first[q]; first[q] = m;
+    return m++;
+  }
+  ftOf = new Int32Array(NN);
+  for (var n2 = 1; n2 < NN; n2++) {
+    var l3 = nLoc[n2], q = ftOf[nParent[n2]];
+    if (!hidden[l3]) for (var f = locOff[l3 + 1] - 1; f >= locOff[l3]; f--) q = child(q, fFn[f]);
+    ftOf[n2] = q;
+  }
+  // Key nodes: the root, branch points and nodes with samples of their
+  // own.  Any other node is on a chain and has the total of the key node
+  // below it (keyBelow), so the per-update sums touch key nodes only.
+  var nch = new Int32Array(m), isKey = new Uint8Array(m), kb = new Int32Array(m), up = new Int32Array(m), keys = [];
+  for (var i = 1; i < m; i++) nch[par[i]]++;
+  for (var i2 = 0; i2 < m; i2++) if (nch[i2] !== 1) isKey[i2] = 1;
+  isKey[0] = 1;
+  for (var k = 0; k < NCN; k++) isKey[ftOf[cnNode[k]]] = 1;
+  for (var i3 = m - 1; i3 >= 0; i3--) kb[i3] = isKey[i3] ? i3 : kb[first[i3]];
+  for (var i4 = 1; i4 < m; i4++) up[i4] = isKey[par[i4]] ? par[i4] : up[par[i4]];
+  for (var i5 = 0; i5 < m; i5++) if (isKey[i5]) keys.push(i5);
+  FT = { n: m, parent: par, name: name, first: first, next: next,
+         keyBelow: kb, keyUp: up, keys: Int32Array.from(keys) };
+  return FT;
+}
+
+// ---------- the cell pass ----------
+var R = null, BUF = null;   // results of the last update, their buffers
+function computeCells() {
+  prepStacks();
+  var rf = re(S.focus), sizes = S.size, lifes = S.life, doms = S.doms;
+  var domOk = null, never = S.never;
+  if (doms) { domOk = new Uint8Array(256); doms.forEach(function (d) { domOk[d] = 1; }); }
+  var a = S.alloc, lv = S.live, co = S.coll, cs = cStack;
+  // per-node sums in buffers reused from one update to the next
+  if (!BUF) BUF = { kAlloc: new Float64Array(NCN), kLive: new Float64Array(NCN), kColl: new Float64Array(NCN),
+                    kBlocks: new Float64Array(NCN), kObj: new Float64Array(NCN), kProm: new Float64Array(NCN), keep: new Uint8Array(NC) };
+  var kAlloc = BUF.kAlloc.fill(0), kLive = BUF.kLive.fill(0), kColl = BUF.kColl.fill(0);
+  var kBlocks = BUF.kBlocks.fill(0), kObj = BUF.kObj.fill(0), kProm = BUF.kProm.fill(0);
+  var allocBin = new Float64Array(NB), liveDiff = new Float64Array(NB + 1), siteDiff = new Float64Array(NB + 1);
+  var keep = BUF.keep.fill(0), site = S.site, nk = 0;
+  for (var i = 0; i < NC; i++) {
+    var ab = cAbin[i], db = cDbin[i], n = cNode[i];
+    if (a && (ab < a[0] || ab > a[1])) continue;
+    if (lv && (ab > lv[1] || db < lv[0])) continue;
+    if (co && (db === NB || db < co[0] || db > co[1])) continue;
+    if (never && db !== NB) continue;
+    if (sizes && (cSize[i] < sizes[0] || cSize[i] > sizes[1])) continue;
+    if (lifes && (cLife[i] < lifes[0] || cLife[i] > lifes[1])) continue;
+    if (domOk && !domOk[cDom[i]]) continue;
+    if (cs && (cs[i] & 2 || (rf && !(cs[i] & 1)))) continue;
+    keep[i] = 1; nk++;
+    var s = cSamp[i], k = cIdx[i];
+    kAlloc[k] += s; kBlocks[k] += cBlocks[i]; kObj[k] += cObj[i]; kProm[k] += cProm[i];
+    if (db === NB) kLive[k] += s; else kColl[k] += s;
+    allocBin[ab] += s; liveDiff[ab] += s; if (db < NB) liveDiff[db] -= s;
+    if (site !== null && cSite[i] === site) { siteDiff[ab] += s; if (db < NB) siteDiff[db] -= s; }
+  }
+  var live = new Float64Array(NB), siteLive = new Float64Array(NB), acc = 0, acc2 = 0;
+  for (var b = 0; b < NB; b++) { acc += liveDiff[b]; acc2 += siteDiff[b]; live[b] = acc * BPS; siteLive[b] = acc2 * BPS; }
+  R = { keep: keep, kept: nk, kAlloc: kAlloc, kLive: kLive, kColl: kColl, kBlocks: kBlocks, kObj: kObj,
+        kProm: kProm, allocBin: allocBin, live: live, siteLive: site !== null ? siteLive : null, ft: null };
+}
+
+// Sites: cell nodes grouped by their site after hiding (site = name id).
+function computeSites() {
+  var sm = new Float64Array(NS), bl = new Float64Array(NS), ob = new Float64Array(NS), lv = new Float64Array(NS);
+  var co = new Float64Array(NS), pr = new Float64Array(NS), at = new Int32Array(NS).fill(-1), ids = [];
+  for (var k = 0; k < NCN; k++) {
+    if (!R.kBlocks[k]) continue;
+    var n = cnNode[k], id = siteOf(n);
+    if (at[id] < 0) { at[id] = n; ids.push(id); }
+    sm[id] += R.kAlloc[k]; bl[id] += R.kBlocks[k]; ob[id] += R.kObj[k];
+    lv[id] += R.kLive[k]; co[id] += R.kColl[k]; pr[id] += R.kProm[k];
+  }
+  var tot = { alloc: 0, samples: 0, blocks: 0, objects: 0, live: 0, coll: 0, prom: 0 };
+  var list = ids.map(function (id) {
+    var v = visOf(at[id]), f = locOff[nLoc[v]];
+    var r = { id: id, name: NAMES[id], file: v ? STR[fFile[f]] + ':' + fLine[f] : '', samples: sm[id], blocks: bl[id],
+              objects: ob[id] / D.sampling_rate, alloc: sm[id] * BPS, liveB: lv[id] * BPS, collB: co[id] * BPS, promB: pr[id] * BPS };
+    tot.alloc += r.alloc; tot.samples += r.samples; tot.blocks += r.blocks; tot.objects += r.objects;
+    tot.live += r.liveB; tot.coll += r.collB; tot.prom += r.promB;
+    return r;
+  });
+  R.rows = list; R.total = tot; R.siteSamples = sm;
+  R.flags = classify();
+}
+
+// Leak / allocation race, per site, over the filtered cells: the volume in
+// flight of its blocks that reached the major heap grows (its mean over
+// the last quarter of the site's activity at least twice that over the
+// first quarter, and at least 16 samples and 1% of the selection's peak).
+// Then a leak when less than 15% of those bytes die while the site still
+// allocates (they pile up), an allocation race when more do: blocks die,
+// but slower than they are allocated (a queue filled faster than drained,
+// lifetimes that grow with the load).  The threshold is low because
+// deaths of major blocks are only seen at the end of major cycles, which
+// lag behind.
+function classify() {
+  // in flight over the last quarter of its activity: at least 16 samples
+  // and 1% of the selection's peak live volume (so a site with fewer
+  // samples in all is not looked at)
+  var peak = 0; for (var b0 = 0; b0 < NB; b0++) peak = Math.max(peak, R.live[b0] / BPS);
+  var minLive = Math.max(16, 0.01 * peak), out = new Map();
+  var per = new Map(), sm = R.siteSamples;
+  for (var i = 0; i < NC; i++) {
+    if (!R.keep[i]) continue;
+    var k = cSite[i];
+    if (sm[k] < minLive || !cProm[i]) continue;
+    var e = per.get(k);
+    if (!e) { e = { diff: new Float64Array(NB + 1), first: NB, last: -1, all: 0, cells: [] }; per.set(k, e); }
+    // promoted samples only: a block that dies young is reclaimed with the
+    // minor heap, whose filling would otherwise look like growth
+    var s = cProm[i], ab = cAbin[i], db = cDbin[i];
+    if (!s) continue;
+    e.diff[ab] += s; if (db < NB) e.diff[db] -= s;
+    if (ab < e.first) e.first = ab; if (ab > e.last) e.last = ab;
+    e.all += s; e.cells.push(i);
+  }
+  per.forEach(function (e, k) {
+    if (e.last - e.first < 4) return;
+    var lv = 0, levels = new Float64Array(e.last + 1);
+    for (var b = 0; b <= e.last; b++) { lv += e.diff[b]; levels[b] = lv; }
+    // mean in-flight volume over the first and the last quarter of the
+    // site's activity (means, so that minor-heap noise does not count)
+    var q = Math.max(1, Math.floor((e.last - e.first + 1) / 4)), m = 0, endv = 0;
+    for (var b2 = e.first; b2 < e.first + q; b2++) m += levels[b2];
+    for (var b3 = e.last - q + 1; b3 <= e.last; b3++) endv += levels[b3];
+    m /= q; endv /= q;
+    if (endv >= minLive && endv >= 2 * m + 1) {
+      var died = 0;
+      e.cells.forEach(function (i) { if (cDbin[i] < e.last) died += cProm[i]; });
+      died /= e.all;
+      out.set(k, { kind: died >= 0.15 ? 'race' : 'leak', died: died, growth: endv / Math.max(m, 1), inflight: endv * BPS });
+    }
+  });
+  return out;
+}
+
+// Per frame-tree node: self and total of the flame/graph measure.
+function metricOf(k) {
+  switch (S.metric) {
+    case 'live': return R.kLive[k] * BPS;
+    case 'coll': return R.kColl[k] * BPS;
+    case 'samples': return R.kAlloc[k];
+    default: return R.kAlloc[k] * BPS;
+  }
+}
+// V.self: per frame-tree node (key nodes only); V.tot: per key node, read
+// as V.tot[FT.keyBelow[n]] for any node n.
+function ftValues() {
+  if (R.ft) return R.ft;
+  frameTree();
+  // two buffers per frame tree, reused (a million nodes on deep stacks)
+  if (!FT.self) { FT.self = new Float64Array(FT.n); FT.tot = new Float64Array(FT.n); }
+  var self = FT.self, tot = FT.tot, keys = FT.keys, up = FT.keyUp, nk = keys.length;
+  for (var j = 0; j < nk; j++) self[keys[j]] = 0;
+  for (var k = 0; k < NCN; k++) { var v = metricOf(k); if (v > 0) self[ftOf[cnNode[k]]] += v; }
+  for (var j2 = 0; j2 < nk; j2++) tot[keys[j2]] = self[keys[j2]];
+  for (var j3 = nk - 1; j3 > 0; j3--) tot[up[keys[j3]]] += tot[keys[j3]];
+  R.ft = { self: self, tot: tot };
+  return R.ft;
+}
+
+// ---------- timeline ----------
+var tl = { canvas: $('tlc'), drag: null, x0: 60, x1: 0 };
+function drawTimeline() {
+  var cv = tl.canvas, W = cv.clientWidth || 900, H = 260, dpr = window.devicePixelRatio || 1;
+  if (cv.width !== Math.round(W * dpr) || cv.height !== Math.round(H * dpr)) {
+    cv.width = Math.round(W * dpr); cv.height = Math.round(H * dpr); cv.style.height = H + 'px';
+  }
+  var g = cv.getContext('2d'); g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.fillStyle = '#fff'; g.fillRect(0, 0, W, H);
+  var x0 = tl.x0, x1 = W - 64, top = 14, mid = 180, rateTop = 196, bot = 240;
+  tl.x1 = x1;
+  var T = D.end_ns || 1, X = function (t) { return x0 + (x1 - x0) * t / T; };
+  var bw = D.bin_ns;
+  var heapMax = 0; D.gc.major.forEach(function (m) { if (m[1] > heapMax) heapMax = m[1]; });
+  var lmax = 0; for (var k = 0; k < NB; k++) if (R.live[k] > lmax) lmax = R.live[k];
+  var ymax = Math.max(lmax, heapMax, 1024);
+  var yt = byteTicks(ymax, 5); ymax = Math.max(ymax, yt[yt.length - 1][0]);
+  var Y = function (v) { return mid - (mid - top) * v / ymax; };
+  g.font = '11px sans-serif'; g.textAlign = 'right'; g.textBaseline = 'middle';
+  yt.forEach(function (t) { g.strokeStyle = '#eee'; g.beginPath(); g.moveTo(x0, Y(t[0])); g.lineTo(x1, Y(t[0])); g.stroke(); g.fillStyle = '#555'; g.fillText(t[1], x0 - 4, Y(t[0])); });
+  // compactions, major cycles, domains
+  g.fillStyle = 'rgba(150,80,200,.18)';
+  D.gc.compactions.forEach(function (c) { g.fillRect(X(c[0]), top, Math.max(2, X(c[1]) - X(c[0])), mid - top); });
+  // major cycles as ticks, at most one per 3 pixels (long runs have thousands)
+  g.strokeStyle = 'rgba(0,0,0,.35)'; g.beginPath();
+  var lastx = -10;
+  D.gc.major.forEach(function (m) { var x = X(m[0]); if (x - lastx < 3) return; lastx = x; g.moveTo(x, top - 6); g.lineTo(x, top); });
+  g.stroke();
+  g.textAlign = 'left'; g.textBaseline = 'top';
+  D.gc.domains.forEach(function (d) {
+    var x = X(d[0]); g.fillStyle = d[3] ? '#080' : '#a00';
+    g.beginPath(); g.moveTo(x, mid); g.lineTo(x - 4, mid + 7); g.lineTo(x + 4, mid + 7); g.fill();
+    g.fillText((d[3] ? '+' : '−') + d[1], x + 3, mid + 2);
+  });
+  // live heap (filled), site's live, GC heap (steps)
+  function curve(arr, color, fill) {
+    g.beginPath(); g.moveTo(X(0), Y(0));
+    for (var k = 0; k < NB; k++) { g.lineTo(X(k * bw), Y(arr[k])); g.lineTo(X(Math.min(T, (k + 1) * bw)), Y(arr[k])); }
+    if (fill) { g.lineTo(X(Math.min(T, NB * bw)), Y(0)); g.closePath(); g.fillStyle = fill; g.fill(); }
+    g.strokeStyle = color; g.lineWidth = 1.5; g.stroke(); g.lineWidth = 1;
+  }
+  curve(R.live, '#36c', 'rgba(50,100,200,.18)');
+  if (R.siteLive) curve(R.siteLive, '#e70', 'rgba(240,120,0,.25)');
+  if (D.gc.major.length) {
+    // steps at the cycles' ends, at most one per pixel column (the largest
+    // heap size in it): long runs have tens of thousands of cycles
+    g.beginPath(); g.strokeStyle = '#2a2'; g.lineWidth = 1.5;
+    var px = -1, py = 0, started = false;
+    D.gc.major.forEach(function (m) {
+      var x = Math.round(X(m[0])), y = Y(m[1]);
+      if (x === px) { if (y < py) { g.lineTo(x, y); py = y; } return; }
+      if (!started) { g.moveTo(x, y); started = true; } else { g.lineTo(x, py); g.lineTo(x, y); }
+      px = x; py = y;
+    });
+    g.lineTo(X(T), py); g.stroke(); g.lineWidth = 1;
+  }
+  // allocation rate panel
+  var rmax = 0; for (var k2 = 0; k2 < NB; k2++) rmax = Math.max(rmax, R.allocBin[k2] * BPS / (bw / 1e9));
+  var rt = byteTicks(rmax || 1, 2); rmax = Math.max(rmax, rt[rt.length - 1][0], 1);
+  g.fillStyle = '#c84';
+  for (var k3 = 0; k3 < NB; k3++) { var v = R.allocBin[k3] * BPS / (bw / 1e9), h = (bot - rateTop) * v / rmax; g.fillRect(X(k3 * bw), bot - h, Math.max(1, X(bw) - X(0) - 0.5), h); }
+  g.fillStyle = '#555'; g.textAlign = 'left'; g.textBaseline = 'middle';
+  g.fillText(rt[rt.length - 1][1] + '/s', x1 + 4, rateTop + 4); g.fillText('alloc rate', x1 + 4, bot - 6);
+  // time axis
+  g.textAlign = 'center'; g.textBaseline = 'top'; g.strokeStyle = '#999';
+  g.beginPath(); g.moveTo(x0, bot); g.lineTo(x1, bot); g.stroke();
+  timeTicks(T, Math.max(2, Math.floor((x1 - x0) / 90))).forEach(function (t) { var x = X(t[0]); g.beginPath(); g.moveTo(x, bot); g.lineTo(x, bot + 4); g.stroke(); g.fillText(t[1], x, bot + 5); });
+  // brush / windows
+  [['alloc', 'rgba(0,120,255,.15)'], ['live', 'rgba(0,180,0,.15)'], ['coll', 'rgba(255,0,0,.12)']].forEach(function (w) {
+    var s = S[w[0]]; if (!s) return; g.fillStyle = w[1]; g.fillRect(X(s[0] * bw), top, X((s[1] + 1) * bw) - X(s[0] * bw), bot - top);
+  });
+  if (tl.drag) { g.fillStyle = 'rgba(0,0,0,.12)'; var a = Math.min(tl.drag[0], tl.drag[1]), b = Math.max(tl.drag[0], tl.drag[1]); g.fillRect(X(a * bw), top, X((b + 1) * bw) - X(a * bw), bot - top); }
+  tl.X = X;
+  var leg = '<span><i style="background:#36c"></i>estimated live heap (filtered)</span>' +
+    (R.siteLive ? '<span><i style="background:#e70"></i>live: ' + esc(NAMES[S.site]) + '</span>' : '') +
+    '<span><i style="background:#2a2"></i>GC major heap</span><span><i style="background:#c84"></i>allocation rate</span>' +
+    '<span>| major cycles ' + D.gc.major.length + '</span><span><i style="background:rgba(150,80,200,.5)"></i>compactions ' + D.gc.compactions.length + '</span>' +
+    '<span>▲ domain start/stop ' + D.gc.domains.length + '</span><span>bin ' + secs(bw) + '</span>';
+  $('tllegend').innerHTML = leg;
+}
+function binAt(ev) {
+  var r = tl.canvas.getBoundingClientRect(), x = ev.clientX - r.left;
+  var t = (x - tl.x0) / (tl.x1 - tl.x0) * D.end_ns;
+  return Math.max(0, Math.min(NB - 1, Math.floor(t / D.bin_ns)));
+}
+tl.canvas.addEventListener('mousedown', function (e) { var b = binAt(e); tl.drag = [b, b]; drawTimeline(); });
+tl.canvas.addEventListener('mousemove', function (e) {
+  if (tl.drag) { tl.drag[1] = binAt(e); drawTimeline(); return; }
+  var b = binAt(e); showTip(e, 'bin ' + b + ': ' + secs(b * D.bin_ns) + ' – ' + secs((b + 1) * D.bin_ns) +
+    '\nlive (filtered) ' + bytes(R.live[b]) + (R.siteLive ? '\nlive (site) ' + bytes(R.siteLive[b]) : '') +
+    '\nallocated ' + bytes(R.allocBin[b] * BPS) + '\nminor GCs ' + (D.gc.minor[b] || 0));
+});
+tl.canvas.addEventListener('mouseleave', hideTip);
+window.addEventListener('mouseup', function () {
+  if (!tl.drag) return;
+  var a = Math.min(tl.drag[0], tl.drag[1]), b = Math.max(tl.drag[0], tl.drag[1]);
+  tl.drag = null; S[$('brushmode').value] = [a, b]; syncControls(); update();
+});
+tl.canvas.addEventListener('dblclick', function () { S.alloc = S.live = S.coll = null; syncControls(); update(); });
+
+// ---------- tooltip ----------
+var tip = $('tip');
+function showTip(e, text) { tip.style.display = 'block'; tip.textContent = text; tip.style.left = Math.min(e.clientX + 14, window.innerWidth - 300) + 'px'; tip.style.top = (e.clientY + 14) + 'px'; }
+function hideTip() { tip.style.display = 'none'; }
+
+// ---------- sites table ----------
+var COLS = [['name', 'site', 0], ['file', 'file:line', 0], ['alloc', 'allocated', 1], ['pct', '%', 0], ['samples', 'samples', 1],
+  ['blocks', 'blocks', 1], ['objects', 'objects', 1], ['liveB', 'live at end', 1], ['collB', 'collected', 1], ['promB', 'promoted', 1], ['flag', 'flag', 0]];
+function drawTable() {
+  var rx = null, rows = R.rows;
+  if (S.search) { rx = re(S.search); if (rx === undefined) rx = null; }
+  if (rx) rows = rows.filter(function (r) { return rx.test(r.name) || rx.test(r.file); });
+  var k = S.sort;
+  rows = rows.slice().sort(function (a, b) { return k === 'name' ? (a.name < b.name ? -1 : 1) : (b[k] - a[k]) || (a.name < b.name ? -1 : 1); });
+  var tot = R.total, lim = Math.min(rows.length, 150), h = ['<table><thead><tr>'];
+  COLS.forEach(function (c) { h.push('<th data-k="' + c[0] + '" class="' + (c[0] === 'name' || c[0] === 'file' ? 'name ' : '') + (c[0] === k ? 'sorted' : '') + '">' + c[1] + '</th>'); });
+  h.push('</tr><tr id="totrow"><td class="name"><b>total</b> (' + R.rows.length + ' sites)</td><td></td><td data-v="' + tot.alloc + '">' + bytes(tot.alloc) + '</td><td>100</td><td data-v="' + tot.samples + '">' + num(tot.samples) +
+    '</td><td data-v="' + tot.blocks + '">' + num(tot.blocks) + '</td><td>' + num(tot.objects) + '</td><td data-v="' + tot.live + '">' + bytes(tot.live) + '</td><td>' + bytes(tot.coll) + '</td><td>' + bytes(tot.prom) + '</td><td></td></tr></thead><tbody>');
+  for (var i = 0; i < lim; i++) {
+    var r = rows[i], fl = R.flags.get(r.id);
+    h.push('<tr data-id="' + r.id + '"' + (r.id === S.site ? ' class="sel"' : '') + '><td class="name">' + esc(r.name) + '</td><td class="file">' + esc(r.file) +
+      '</td><td data-v="' + r.alloc + '">' + bytes(r.alloc) + '</td><td>' + (tot.alloc ? (100 * r.alloc / tot.alloc).toFixed(1) : '0') + '</td><td data-v="' + r.samples + '">' + num(r.samples) +
+      '</td><td data-v="' + r.blocks + '">' + num(r.blocks) + '</td><td>' + num(r.objects) + '</td><td data-v="' + r.liveB + '">' + bytes(r.liveB) + '</td><td>' + bytes(r.collB) + '</td><td>' + bytes(r.promB) +
+      '</td><td>' + (fl ? '<span class="flag ' + fl.kind + '" title="in flight ×' + fl.growth.toFixed(1) + ', ' + Math.round(100 * fl.died) + '% died while the site allocates">' + (fl.kind === 'race' ? 'allocation race' : 'leak') + '</span>' : '') + '</td></tr>');
+  }
+  h.push('</tbody></table>');
+  if (rows.length > lim) h.push('<div class="note">' + (rows.length - lim) + ' more rows (search or sort to see them)</div>');
+  $('tablewrap').innerHTML = h.join('');
+  $('tabinfo').textContent = rows.length + ' of ' + R.rows.length + ' sites';
+  drawRelations();
+}
+$('tablewrap').addEventListener('click', function (e) {
+  var th = e.target.closest('th');
+  if (th) { S.sort = th.dataset.k === 'pct' ? 'alloc' : th.dataset.k; drawTable(); return; }
+  var tr = e.target.closest('tr[data-id]');
+  if (tr) { var id = +tr.dataset.id; S.site = S.site === id ? null : id; update(); }
+});
+// Callers and callees of the selected site's function: the frame just
+// outside / inside its innermost occurrence in each kept stack.
+function drawRelations() {
+  var el = $('rel');
+  if (S.site === null) { el.innerHTML = '<div class="note">Click a row for its callers and callees, its live heap on the timeline and its lifetimes.</div>'; return; }
+  frameTree();
+  var f = S.site, callers = new Map(), callees = new Map(), total = 0, P = FT.parent, Nm = FT.name;
+  for (var k = 0; k < NCN; k++) {
+    var v = R.kAlloc[k]; if (!v) continue;
+    var q = ftOf[cnNode[k]], inner = -2;
+    while (q > 0 && Nm[q] !== f) { inner = Nm[q]; q = P[q]; }
+    if (q <= 0) { if (f !== NOBT || ftOf[cnNode[k]] !== 0) continue; }
+    total += v;
+    var a = q > 0 && P[q] > 0 ? Nm[P[q]] : -1;
+    callers.set(a, (callers.get(a) || 0) + v); callees.set(inner, (callees.get(inner) || 0) + v);
+  }
+  function list(m, title) {
+    var arr = Array.from(m.entries()).sort(function (x, y) { return y[1] - x[1]; }).slice(0, 40);
+    return '<div><h3>' + title + '</h3><table>' + arr.map(function (e) {
+      var name = e[0] === -1 ? '<root>' : e[0] === -2 ? '<self>' : NAMES[e[0]];
+      return '<tr><td class="name">' + esc(name) + '</td><td>' + bytes(e[1] * BPS) + '</td><td>' + (100 * e[1] / total).toFixed(1) + '%</td></tr>';
+    }).join('') + '</table></div>';
+  }
+  el.innerHTML = list(callers, 'callers of ' + esc(NAMES[f])) + list(callees, 'callees of ' + esc(NAMES[f]) + ' (&lt;self&gt; = allocates itself)');
+}
+
+// ---------- flame graph and icicle (canvas) ----------
+// Flame: the frame tree drawn from the root (at the bottom), children
+// sorted by name, nothing under half a pixel.  Icicle: allocation sites on
+// top; built level by level by grouping the frame-tree nodes that carry
+// self values by the name at that distance from the site, so only the
+// visible part is ever grouped.
+function fmtMetric(v) { return S.metric === 'samples' ? num(v) + ' samples' : bytes(v); }
+var zoom = { flame: 0, icicle: [] }, drawn = { flame: {}, icicle: {} };
+// 48 warm colours; a frame's colour depends on its name only.
+var PALETTE = []; for (var pi = 0; pi < 48; pi++) PALETTE.push('hsl(' + (8 + (pi * 7) % 45) + ',' + (65 + (pi * 13) % 30) + '%,' + (58 + (pi * 5) % 14) + '%)');
+function hue(id) { return ((id * 2654435761) >>> 0) % 48; }
+// names in alphabetical order: RANK[name id] (frames are sorted by name)
+var RANK = (function () {
+  var ids = NAMES.map(function (n, i) { return i; }).sort(function (a, b) { return NAMES[a] < NAMES[b] ? -1 : NAMES[a] > NAMES[b] ? 1 : 0; });
+  var r = new Int32Array(NAMES.length); ids.forEach(function (id, k) { r[id] = k; }); return r;
+})();
+function byName(a, b) { return RANK[a] - RANK[b]; }
+function flameRects(W) {
+  var V = ftValues(), T = V.tot, KB = FT.keyBelow, first = FT.first, next = FT.next, Nm = FT.name;
+  var rects = [], z = zoom.flame, total = T[KB[z]], minw = total / W;
+  if (!(total > 0)) return { rects: [], total: 0 };
+  // the zoomed node's ancestors as full-width bars
+  var anc = []; for (var q = z; q >= 0; q = FT.parent[q]) anc.unshift(q);
+  anc.forEach(function (q2, d) { rects.push([0, d, W, Nm[q2], T[KB[q2]], q2]); });
+  function rec(q, d, x, w) {
+    var tq = T[KB[q]], c = first[q];
+    while (c >= 0 && next[c] < 0) {            // chains (deep stacks): no sorting
+      var tc = T[KB[c]];
+      if (tc < minw) return;
+      w = w * tc / tq; tq = tc;
+      rects.push([x, d, w, Nm[c], tc, c]);
+      q = c; c = first[q]; d++;
+    }
+    var kids = [];
+    for (; c >= 0; c = next[c]) if (T[KB[c]] >= minw) kids.push(c);
+    kids.sort(function (a, b) { return RANK[Nm[a]] - RANK[Nm[b]]; });
+    for (var i = 0; i < kids.length; i++) {
+      var c2 = kids[i], t2 = T[KB[c2]], cw = w * t2 / tq;
+      rects.push([x, d, cw, Nm[c2], t2, c2]);
+      rec(c2, d + 1, x, cw); x += cw;
+    }
+  }
+  rec(z, anc.length, 0, W);
+  return { rects: rects, total: total };
+}
+function icicleRects(W) {
+  var V = ftValues(), z = zoom.icicle, P = FT.parent, Nm = FT.name, cur = [], val = [], total = 0;
+  // a cursor is the frame-tree node whose name is the frame at the level
+  // being grouped; 0 at level 0: a sample without backtrace
+  function nameAt(q, d) { return q > 0 ? Nm[q] : q === 0 && d === 0 ? NOBT : -1; }
+  for (var j0 = 0; j0 < FT.keys.length; j0++) {
+    var i = FT.keys[j0];
+    if (!(V.self[i] > 0)) continue;
+    var q = i, ok = true;
+    for (var j = 0; j < z.length && ok; j++) { if (nameAt(q, j) !== z[j]) ok = false; q = q > 0 ? P[q] : -1; }
+    if (ok) { cur.push(q); val.push(V.self[i]); total += V.self[i]; }
+  }
+  var rects = [], minw = total / W;
+  z.forEach(function (nm, d) { rects.push([0, d, W, nm, total, -1]); });
+  // group by the name at level d; items of a group whose next cursors are
+  // equal merge, so a level costs at most its distinct frame-tree nodes.
+  // Merging goes through stamps (one token per group) rather than maps.
+  if (!FT.stamp) { FT.stamp = new Int32Array(FT.n + 1); FT.slot = new Int32Array(FT.n + 1); FT.token = 0; }
+  var stamp = FT.stamp, slot = FT.slot;
+  function rec(cur, val, d, x, w, sum) {
+    var groups = new Map();
+    for (var i = 0; i < cur.length; i++) {
+      var q = cur[i], nm = nameAt(q, d);
+      if (nm < 0) continue;
+      var g = groups.get(nm);
+      if (!g) { g = { cur: [], val: [], token: ++FT.token, sum: 0 }; groups.set(nm, g); }
+      var up = q > 0 ? P[q] : -1, u1 = up + 1;
+      if (stamp[u1] === g.token) g.val[slot[u1]] += val[i];
+      else { stamp[u1] = g.token; slot[u1] = g.cur.length; g.cur.push(up); g.val.push(val[i]); }
+      g.sum += val[i];
+    }
+    var keys = Array.from(groups.keys()).sort(byName), cx = x;
+    for (var k2 = 0; k2 < keys.length; k2++) {
+      var g2 = groups.get(keys[k2]), gw = w * g2.sum / sum;
+      if (g2.sum >= minw) { rects.push([cx, d, gw, keys[k2], g2.sum, -1]); rec(g2.cur, g2.val, d + 1, cx, gw, g2.sum); }
+      cx += gw;
+    }
+  }
+  if (total > 0) rec(cur, val, z.length, 0, W, total);
+  return { rects: rects, total: total };
+}
+// The graph can be thousands of pixels tall (deep stacks): the canvas only
+// covers the visible part of its scrolling box (sticky at its top, over a
+// spacer as tall as the graph) and is repainted on scroll.
+function drawFlame(kind) {
+  var cv = $(kind + 'c'), wrap = cv.parentNode.parentNode, W = cv.clientWidth || 1000, RH = 17, inv = kind === 'icicle';
+  var res = inv ? icicleRects(W) : flameRects(W), rects = res.rects, maxd = 0;
+  for (var i = 0; i < rects.length; i++) if (rects[i][1] > maxd) maxd = rects[i][1];
+  var H = (maxd + 1) * RH + 4;
+  cv.parentNode.style.height = H + 'px';
+  drawn[kind] = { rects: rects, y: function (d) { return inv ? d * RH : H - (d + 1) * RH; }, RH: RH, total: res.total, W: W, H: H };
+  // the flame graph's root is at the bottom: show it first
+  if (!inv) wrap.scrollTop = H;
+  paintFlame(kind);
+}
+function paintFlame(kind) {
+  var cv = $(kind + 'c'), wrap = cv.parentNode.parentNode, d = drawn[kind], W = d.W, RH = d.RH;
+  var top = wrap.scrollTop, VH = Math.max(1, Math.min(d.H, wrap.clientHeight || 800)), dpr = window.devicePixelRatio || 1;
+  if (cv.width !== Math.round(W * dpr) || cv.height !== Math.round(VH * dpr)) {
+    cv.width = Math.round(W * dpr); cv.height = Math.round(VH * dpr); cv.style.height = VH + 'px';
+  }
+  var g = cv.getContext('2d'); g.setTransform(dpr, 0, 0, dpr, 0, -top * dpr);
+  g.fillStyle = '#fff'; g.fillRect(0, top, W, VH); g.font = '11px monospace'; g.textBaseline = 'middle';
+  var rx = S.search ? re(S.search) : null, zd = kind === 'icicle' ? zoom.icicle.length : -1, rects = d.rects;
+  // the rows in view; one fill style per colour, then the labels
+  var vis = [], batches = {};
+  for (var r = 0; r < rects.length; r++) { var y = d.y(rects[r][1]); if (y + RH >= top && y <= top + VH) vis.push(rects[r]); }
+  for (var k = 0; k < vis.length; k++) {
+    var q = vis[k], c = q[3] === TRUNCID ? '#aaa' : q[3] === ALL ? '#eee' : rx && rx.test(NAMES[q[3]]) ? '#c6f' : q[1] < zd ? '#ddd' : PALETTE[hue(q[3])];
+    (batches[c] = batches[c] || []).push(q);
+  }
+  Object.keys(batches).forEach(function (c) {
+    g.fillStyle = c; var b = batches[c];
+    for (var i = 0; i < b.length; i++) g.fillRect(b[i][0], d.y(b[i][1]), Math.max(b[i][2] - 0.5, 0.5), RH - 1);
+  });
+  g.fillStyle = '#000';
+  for (var k2 = 0; k2 < vis.length; k2++) {
+    var q2 = vis[k2];
+    if (q2[2] > 28) { var nm = NAMES[q2[3]], m = Math.floor((q2[2] - 6) / 6.6); g.fillText(nm.length > m ? nm.slice(0, Math.max(0, m - 1)) + '…' : nm, q2[0] + 3, d.y(q2[1]) + RH / 2); }
+  }
+  if (!rects.length) { g.fillStyle = '#666'; g.fillText('nothing selected by the filters', 10, top + 12); }
+}
+function flameHit(kind, e) {
+  var cv = $(kind + 'c'), r = cv.getBoundingClientRect(), dd = drawn[kind];
+  var x = e.clientX - r.left, y = e.clientY - r.top + cv.parentNode.parentNode.scrollTop;
+  if (!dd.rects) return null;
+  for (var i = 0; i < dd.rects.length; i++) { var q = dd.rects[i], yy = dd.y(q[1]); if (x >= q[0] && x < q[0] + q[2] && y >= yy && y < yy + dd.RH) return q; }
+  return null;
+}
+['flame', 'icicle'].forEach(function (kind) {
+  var cv = $(kind + 'c'), pending = false;
+  cv.parentNode.parentNode.addEventListener('scroll', function () {
+    if (pending || !drawn[kind].rects) return;
+    pending = true; requestAnimationFrame(function () { pending = false; paintFlame(kind); });
+  });
+  cv.addEventListener('mousemove', function (e) { var q = flameHit(kind, e); if (!q) return hideTip();
+    showTip(e, NAMES[q[3]] + '\n' + fmtMetric(q[4]) + '  ' + (100 * q[4] / (drawn[kind].total || 1)).toFixed(2) + '% of view'); });
+  cv.addEventListener('mouseleave', hideTip);
+  cv.addEventListener('click', function (e) {
+    var q = flameHit(kind, e); if (!q) return;
+    if (kind === 'flame') zoom.flame = q[5];
+    else {
+      // names from the site down to the clicked frame: the rects above it
+      var d = drawn.icicle, chain = [q];
+      for (var dd = q[1] - 1; dd >= 0; dd--)
+        for (var i = 0; i < d.rects.length; i++) { var p = d.rects[i]; if (p[1] === dd && p[0] <= chain[0][0] + 0.01 && p[0] + p[2] >= chain[0][0] + chain[0][2] - 0.01) { chain.unshift(p); break; } }
+      zoom.icicle = chain.map(function (p) { return p[3]; });
+    }
+    drawFlame(kind);
+  });
+});
+document.querySelectorAll('.unzoom').forEach(function (b) { b.onclick = function () { zoom.flame = 0; zoom.icicle = []; drawView(); }; });
+
+// ---------- call graph ----------
+// Functions as nodes, calls as edges, from one walk of the frame tree:
+// a function's cumulative value counts each stack once (its outermost
+// occurrence), and so does an edge into it, so the edges into a function
+// add up to its cumulative value; calls into a function already on the
+// stack are recursion edges.  Subtrees under 0.1% are not walked.
+function drawGraph() {
+  var V = ftValues(), KB = FT.keyBelow, total = V.tot[KB[0]], cum = new Float64Array(NS), flat = new Float64Array(NS);
+  var edges = new Map(), rec = new Map(), on = new Int32Array(NS), cut = 0.001 * total;
+  var stack = [0], it = [FT.first[0]];
+  flat[NOBT] += V.self[0]; cum[NOBT] += V.self[0];
+  while (stack.length) {
+    var top = stack.length - 1, c = it[top];
+    if (c < 0) { var q = stack.pop(); it.pop(); if (q) on[FT.name[q]]--; continue; }
+    it[top] = FT.next[c];
+    if (V.tot[KB[c]] < cut || !(V.tot[KB[c]] > 0)) continue;
+    var f = FT.name[c], p = stack[top], pf = p ? FT.name[p] : -1;
+    if (!on[f]) { cum[f] += V.tot[KB[c]]; if (pf >= 0) { var ek = pf * NS + f; edges.set(ek, (edges.get(ek) || 0) + V.tot[KB[c]]); } }
+    else if (pf >= 0 && pf !== f) { var rk = pf * NS + f; rec.set(rk, (rec.get(rk) || 0) + V.tot[KB[c]]); }
+    flat[f] += V.self[c];
+    on[f]++; stack.push(c); it.push(FT.first[c]);
+  }
+  var cand = [];
+  for (var f2 = 0; f2 < NS; f2++) if (cum[f2] >= 0.005 * total && f2 !== ALL) cand.push(f2);
+  var nodes = cand.sort(function (a, b) { return cum[b] - cum[a]; }).slice(0, 60);
+  var keep = new Map(); nodes.forEach(function (f3, i) { keep.set(f3, i); });
+  var E = [], nedges = edges.size + rec.size;
+  [[edges, 0], [rec, 1]].forEach(function (m) { m[0].forEach(function (v, k) { var a = Math.floor(k / NS), b = k - a * NS; if (keep.has(a) && keep.has(b) && v >= cut) E.push([keep.get(a), keep.get(b), v, m[1]]); }); });
+  var N = nodes.length, out = nodes.map(function () { return []; }), inn = nodes.map(function () { return []; });
+  E.forEach(function (e, i) { out[e[0]].push(i); inn[e[1]].push(i); });
+  // layers: longest path from the roots, recursion edges left out
+  var layer = new Int32Array(N), order = [], state = new Uint8Array(N);
+  function dfs(u) { state[u] = 1; out[u].forEach(function (ei) { var w = E[ei][1]; if (E[ei][3]) return; if (state[w] === 1) E[ei][3] = 1; else if (!state[w]) dfs(w); }); state[u] = 2; order.push(u); }
+  for (var u = 0; u < N; u++) if (!inn[u].some(function (ei) { return !E[ei][3]; }) && !state[u]) dfs(u);
+  for (var u2 = 0; u2 < N; u2++) if (!state[u2]) dfs(u2);
+  for (var k = order.length - 1; k >= 0; k--) { var a0 = order[k]; out[a0].forEach(function (ei) { if (!E[ei][3]) layer[E[ei][1]] = Math.max(layer[E[ei][1]], layer[a0] + 1); }); }
+  var L = []; for (var i2 = 0; i2 < N; i2++) (L[layer[i2]] = L[layer[i2]] || []).push(i2);
+  for (var li = 0; li < L.length; li++) if (!L[li]) L[li] = [];
+  // order within layers: weighted barycentres, sweeping down then up
+  var pos = new Float64Array(N);
+  L.forEach(function (l) { l.forEach(function (x, j) { pos[x] = j; }); });
+  function sweep(down) {
+    for (var li2 = down ? 1 : L.length - 2; down ? li2 < L.length : li2 >= 0; li2 += down ? 1 : -1) {
+      var l = L[li2], bc = new Map();
+      l.forEach(function (x) { var s = 0, c2 = 0; (down ? inn[x] : out[x]).forEach(function (ei) { if (E[ei][3]) return; var o = down ? E[ei][0] : E[ei][1]; s += pos[o] * E[ei][2]; c2 += E[ei][2]; }); bc.set(x, c2 ? s / c2 : pos[x]); });
+      l.sort(function (x, y) { return bc.get(x) - bc.get(y); }); l.forEach(function (x, j) { pos[x] = j; });
+    }
+  }
+  for (var r = 0; r < 4; r++) { sweep(true); sweep(false); }
+  // geometry: boxes in rows, rows centred, edges as vertical curves
+  var BH = 34, VG = 46, width = [], xs = new Float64Array(N), ys = new Float64Array(N), Wmax = 0;
+  function label(f4) { var s = NAMES[f4]; return s.length > 44 ? '…' + s.slice(-43) : s; }
+  function second(f4) { var c3 = cum[f4], fl = flat[f4]; return fmtMetric(c3) + ' (' + (100 * c3 / total).toFixed(1) + '%)' + (fl ? ' self ' + (100 * fl / total).toFixed(1) + '%' : ''); }
+  nodes.forEach(function (f4, i) { width[i] = Math.max(80, Math.min(320, Math.max(label(f4).length, second(f4).length) * 6.3 + 12)); });
+  L.forEach(function (l, li3) { var x = 10; l.forEach(function (i) { xs[i] = x; ys[i] = 10 + li3 * (BH + VG); x += width[i] + 16; }); Wmax = Math.max(Wmax, x); });
+  L.forEach(function (l) { if (!l.length) return; var last = l[l.length - 1], sh = (Wmax - (xs[last] + width[last] + 16)) / 2; l.forEach(function (i) { xs[i] += sh; }); });
+  var Hh = 10 + L.length * (BH + VG), sv = ['<svg xmlns="http://www.w3.org/2000/svg" width="' + (Wmax + 80) + '" height="' + Hh + '">'];
+  sv.push('<defs><marker id="ar" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto"><path d="M0,0L10,5L0,10z" fill="#666"/></marker></defs>');
+  var emax = 0; E.forEach(function (e) { if (!e[3]) emax = Math.max(emax, e[2]); });
+  E.forEach(function (e) {
+    var a = e[0], b = e[1], sw = 1 + 7 * Math.min(1, e[2] / (emax || 1)), d;
+    if (e[3] || ys[b] <= ys[a]) { var xa = xs[a] + width[a], xb = xs[b] + width[b]; d = 'M' + xa + ',' + (ys[a] + BH / 2) + ' C' + (xa + 50) + ',' + (ys[a] + BH / 2) + ' ' + (xb + 50) + ',' + (ys[b] + BH / 2) + ' ' + xb + ',' + (ys[b] + BH / 2); }
+    else { var x1 = xs[a] + width[a] / 2, y1 = ys[a] + BH, x2 = xs[b] + width[b] / 2, y2 = ys[b]; d = 'M' + x1 + ',' + y1 + ' C' + x1 + ',' + (y1 + VG / 2) + ' ' + x2 + ',' + (y2 - VG / 2) + ' ' + x2 + ',' + y2; }
+    sv.push('<path d="' + d + '" fill="none" stroke="' + (e[3] ? '#a6a' : '#888') + '" stroke-opacity=".7" stroke-width="' + sw.toFixed(1) + '"' + (e[3] ? ' stroke-dasharray="4 3"' : '') + ' marker-end="url(#ar)"><title>' + esc(NAMES[nodes[a]] + ' → ' + NAMES[nodes[b]] + ': ' + fmtMetric(e[2]) + (e[3] ? ' (recursion)' : '')) + '</title></path>');
+  });
+  nodes.forEach(function (f4, i) {
+    var c3 = cum[f4], fl = flat[f4], heat = Math.min(1, fl / (0.2 * total || 1)), callers = inn[i].filter(function (ei) { return !E[ei][3]; }).length;
+    var fill = 'rgb(255,' + Math.round(245 - 140 * heat) + ',' + Math.round(235 - 190 * heat) + ')';
+    sv.push('<g class="cgnode"><rect x="' + xs[i] + '" y="' + ys[i] + '" width="' + width[i] + '" height="' + BH + '" rx="4" fill="' + fill + '" stroke="' + (callers > 1 ? '#c00' : '#555') + '" stroke-width="' + (callers > 1 ? 2 : 1) + '"/>' +
+      '<text x="' + (xs[i] + 5) + '" y="' + (ys[i] + 13) + '">' + esc(label(f4)) + '</text><text x="' + (xs[i] + 5) + '" y="' + (ys[i] + 27) + '" fill="#444">' + esc(second(f4)) + '</text>' +
+      '<title>' + esc(NAMES[f4] + '\ncumulative ' + fmtMetric(c3) + '\nself ' + fmtMetric(fl) + '\ncallers shown ' + callers + (callers > 1 ? ' (join point)' : '')) + '</title></g>');
+  });
+  sv.push('</svg>');
+  $('cg').innerHTML = N ? sv.join('') : '<div class="note">nothing selected by the filters</div>';
+  $('cginfo').textContent = 'Functions holding at least 0.5% of ' + fmtMetric(total) + ' (' + N + ' shown), call edges above 0.1% (' + E.length + ' of ' + nedges +
+    '). Box: cumulative share (each stack counted once) and self share, redder = more self; edge width: bytes through the call; red outline: join point (several callers); dashed purple: recursion.';
+}
+
+// ---------- lifetimes ----------
+function lifeLabel(c) { return c + 1 < NLIFE ? secs(D.life_lo[c]) + ' – ' + secs(D.life_lo[c + 1]) : '≥ ' + secs(D.life_lo[c]); }
+function histogram(title, labels, vals, fmt) {
+  var max = 0; vals.forEach(function (v) { max = Math.max(max, v); });
+  var W = 300, h = ['<div class="hist"><h3>' + title + '</h3><svg width="' + (W + 200) + '" height="' + (labels.length * 14 + 4) + '">'];
+  labels.forEach(function (l, i) {
+    var w = max ? W * vals[i] / max : 0;
+    h.push('<text x="118" y="' + (i * 14 + 11) + '" text-anchor="end" font-size="10">' + esc(l) + '</text><rect x="122" y="' + (i * 14 + 2) + '" width="' + w.toFixed(1) + '" height="11" fill="#69c"/>' +
+      (vals[i] ? '<text x="' + (126 + w) + '" y="' + (i * 14 + 11) + '" font-size="10">' + esc(fmt(vals[i])) + '</text>' : ''));
+  });
+  h.push('</svg></div>');
+  return h.join('');
+}
+function drawLife() {
+  var site = S.site, byLife = new Float64Array(NLIFE), nb = 40, byAlloc = new Float64Array(nb), never = 0;
+  for (var i = 0; i < NC; i++) {
+    if (!R.keep[i] || (site !== null && cSite[i] !== site)) continue;
+    var b = cSamp[i] * BPS; byLife[cLife[i]] += b;
+    if (cDbin[i] === NB) { never += b; continue; }
+    // lifetime in bytes allocated meanwhile (by the whole program): from
+    // the bins' centres, or within one bin the lifetime class's middle
+    // times that bin's allocation rate
+    var ab = cAbin[i], db = cDbin[i], between;
+    if (ab === db) {
+      var lc = cLife[i], mid = lc ? Math.sqrt(D.life_lo[lc] * (lc + 1 < NLIFE ? D.life_lo[lc + 1] : 2 * D.life_lo[lc])) : 500;
+      between = mid * (allAllocCum[ab + 1] - allAllocCum[ab]) / D.bin_ns;
+    } else between = (allAllocCum[db] + allAllocCum[db + 1] - allAllocCum[ab] - allAllocCum[ab + 1]) / 2;
+    var k = between < 1024 ? 0 : Math.min(nb - 1, Math.floor(Math.log2(between / 1024)) + 1);
+    byAlloc[k] += b;
+  }
+  var lo = 0, hi = NLIFE - 1; while (lo < hi && !byLife[lo]) lo++; while (hi > lo && !byLife[hi]) hi--;
+  var l1 = [], v1 = []; for (var c = lo; c <= hi; c++) { l1.push(lifeLabel(c)); v1.push(byLife[c]); }
+  var a0 = 0, a1 = nb - 1; while (a0 < a1 && !byAlloc[a0]) a0++; while (a1 > a0 && !byAlloc[a1]) a1--;
+  var l2 = [], v2 = []; for (var c2 = a0; c2 <= a1; c2++) { l2.push(c2 ? '< ' + bytes(1024 * Math.pow(2, c2)) : '< 1 KiB'); v2.push(byAlloc[c2]); }
+  var html = '<h3>Lifetimes of ' + (site === null ? 'all selected blocks' : esc(NAMES[site])) + ' <span class="note">(select a site in the Sites table; bytes per class)</span></h3>' +
+    histogram('in time (live at the end: to the end of the trace)', l1, v1, bytes) +
+    histogram('in bytes allocated meanwhile (collected blocks; ' + bytes(never) + ' never collected)', l2, v2, bytes);
+  var fl = Array.from(R.flags.entries()).sort(function (a, b) { return b[1].inflight - a[1].inflight; });
+  html += '<h3>Flags</h3><div class="note">In-flight volume of its promoted blocks (minor-heap churn left out) grows over the site\'s activity (mean over its last quarter ≥ 2× the mean over its first quarter, and ≥ 1% of the selection\'s peak): <b>leak</b> when less than 15% of those bytes die while the site still allocates; <b>allocation race</b> when more do: its blocks die, but slower than they are allocated.</div><table><tr><th class="name">site</th><th>flag</th><th>in flight (last quarter)</th><th>growth</th><th>died while allocating</th></tr>' +
+    fl.map(function (e) { return '<tr><td class="name">' + esc(NAMES[e[0]]) + '</td><td><span class="flag ' + e[1].kind + '">' + (e[1].kind === 'race' ? 'allocation race' : 'leak') + '</span></td><td>' + bytes(e[1].inflight) + '</td><td>×' + e[1].growth.toFixed(1) + '</td><td>' + Math.round(100 * e[1].died) + '%</td></tr>'; }).join('') + '</table>' +
+    (fl.length ? '' : '<div class="note">no site flagged</div>');
+  $('lifeview').innerHTML = html;
+}
+
+// ---------- retention ----------
+// The retention view needs heap snapshots (retainer graph and dominator
+// tree), which the trace format does not carry yet: D.snapshots is null
+// until it does, and this view says so instead of guessing.
+function drawRetention() {
+  $('retention').innerHTML = D.snapshots ? '<div class="err">This report carries heap snapshots in a form this page cannot show yet.</div>' :
+    '<h3>Retention</h3><p class="note">Which objects keep the live heap alive (dominator / retainer tree beside the flame graph) needs heap snapshots in the trace. ' +
+    'This trace has none, so this view is empty: the sites table, flame graph and lifetimes above describe allocations, not retainers.</p>';
+}
+
+// ---------- controls ----------
+function opt(sel, items, val) { sel.innerHTML = items.map(function (t, i) { return '<option value="' + i + '"' + (i === val ? ' selected' : '') + '>' + esc(t) + '</option>'; }).join(''); }
+function syncControls() {
+  opt($('lifelo'), lifeNames, S.life ? S.life[0] : 0);
+  opt($('lifehi'), lifeNames.map(function (n, i) { return i + 1 < NLIFE ? '< ' + secs(D.life_lo[i + 1]) : '∞'; }), S.life ? S.life[1] : NLIFE - 1);
+  opt($('sizelo'), sizeNames, S.size ? S.size[0] : 0);
+  opt($('sizehi'), sizeNames.map(function (n, i) { return i < 31 ? '< ' + bytes(Math.pow(2, i + 4)) : '∞'; }), S.size ? S.size[1] : 31);
+  $('domains').innerHTML = domains.map(function (d) { return '<label style="display:inline-block;margin-right:8px"><input type="checkbox" class="dom" value="' + d + '"' + (!S.doms || S.doms.indexOf(d) >= 0 ? ' checked' : '') + '> ' + d + '</label>'; }).join('') || '<span class="note">none</span>';
+  var w = [];
+  [['alloc', 'allocated in'], ['live', 'live in'], ['coll', 'collected in']].forEach(function (x) {
+    var v = S[x[0]]; if (v) w.push('<div>' + x[1] + ' ' + secs(v[0] * D.bin_ns) + ' – ' + secs((v[1] + 1) * D.bin_ns) + ' <a href="#" data-clear="' + x[0] + '">×</a></div>');
+  });
+  $('windows').innerHTML = w.join('') || '<div class="note">whole trace</div>';
+  $('never').checked = S.never; $('focus').value = S.focus; $('ignore').value = S.ignore; $('hide').value = S.hide;
+  $('metric').value = S.metric; $('search').value = S.search;
+  document.querySelectorAll('.preset').forEach(function (p) { p.checked = S.presets.indexOf(p.value) >= 0; });
+  document.querySelectorAll('#tabs button').forEach(function (b) { b.className = b.dataset.tab === S.tab ? 'on' : ''; });
+  document.querySelectorAll('.view').forEach(function (v) { v.className = 'view' + (v.id === 'v-' + S.tab ? ' on' : ''); });
+}
+function readControls() {
+  var ll = +$('lifelo').value, lh = +$('lifehi').value, sl = +$('sizelo').value, sh = +$('sizehi').value;
+  S.life = ll === 0 && lh === NLIFE - 1 ? null : [ll, Math.max(ll, lh)];
+  S.size = sl === 0 && sh === 31 ? null : [sl, Math.max(sl, sh)];
+  var ds = []; document.querySelectorAll('.dom').forEach(function (c) { if (c.checked) ds.push(+c.value); });
+  S.doms = ds.length === domains.length ? null : ds;
+  S.never = $('never').checked; S.focus = $('focus').value; S.ignore = $('ignore').value; S.hide = $('hide').value;
+  S.presets = []; document.querySelectorAll('.preset').forEach(function (p) { if (p.checked) S.presets.push(p.value); });
+  S.metric = $('metric').value;
+}
+$('filters').addEventListener('change', function (e) { if (e.target.id === 'brushmode') return; readControls(); update(); });
+// regex fields: update once typing pauses (a hidden-frames change rebuilds the frame tree)
+var typing = null;
+$('filters').addEventListener('input', function (e) {
+  if (e.target.type !== 'text') return;
+  clearTimeout(typing); typing = setTimeout(function () { readControls(); update(); }, 150);
+});
+$('filters').addEventListener('click', function (e) { var c = e.target.dataset && e.target.dataset.clear; if (c) { e.preventDefault(); S[c] = null; syncControls(); update(); } });
+$('reset').onclick = function () { var t = S.tab; S = freshState(); S.tab = t; zoom.flame = 0; zoom.icicle = []; syncControls(); update(); };
+$('search').addEventListener('input', function () { S.search = this.value; drawTable(); if (S.tab === 'flame' || S.tab === 'icicle') drawView(); });
+$('tabs').addEventListener('click', function (e) { var b = e.target.closest('button'); if (!b) return; S.tab = b.dataset.tab; syncControls(); drawView(); saveHash(); });
+window.addEventListener('resize', function () { drawTimeline(); drawView(); });
+
+// The same selection on the command line: time windows on bin bounds,
+// classes on their bounds (exact), regexes as given.
+function ns(v) { return v + 'ns'; }
+function cliCommand() {
+  function q(s) { return "'" + s.replace(/'/g, "'\\''") + "'"; }
+  var a = ['ocaml-memprof top'].concat((D.filter_args || []).map(function (x) { return /^[-\w.,:]+$/.test(x) ? x : q(x); })), W = D.bin_ns, note = '';
+  [['alloc', '--allocated'], ['live', '--live'], ['coll', '--collected']].forEach(function (x) {
+    var v = S[x[0]]; if (v) a.push(x[1] + ' ' + ns(v[0] * W) + ',' + ns((v[1] + 1) * W - 1));
+  });
+  if (S.life) { if (S.life[0]) a.push('--min-lifetime ' + ns(D.life_lo[S.life[0]])); if (S.life[1] + 1 < NLIFE) a.push('--max-lifetime ' + ns(D.life_lo[S.life[1] + 1] - 1)); }
+  if (S.size) { if (S.size[0]) a.push('--min-size ' + Math.pow(2, S.size[0] + 3)); if (S.size[1] < 31) a.push('--max-size ' + (Math.pow(2, S.size[1] + 4) - 1)); }
+  if (S.doms) S.doms.forEach(function (d) { a.push('--domain ' + d); });
+  if (S.focus) a.push('--focus ' + q(S.focus));
+  if (S.ignore) a.push('--ignore ' + q(S.ignore));
+  hidePatterns().forEach(function (h) { a.push('--hide ' + q(h)); });
+  if (S.never) note = '   # "never collected": no CLI filter; see the live column (live at the end)';
+  return a.join(' ') + ' ' + D.traces.map(q).join(' ') + note;
+}
+
+// ---------- update ----------
+function drawView() {
+  var t0 = performance.now();
+  if (S.tab === 'flame' || S.tab === 'icicle') drawFlame(S.tab);
+  else if (S.tab === 'graph') drawGraph();
+  else if (S.tab === 'life') drawLife();
+  else if (S.tab === 'retention') drawRetention();
+  return performance.now() - t0;
+}
+function update() {
+  var t0 = performance.now(), T = timings.update = {};
+  computeCells(); T.cells = performance.now() - t0;
+  computeSites(); T.sites = performance.now() - t0;
+  drawTimeline(); T.timeline = performance.now() - t0;
+  drawTable(); T.table = performance.now() - t0;
+  drawView(); T.view = performance.now() - t0;
+  $('cli').textContent = cliCommand();
+  var bad = [S.focus, S.ignore, S.hide, S.search].filter(function (x) { return x && re(x) === undefined; });
+  var dt = performance.now() - t0;
+  $('status').innerHTML = (bad.length ? '<div class="err">bad regex: ' + esc(bad[0]) + '</div>' : '') + R.kept + ' of ' + NC + ' cells; update ' + dt.toFixed(0) + ' ms';
+  saveHash();
+  return dt;
+}
+function saveHash() {
+  if (location.hash.indexOf('#selftest') === 0) return;
+  var st = {}, f = freshState();
+  Object.keys(S).forEach(function (k) { if (JSON.stringify(S[k]) !== JSON.stringify(f[k])) st[k] = S[k]; });
+  var h = Object.keys(st).length ? '#' + encodeURIComponent(JSON.stringify(st)) : '';
+  if (h !== location.hash && history.replaceState) history.replaceState(null, '', h || location.pathname);
+}
+function loadHash() {
+  var h = location.hash.slice(1);
+  if (!h || h.indexOf('selftest') === 0) return;
+  try { var st = JSON.parse(decodeURIComponent(h)); Object.keys(st).forEach(function (k) { if (k in S) S[k] = st[k]; }); }
+  catch (e) { if (/^[a-z]+$/.test(h)) S.tab = h; }
+}
+
+// ---------- start ----------
+$('title').textContent = D.title;
+var lifeNames = [], sizeNames = [];
+for (var c0 = 0; c0 < NLIFE; c0++) lifeNames.push(c0 ? secs(D.life_lo[c0]) : '0');
+for (var s0 = 0; s0 < 32; s0++) sizeNames.push(s0 ? bytes(Math.pow(2, s0 + 3)) : '0 B');
+var timings = { parsed: performance.now() };
+loadBlob().then(function (A) {
+  timings.inflated = performance.now();
+  setup(A);
+  timings.setup = performance.now();
+  $('meta').textContent = (D.executable ? D.executable.split('/').pop() + ' — ' : '') + (D.bytecode ? 'bytecode, ' : '') + secs(D.end_ns) + ', sampling rate ' + D.sampling_rate +
+    ', ' + NC + ' cells, ' + NN + ' call-tree nodes' + (D.lost_samples ? ', ' + D.lost_samples + ' samples lost' : '');
+  loadHash();
+  syncControls();
+  update();
+  window.firstPaintMs = timings.firstPaint = performance.now();
+  if (location.hash.indexOf('#selftest=') === 0) selftest();
+  document.body.setAttribute('data-ready', '1');
+}).catch(function (e) { errors.push(String(e)); $('status').innerHTML = '<div class="err">cannot read the data: ' + esc(e) + '</div>'; document.body.setAttribute('data-ready', 'error'); });
+
+// Self-test (#selftest=JSON): apply filter settings one after the other and
+// write the totals, the top rows and the timings into the page, for the
+// headless-browser tests (tools/tests/run_tests.py).
+function selftest() {
+  var spec = JSON.parse(decodeURIComponent(location.hash.slice(10))), out = { firstPaintMs: window.firstPaintMs, runs: [], views: {} };
+  (spec.settings || []).forEach(function (st) {
+    S = freshState(); Object.keys(st).forEach(function (k) { S[k] = st[k]; }); syncControls();
+    var ms = update();
+    out.runs.push({ ms: ms, cli: cliCommand(), total: { alloc_bytes: R.total.alloc, samples: R.total.samples, blocks: R.total.blocks, live_bytes: R.total.live },
+      rows: R.rows.slice().sort(function (a, b) { return b.alloc - a.alloc; }).slice(0, 15).map(function (r) { return { key: r.name, alloc_bytes: r.alloc, samples: r.samples, blocks: r.blocks, live_bytes: r.liveB }; }),
+      flags: Array.from(R.flags.entries()).map(function (e) { return [NAMES[e[0]], e[1].kind]; }) });
+  });
+  S = freshState(); syncControls(); update();
+  out.flags = Array.from(R.flags.entries()).map(function (e) { return [NAMES[e[0]], e[1].kind, +e[1].died.toFixed(3), +e[1].growth.toFixed(2)]; });
+  ['flame', 'icicle', 'graph', 'life', 'retention', 'sites'].forEach(function (t) { S.tab = t; syncControls(); var ms = drawView(); out.views[t] = { ms: ms }; });
+  out.views.flame.rects = drawn.flame.rects.length; out.views.icicle.rects = drawn.icicle.rects.length;
+  out.views.flame.names = drawn.flame.rects.slice(0, 400).map(function (q) { return [NAMES[q[3]], q[1]]; });
+  S.tab = 'graph'; syncControls(); drawView(); out.views.graph.nodes = document.querySelectorAll('.cgnode').length;
+  var t0 = performance.now(); S.search = 'a'; drawTable(); S.search = ''; drawTable(); out.searchMs = (performance.now() - t0) / 2;
+  S.tab = 'sites'; syncControls();
+  var upd = []; [{ alloc: [0, Math.floor(NB / 2)] }, { never: true }, { focus: 'a' }, { hide: 'Stdlib' }, {}].forEach(function (st) {
+    S = freshState(); Object.keys(st).forEach(function (k) { S[k] = st[k]; }); S.tab = 'flame'; syncControls(); upd.push([update(), timings.update]); });
+  out.updateMs = upd; out.errors = errors; out.timings = timings;
+  var pre = document.createElement('pre'); pre.id = 'selftest-out'; pre.style.display = 'none'; pre.textContent = JSON.stringify(out); document.body.appendChild(pre);
+}

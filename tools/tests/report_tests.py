@@ -1,0 +1,243 @@
+"""report_tests.py: tests of `ocaml-memprof report` (the HTML report), run by
+run_tests.py.
+
+Traces: a synthetic one (tests/gen_trace), and with the patched compiler
+(OCAMLMEMPROF_BIN, default ../_install/bin): tests/report4.ml on four
+domains, the traced ocamlopt.opt compiling it (deep stacks) and the
+bytecode program under ocamlrun.  For each report:
+- the file is self-contained (no external script, style, image or font);
+- headless Chromium (tests/cdp.py, DevTools protocol) loads it without a
+  console error or exception;
+- for three filter settings, the page's totals and its top rows (site,
+  allocated bytes, samples, blocks, live bytes at the end) equal those of
+  `ocaml-memprof top --json` run with the command line the page itself
+  shows for that setting (also for two traces merged);
+- every view draws something (frames, call-graph nodes), and scaled
+  screenshots of the timeline, table, flame graph, icicle and call graph
+  are not blank (several colours, some non-white area);
+- on report4: leak_step is flagged as a leak, race_step as an allocation
+  race, temp_step not at all.
+Timings (first paint, filter updates, search, views) go to
+tests/out/report-timings.json and are printed."""
+import json
+import os
+import re
+import shlex
+import shutil
+import urllib.parse
+
+import cdp
+
+
+def data_of(html):
+    text = open(html, encoding="utf-8").read()
+    m = re.search(r'<script id="data" type="application/json">(.*?)</script>', text, re.S)
+    return text, json.loads(m.group(1))
+
+
+def self_contained(text):
+    bad = re.findall(r'<script[^>]+src=|<link[^>]+href=|<img[^>]+src=|@import|url\((?!#)|'
+                     r'fetch\(|XMLHttpRequest|https?://(?!www\.w3\.org/2000/svg)', text)
+    return bad
+
+
+def settings_for(D, top_site, domain):
+    nb = D["nbins"]
+    return [
+        {"alloc": [nb // 4, (3 * nb) // 4]} if domain is None
+        else {"alloc": [nb // 4, (3 * nb) // 4], "doms": [domain]},
+        {"life": [2, 14], "size": [1, 3], "live": [nb // 3, nb // 2]},
+        {"focus": re.escape(top_site), "coll": [0, (2 * nb) // 3], "hide": "^Stdlib__List"},
+    ]
+
+
+def compare(run_, top):
+    """Differences between the page's figures and top's."""
+    diffs = []
+    for k in ("alloc_bytes", "samples", "live_bytes"):
+        if abs(run_["total"][k] - top["total"][k]) > 1:
+            diffs.append("total %s: page %s, top %s" % (k, run_["total"][k], top["total"][k]))
+    rows = {r["key"]: r for r in top["rows"]}
+    blocks = sum(r["blocks"] for r in top["rows"])
+    if run_["total"]["blocks"] != blocks:
+        diffs.append("total blocks: page %s, top %s" % (run_["total"]["blocks"], blocks))
+    for r in run_["rows"]:
+        t = rows.get(r["key"])
+        if not t:
+            diffs.append("row %s missing in top" % r["key"])
+            continue
+        for k in ("alloc_bytes", "samples", "blocks", "live_bytes"):
+            if abs(r[k] - t[k]) > 1:
+                diffs.append("%s %s: page %s, top %s" % (r["key"], k, r[k], t[k]))
+    return diffs
+
+
+def test_report(check, tool, tool_json, run, out_dir, here, gen):
+    traces = []
+    synth = os.path.join(out_dir, "report-synth.mpt")
+    gen("memprof", synth)
+    traces.append(("synthetic", synth))
+    bindir = os.environ.get("OCAMLMEMPROF_BIN", os.path.join(here, "..", "..", "_install", "bin"))
+    ocamlopt = os.path.join(bindir, "ocamlopt")
+    work = os.path.join(out_dir, "report")
+    os.makedirs(work, exist_ok=True)
+    if os.access(ocamlopt, os.X_OK):
+        shutil.copy(os.path.join(here, "report4.ml"), work)
+        t4 = os.path.join(work, "report4.trace")
+        topt = os.path.join(work, "ocamlopt.trace")
+        env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-3,memprof_seed=5" % topt)
+        r = run([ocamlopt + ".opt" if os.access(ocamlopt + ".opt", os.X_OK) else ocamlopt,
+                 "-g", "report4.ml", "-o", "report4.exe"], cwd=work, env=env)
+        check("report: compile tests/report4.ml with the traced ocamlopt", r.returncode == 0, r.stderr[-300:])
+        if r.returncode == 0:
+            traces.append(("ocamlopt", topt))
+            env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-3,memprof_seed=3" % t4)
+            r = run([os.path.join(work, "report4.exe"), "300000"], cwd=work, env=env)
+            check("report: traced run of report4.exe (4 domains)", r.returncode == 0, r.stderr[-300:])
+            if r.returncode == 0:
+                traces.append(("4-domain", t4))
+                # several traces merged, as from a build (OCAMLRUNPARAM=memprof=dir/t-%p.trace)
+                traces.append(("merged", [topt, t4]))
+        ocamlc = os.path.join(bindir, "ocamlc")
+        tb = os.path.join(work, "bytecode.trace")
+        r = run([ocamlc, "-g", "report4.ml", "-o", "report4.byte"], cwd=work)
+        if r.returncode == 0:
+            env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-3,memprof_seed=3" % tb)
+            r = run([os.path.join(bindir, "ocamlrun"), "report4.byte", "100000"], cwd=work, env=env)
+            check("report: traced bytecode run of report4.byte", r.returncode == 0, r.stderr[-300:])
+            if r.returncode == 0:
+                traces.append(("bytecode", tb))
+    else:
+        print("skip report tests on runtime traces: no %s (build the compiler first)" % ocamlopt)
+
+    chrome = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chrome:
+        print("skip report browser tests: chromium not found "
+              "(build-aux/install-deps.sh --tests installs Debian's chromium)")
+    timings = {}
+    browser = None
+    try:
+        if chrome:
+            try:
+                browser = cdp.Browser(chrome)
+            except (IOError, OSError) as e:
+                check("report: headless chromium starts", False, str(e))
+        for label, trace in traces:
+            paths = trace if isinstance(trace, list) else [trace]
+            html = os.path.join(out_dir, "report-%s.html" % label)
+            r = tool("report", "-o", html, *paths)
+            ok = r.returncode == 0 and os.path.exists(html)
+            check("report %s: writes the HTML file" % label, ok, r.stderr[-300:])
+            if not ok:
+                continue
+            text, D = data_of(html)
+            bad = self_contained(text)
+            check("report %s: self-contained (no external reference)" % label, not bad, str(bad[:5]))
+            if not browser:
+                continue
+            top = tool_json("top", "--json", "-n", "1", *paths)
+            top_site = top["rows"][0]["key"] if top["rows"] else "x"
+            info = tool_json("info", "--json", paths[-1])
+            doms = sorted(d["domain"] for d in info.get("domains", []) if d.get("alloc"))
+            spec = {"settings": settings_for(D, top_site, doms[1] if len(doms) > 1 else None)}
+            page = browser.page(1400, 1000)
+            url = "file://" + os.path.abspath(html) + "#selftest=" + urllib.parse.quote(json.dumps(spec))
+            try:
+                page.goto(url, "document.body && document.body.getAttribute('data-ready')", timeout=180)
+                out = page.eval("(function(){var e=document.getElementById('selftest-out');"
+                                "return e?e.textContent:null;})()")
+            except Exception as e:  # noqa: BLE001 (reported as a failed check)
+                check("report %s: loads in headless chromium" % label, False, str(e)[:300])
+                continue
+            ready = page.eval("document.body.getAttribute('data-ready')")
+            check("report %s: loads in headless chromium without console errors" % label,
+                  ready == "1" and out and not page.errors, "%s %s" % (ready, page.errors[:3]))
+            if not out:
+                continue
+            o = json.loads(out)
+            for i, run_ in enumerate(o["runs"]):
+                args = shlex.split(run_["cli"].split("#")[0])[2:]
+                t = tool_json("top", "--json", "-n", "0", *args)
+                d = compare(run_, t)
+                check("report %s: setting %d, page figures = top --json %s" %
+                      (label, i + 1, " ".join(args[:-1])), not d, "; ".join(d[:4]))
+            v = o["views"]
+            check("report %s: flame graph, icicle and call graph drawn" % label,
+                  v["flame"]["rects"] > 0 and v["icicle"]["rects"] > 0 and v["graph"]["nodes"] > 0,
+                  json.dumps(v)[:300])
+            blank = []
+            for tab, sel in (("sites", "#tl"), ("sites", "#v-sites"), ("flame", "#v-flame"),
+                             ("icicle", "#v-icicle"), ("graph", "#v-graph"), ("life", "#v-life")):
+                page.eval("S.tab=%s;syncControls();drawView();1" % json.dumps(tab))
+                png = os.path.join(out_dir, "report-%s-%s%s.png" % (label, tab, sel == "#tl" and "-timeline" or ""))
+                page.screenshot(png, sel, 0.25)
+                w, h, colours, ink = cdp.png_stats(png)
+                if colours < 4 or ink < 0.02:
+                    blank.append("%s: %d colours, %.1f%% ink" % (sel, colours, 100 * ink))
+            check("report %s: screenshots of timeline and views are not blank" % label, not blank,
+                  "; ".join(blank))
+            if label == "4-domain":
+                flags = {f[0]: f[1] for f in o["flags"]}
+                check("report 4-domain: leak_step a leak, race_step an allocation race, temp_step unflagged",
+                      flags.get("Report4.leak_step") == "leak" and flags.get("Report4.race_step") == "race"
+                      and "Report4.temp_step" not in flags, str(o["flags"]))
+            check("report %s: no error after every view and filter ran" % label,
+                  not o["errors"] and not page.errors, str(o["errors"][:3] + page.errors[:3]))
+            timings[label] = {"bytes": os.path.getsize(html), "first_paint_ms": round(o["firstPaintMs"]),
+                              "filter_updates_ms": [round(u[0]) for u in o["updateMs"]],
+                              "search_ms": round(o["searchMs"], 1),
+                              "views_ms": {k: round(x["ms"]) for k, x in v.items()},
+                              "cells": D["blob_arrays"][2][1], "nodes": D["blob_arrays"][0][1]}
+    finally:
+        if browser:
+            browser.close()
+    if timings:
+        with open(os.path.join(out_dir, "report-timings.json"), "w") as f:
+            json.dump(timings, f, indent=1)
+        for k, t in timings.items():
+            print("     report %s: %d bytes, first paint %d ms, filter updates %s ms, search %s ms, views %s" %
+                  (k, t["bytes"], t["first_paint_ms"], t["filter_updates_ms"], t["search_ms"], t["views_ms"]))
+
+
+BENCH_SETTINGS = ["{alloc: [0, Math.floor(NB / 2)]}", "{never: true}", "{focus: 'a'}", "{hide: 'Stdlib'}",
+                  "{}", "{live: [Math.floor(NB / 3), Math.floor(NB / 3)]}", "{size: [2, 4], life: [3, 12]}"]
+
+
+def bench(htmls):
+    """`make -C tools bench`: in headless Chromium, each report's first paint
+    (wall clock from navigation, and CPU time of the page's main thread),
+    then filter updates with the flame graph shown and a search, each as
+    wall time to the next painted frame and main-thread CPU time, in ms."""
+    chrome = shutil.which("chromium") or shutil.which("chromium-browser")
+    with cdp.Browser(chrome) as b:
+        for html in htmls:
+            page = b.page(1400, 1000)
+            page.enable_thread_time()
+            t0 = page.thread_time()
+            page.goto("file://" + os.path.abspath(html), "document.body && document.body.getAttribute('data-ready')",
+                      timeout=300)
+            first = (page.eval("window.firstPaintMs"), 1000 * (page.thread_time() - t0))
+            page.eval("S.tab = 'flame'; syncControls(); drawView(); 1")    # frame tree built once
+            # wall time from the change to the next frame painted (the
+            # canvases and the table are rasterised after the script)
+            frame = ("new Promise(function (ok) { var t = performance.now(); %s; requestAnimationFrame("
+                     "function () { setTimeout(function () { ok(performance.now() - t); }, 0); }); })")
+            upd = []
+            for st in BENCH_SETTINGS:
+                c = page.thread_time()
+                w = page.eval(frame % ("S = freshState(); var st = %s; Object.keys(st).forEach(function (k) "
+                                       "{ S[k] = st[k]; }); S.tab = 'flame'; syncControls(); update()" % st))
+                upd.append((round(w), round(1000 * (page.thread_time() - c))))
+            c = page.thread_time()
+            w = page.eval(frame % "S.search = 'Set'; drawTable(); drawView()")
+            search = (round(w), round(1000 * (page.thread_time() - c)))
+            print("page  %s: first paint %d ms (main thread CPU %d ms); filter updates with the flame graph, "
+                  "wall/CPU ms: %s; search %s%s" %
+                  (html, first[0], first[1], " ".join("%d/%d" % u for u in upd), "%d/%d" % search,
+                   ", errors: %s" % page.errors if page.errors else ""))
+
+
+if __name__ == "__main__":
+    import sys
+    if sys.argv[1:2] == ["--bench"]:
+        bench(sys.argv[2:])
