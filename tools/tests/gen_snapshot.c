@@ -85,7 +85,7 @@ static void small(const char *path)
   mpt_loc_entry_ids loc = { 1, 2, 7, 0, 10 };
   mpt_enc_location(&enc, 1, 0x4000, &loc, 1);
   uint32_t st[1] = { 1 };
-  mpt_enc_alloc(&enc, 10, 42, 4, 1, MPT_SRC_MINOR, st, 1);
+  mpt_enc_alloc(&enc, 10, 42, 4, 1, MPT_SRC_MINOR, 0, st, 1);
   flush();
   chunk_type = MPT_CHUNK_SNAPSHOT;
   mpt_snap_encoder s;
