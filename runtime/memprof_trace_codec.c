@@ -40,6 +40,20 @@ enum {
   TAG_SIMPLE = 0x50             /* 0x50 + mpt_event_kind, with arg    */
 };
 
+/* Heap snapshot records (SNAPSHOT chunks only).  A byte below 0x80 is a
+   block whose tag is that byte; the others are: */
+enum {
+  SNAP_BLOCK_BIGTAG = 0x80,     /* block, tag byte follows             */
+  SNAP_EDGES = 0x81,
+  SNAP_WEAK = 0x82,             /* next block's weak edges start here  */
+  SNAP_SAMPLE = 0x83,           /* next block is a sampled allocation  */
+  SNAP_ROOT = 0x84,
+  SNAP_STRING = 0x85,
+  SNAP_CUSTOM = 0x86,
+  SNAP_BEGIN = 0x87,
+  SNAP_END = 0x88
+};
+
 /* ---------------------------------------------------------------- */
 /* Encoder                                                          */
 
@@ -180,6 +194,114 @@ void mpt_enc_location(mpt_encoder *e, uint32_t loc_id, uint64_t address,
   e->pos = p;
 }
 
+/* ---------------------------------------------------------------- */
+/* Heap snapshot encoder                                            */
+
+/* A target id: 0 for the next fresh id, negative for ids named before. */
+static inline uint8_t *put_target(uint8_t *p, mpt_snap_encoder *s, uint64_t t)
+{
+  p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(t - (s->assigned + 1))));
+  if (t > s->assigned) s->assigned = t;
+  return p;
+}
+
+void mpt_enc_snap_begin(mpt_encoder *e, mpt_snap_encoder *s, uint64_t time,
+                        uint64_t seq, uint64_t anchor, uint32_t ndomains)
+{
+  memset(s, 0, sizeof *s);
+  uint8_t *p = e->pos;
+  *p++ = SNAP_BEGIN;
+  p = mpt_put_uvarint(p, time);
+  p = mpt_put_uvarint(p, seq);
+  p = mpt_put_uvarint(p, anchor);
+  p = mpt_put_uvarint(p, ndomains);
+  e->pos = p;
+}
+
+void mpt_enc_snap_string(mpt_encoder *e, uint32_t str_id, const char *str,
+                         size_t len)
+{
+  if (len > MPT_MAX_STRING) len = MPT_MAX_STRING;
+  *e->pos++ = SNAP_STRING;
+  e->pos = mpt_put_uvarint(e->pos, str_id);
+  e->pos = mpt_put_uvarint(e->pos, len);
+  memcpy(e->pos, str, len);
+  e->pos += len;
+}
+
+void mpt_enc_snap_root(mpt_encoder *e, mpt_snap_encoder *s,
+                       enum mpt_root_kind kind, uint32_t flags,
+                       uint32_t label_str_id, uint64_t detail, uint64_t target)
+{
+  uint8_t *p = e->pos;
+  *p++ = SNAP_ROOT;
+  *p++ = (uint8_t)kind;
+  p = mpt_put_uvarint(p, flags);
+  p = mpt_put_uvarint(p, label_str_id);
+  p = mpt_put_uvarint(p, detail);
+  e->pos = put_target(p, s, target);
+}
+
+void mpt_enc_snap_sample(mpt_encoder *e, mpt_snap_encoder *s, uint64_t alloc_id)
+{
+  *e->pos++ = SNAP_SAMPLE;
+  e->pos = mpt_put_uvarint(e->pos, mpt_zigzag((int64_t)(alloc_id - s->last_sample)));
+  s->last_sample = alloc_id;
+}
+
+static uint8_t *put_edges(uint8_t *p, mpt_snap_encoder *s,
+                          const uint64_t *targets, uint32_t n)
+{
+  p = mpt_put_uvarint(p, n);
+  for (uint32_t i = 0; i < n; i++) p = put_target(p, s, targets[i]);
+  return p;
+}
+
+void mpt_enc_snap_block(mpt_encoder *e, mpt_snap_encoder *s, uint32_t tag,
+                        uint64_t wosize, const uint64_t *targets, uint32_t n,
+                        uint64_t weak_from)
+{
+  uint8_t *p = e->pos;
+  if (weak_from != UINT64_MAX) {
+    *p++ = SNAP_WEAK;
+    p = mpt_put_uvarint(p, weak_from);
+  }
+  if (tag < SNAP_BLOCK_BIGTAG) *p++ = (uint8_t)tag;
+  else { *p++ = SNAP_BLOCK_BIGTAG; *p++ = (uint8_t)tag; }
+  p = mpt_put_uvarint(p, wosize);
+  s->emitted++;
+  e->pos = put_edges(p, s, targets, n);
+}
+
+void mpt_enc_snap_edges(mpt_encoder *e, mpt_snap_encoder *s,
+                        const uint64_t *targets, uint32_t n)
+{
+  *e->pos++ = SNAP_EDGES;
+  e->pos = put_edges(e->pos, s, targets, n);
+}
+
+void mpt_enc_snap_custom(mpt_encoder *e, mpt_snap_encoder *s, uint64_t block,
+                         uint32_t ident_str_id, uint64_t ext_bytes)
+{
+  uint8_t *p = e->pos;
+  *p++ = SNAP_CUSTOM;
+  p = mpt_put_uvarint(p, s->emitted - block);
+  p = mpt_put_uvarint(p, ident_str_id);
+  e->pos = mpt_put_uvarint(p, ext_bytes);
+}
+
+void mpt_enc_snap_end(mpt_encoder *e, mpt_snap_encoder *s, uint64_t time,
+                      uint64_t pause_ns, uint64_t nedges, uint32_t flags)
+{
+  uint8_t *p = e->pos;
+  *p++ = SNAP_END;
+  p = mpt_put_uvarint(p, time);
+  p = mpt_put_uvarint(p, pause_ns);
+  p = mpt_put_uvarint(p, s->emitted);
+  p = mpt_put_uvarint(p, nedges);
+  e->pos = mpt_put_uvarint(p, flags);
+}
+
 static inline void put_u16(uint8_t *p, uint16_t v) { p[0] = v; p[1] = v >> 8; }
 static inline void put_u32(uint8_t *p, uint32_t v)
 { put_u16(p, (uint16_t)v); put_u16(p + 2, (uint16_t)(v >> 16)); }
@@ -300,6 +422,15 @@ struct mpt_reader {
   int truncated, ended, failed;
   uint64_t end_time, total_samples, lost_samples;
   char error[256];
+  int ctype;                   /* current chunk's type */
+  struct {                     /* heap snapshot being decoded */
+    int open;                  /* between BEGIN and END */
+    uint64_t assigned, emitted, last_sample;
+    uint64_t pending_sample, pending_weak, cur_edges, nedges;
+    char **strs; uint32_t nstrs;           /* this snapshot's string ids */
+    char **owned; size_t nowned, owned_cap; /* every label, until close  */
+    uint64_t *edges;
+  } snap;
 };
 
 static int fail(mpt_reader *r, const char *msg)
@@ -450,12 +581,13 @@ static int next_chunk(mpt_reader *r, int *type)
   *type = h[4];
   r->cstream = h[6] | (uint32_t)h[7] << 8;
   if (len > MPT_MAX_CHUNK_PAYLOAD) return fail(r, "chunk longer than the format allows");
-  if (*type < MPT_CHUNK_HEADER || *type > MPT_CHUNK_END || h[5] != 0)
+  if (*type < MPT_CHUNK_HEADER || *type > MPT_CHUNK_SNAPSHOT || h[5] != 0)
     return fail(r, "unknown chunk type");
   w = want(r, MPT_CHUNK_HEADER_BYTES + (size_t)len);
   if (w <= 0) return w;
   r->cp = r->plain + r->plain_pos + MPT_CHUNK_HEADER_BYTES;
   r->cend = r->cp + len;
+  r->ctype = *type;
   r->plain_pos += MPT_CHUNK_HEADER_BYTES + len;
   return 1;
 }
@@ -498,8 +630,9 @@ static int read_header(mpt_reader *r)
   in->start_wall_ns = get_var(r);
   for (int i = 0; i < 4; i++) r->strs[i] = get_str(r);
   if (r->failed) return MPT_ERR;
-  if (!(in->sampling_rate > 0 && in->sampling_rate <= 1))
-    return fail(r, "sampling rate in header is not in (0, 1]");
+  /* 0: a trace of heap snapshots only (memprof_rate=0) */
+  if (!(in->sampling_rate >= 0 && in->sampling_rate <= 1))
+    return fail(r, "sampling rate in header is not in [0, 1]");
   if (in->time_unit_ns == 0 || in->time_unit_ns > 1000000000)
     return fail(r, "time unit in header out of range");
   in->executable = r->strs[0]; in->hostname = r->strs[1];
@@ -740,6 +873,169 @@ static void get_time(mpt_reader *r, stream_state *st, mpt_event *ev)
   ev->time_ns = st->last_time * r->info.time_unit_ns;
 }
 
+/* ---------------------------------------------------------------- */
+/* Heap snapshot decoder                                            */
+
+enum { SNAP_NEXT = 2 };        /* record consumed, no event for it */
+
+static int snap_target(mpt_reader *r, uint64_t *out)
+{
+  int64_t d = mpt_unzigzag(get_var(r));
+  uint64_t next = r->snap.assigned + 1;
+  if (r->failed) return MPT_ERR;
+  if (d > 0 || (d < 0 && (uint64_t)-d >= next))
+    return fail(r, "snapshot edge or root names a block id out of range");
+  *out = next + (uint64_t)d;
+  if (*out == next) r->snap.assigned = next;
+  return MPT_OK;
+}
+
+static int snap_edges(mpt_reader *r, mpt_event *ev)
+{
+  uint64_t n = get_var(r);
+  if (r->failed) return MPT_ERR;
+  if (n > MPT_SNAP_MAX_EDGES) return fail(r, "snapshot record with too many edges");
+  if (!r->snap.edges
+      && !(r->snap.edges = malloc(MPT_SNAP_MAX_EDGES * sizeof(uint64_t))))
+    return fail(r, "out of memory");
+  for (uint64_t i = 0; i < n; i++)
+    if (snap_target(r, &r->snap.edges[i]) != MPT_OK) return MPT_ERR;
+  ev->snap.edges = r->snap.edges;
+  ev->snap.nedges = (uint32_t)n;
+  ev->snap.edge_base = r->snap.cur_edges;
+  ev->snap.weak_from = r->snap.pending_weak;
+  r->snap.cur_edges += n;
+  r->snap.nedges += n;
+  return MPT_OK;
+}
+
+static int snap_string(mpt_reader *r)
+{
+  uint64_t id = get_var(r);
+  char *str = get_str(r);
+  if (r->failed) return MPT_ERR;
+  if (id == 0 || id > 16u << 20) { free(str); return fail(r, "snapshot string id out of range"); }
+  if (r->snap.nowned == r->snap.owned_cap) {
+    size_t cap = r->snap.owned_cap ? 2 * r->snap.owned_cap : 256;
+    char **o = realloc(r->snap.owned, cap * sizeof *o);
+    if (!o) { free(str); return fail(r, "out of memory"); }
+    r->snap.owned = o; r->snap.owned_cap = cap;
+  }
+  r->snap.owned[r->snap.nowned++] = str;
+  if (id >= r->snap.nstrs) {
+    uint32_t n = (uint32_t)id * 2;
+    char **a = realloc(r->snap.strs, n * sizeof *a);
+    if (!a) return fail(r, "out of memory");
+    memset(a + r->snap.nstrs, 0, (n - r->snap.nstrs) * sizeof *a);
+    r->snap.strs = a; r->snap.nstrs = n;
+  }
+  if (r->snap.strs[id]) return fail(r, "snapshot string id defined twice");
+  r->snap.strs[id] = str;
+  return MPT_OK;
+}
+
+static const char *snap_label(mpt_reader *r, uint64_t id)
+{
+  if (id == 0) return "";
+  if (id >= r->snap.nstrs || !r->snap.strs[id]) {
+    fail(r, "snapshot record refers to an undefined string");
+    return "";
+  }
+  return r->snap.strs[id];
+}
+
+/* One record of a SNAPSHOT chunk: MPT_OK with an event, SNAP_NEXT, or
+   MPT_ERR. */
+static int snap_record(mpt_reader *r, mpt_event *ev)
+{
+  uint8_t tag = *r->cp++;
+  if (tag != SNAP_BEGIN && !r->snap.open)
+    return fail(r, "snapshot record outside a snapshot");
+  if (tag < SNAP_BLOCK_BIGTAG || tag == SNAP_BLOCK_BIGTAG) {
+    ev->kind = MPT_EV_SNAP_BLOCK;
+    if (tag == SNAP_BLOCK_BIGTAG) {
+      if (r->cp >= r->cend) return fail(r, "snapshot block cut short");
+      tag = *r->cp++;
+    }
+    ev->snap.tag = tag;
+    ev->wosize = get_var(r);
+    if (++r->snap.emitted > r->snap.assigned)
+      return fail(r, "snapshot block written before any root or edge names it");
+    ev->snap.block = r->snap.emitted;
+    ev->snap.sample_id = r->snap.pending_sample;
+    r->snap.pending_sample = 0;
+    r->snap.cur_edges = 0;
+    int rc = snap_edges(r, ev);
+    r->snap.pending_weak = UINT64_MAX;
+    return rc;
+  }
+  switch (tag) {
+  case SNAP_EDGES:
+    if (r->snap.emitted == 0) return fail(r, "snapshot edges before any block");
+    ev->kind = MPT_EV_SNAP_EDGES;
+    ev->snap.block = r->snap.emitted;
+    return snap_edges(r, ev);
+  case SNAP_WEAK:
+    r->snap.pending_weak = get_var(r);
+    return r->failed ? MPT_ERR : SNAP_NEXT;
+  case SNAP_SAMPLE:
+    r->snap.last_sample += (uint64_t)mpt_unzigzag(get_var(r));
+    r->snap.pending_sample = r->snap.last_sample;
+    return r->failed ? MPT_ERR : SNAP_NEXT;
+  case SNAP_STRING:
+    return snap_string(r) == MPT_OK ? SNAP_NEXT : MPT_ERR;
+  case SNAP_ROOT:
+    if (r->cp >= r->cend) return fail(r, "snapshot root cut short");
+    ev->kind = MPT_EV_SNAP_ROOT;
+    ev->snap.root_kind = *r->cp++;
+    if (ev->snap.root_kind >= MPT_ROOT_KIND_COUNT) return fail(r, "unknown snapshot root kind");
+    ev->snap.flags = (uint32_t)get_var(r);
+    ev->snap.label = snap_label(r, get_var(r));
+    ev->snap.detail = get_var(r);
+    if (snap_target(r, &ev->snap.target) != MPT_OK) return MPT_ERR;
+    return r->failed ? MPT_ERR : MPT_OK;
+  case SNAP_CUSTOM: {
+    uint64_t back = get_var(r);
+    if (!r->failed && back >= r->snap.emitted)
+      return fail(r, "snapshot custom record names an unwritten block");
+    ev->kind = MPT_EV_SNAP_CUSTOM;
+    ev->snap.block = r->snap.emitted - back;
+    ev->snap.label = snap_label(r, get_var(r));
+    ev->snap.ext_bytes = get_var(r);
+    return r->failed ? MPT_ERR : MPT_OK;
+  }
+  case SNAP_BEGIN:
+    ev->kind = MPT_EV_SNAP_BEGIN;
+    ev->time_ns = get_var(r) * r->info.time_unit_ns;
+    ev->snap.seq = get_var(r);
+    ev->snap.anchor = get_var(r);
+    ev->arg = get_var(r);
+    if (r->snap.strs) memset(r->snap.strs, 0, r->snap.nstrs * sizeof *r->snap.strs);
+    r->snap.open = 1;
+    r->snap.assigned = r->snap.emitted = r->snap.last_sample = 0;
+    r->snap.pending_sample = r->snap.cur_edges = r->snap.nedges = 0;
+    r->snap.pending_weak = UINT64_MAX;
+    return r->failed ? MPT_ERR : MPT_OK;
+  case SNAP_END:
+    ev->kind = MPT_EV_SNAP_END;
+    ev->time_ns = get_var(r) * r->info.time_unit_ns;
+    ev->snap.pause_ns = get_var(r);
+    ev->snap.total_blocks = get_var(r);
+    ev->snap.total_edges = get_var(r);
+    ev->snap.flags = (uint32_t)get_var(r);
+    if (r->failed) return MPT_ERR;
+    if (ev->snap.total_blocks != r->snap.emitted || ev->snap.total_edges != r->snap.nedges)
+      return fail(r, "snapshot end does not match its blocks and edges");
+    r->snap.open = 0;
+    return MPT_OK;
+  default: {
+    char m[64];
+    snprintf(m, sizeof m, "unknown snapshot record 0x%02x", tag);
+    return fail(r, m);
+  }
+  }
+}
+
 int mpt_reader_next(mpt_reader *r, mpt_event *ev)
 {
   if (r->failed) return MPT_ERR;
@@ -761,10 +1057,15 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
       if (r->cstream > 4096) return fail(r, "stream id out of range");
       continue;
     }
-    stream_state *st = stream(r, r->cstream);
-    if (!st) return fail(r, "out of memory");
     memset(ev, 0, sizeof *ev);
     ev->stream = r->cstream;
+    if (r->ctype == MPT_CHUNK_SNAPSHOT) {
+      int rc = snap_record(r, ev);
+      if (rc == SNAP_NEXT) continue;
+      return rc;
+    }
+    stream_state *st = stream(r, r->cstream);
+    if (!st) return fail(r, "out of memory");
     uint8_t tag = *r->cp++;
     if ((tag >= TAG_ALLOC && tag < TAG_ALLOC + MPT_SRC_COUNT)
         || (tag >= TAG_ALLOC_CUT && tag < TAG_ALLOC_CUT + MPT_SRC_COUNT)) {
@@ -881,5 +1182,7 @@ void mpt_reader_close(mpt_reader *r)
   for (int i = 0; i < 4; i++) free(r->strs[i]);
   free(r->streams); free(r->locs); free(r->index.slots);
   free(r->plain); free(r->stack_out);
+  for (size_t i = 0; i < r->snap.nowned; i++) free(r->snap.owned[i]);
+  free(r->snap.owned); free(r->snap.strs); free(r->snap.edges);
   free(r);
 }

@@ -281,7 +281,15 @@ int caml_trace_writer_open(const char *template, const mpt_trace_info *info)
 int caml_trace_writer_chunk(uint16_t stream, uint8_t *chunk, size_t body_len,
                             uint8_t *zbuf, size_t zcap)
 {
-  mpt_chunk_header(chunk, MPT_CHUNK_EVENTS, stream, (uint32_t)body_len);
+  return caml_trace_writer_typed_chunk(MPT_CHUNK_EVENTS, stream, chunk,
+                                       body_len, zbuf, zcap);
+}
+
+int caml_trace_writer_typed_chunk(enum mpt_chunk_type type, uint16_t stream,
+                                  uint8_t *chunk, size_t body_len,
+                                  uint8_t *zbuf, size_t zcap)
+{
+  mpt_chunk_header(chunk, type, stream, (uint32_t)body_len);
   size_t len = MPT_CHUNK_HEADER_BYTES + body_len;
   const uint8_t *out = chunk;
   if (compress) {

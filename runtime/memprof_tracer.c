@@ -99,6 +99,7 @@
 #include "caml/memprof_trace_codec.h"
 #include "caml/memprof_trace_writer.h"
 #include "caml/memprof_tracer.h"
+#include "caml/memprof_heap_snapshot.h"
 
 /* ------------------------------------------------------------------ */
 /* Parameters (OCAMLRUNPARAM)                                          */
@@ -187,8 +188,9 @@ static void set_param(const char *key, const char *val)
     params.path = val[0] ? strdup(val) : NULL;
   } else if (strcmp(key, "memprof_rate") == 0) {
     double r;
-    if (!parse_rate(val, &r) || !(r > 0.0 && r <= 1.0))
-      bad_param(key, val, "expected a sampling rate in (0, 1], e.g. 1e-5");
+    /* 0: no sampling, for a trace of heap snapshots only */
+    if (!parse_rate(val, &r) || !(r >= 0.0 && r <= 1.0))
+      bad_param(key, val, "expected a sampling rate in [0, 1], e.g. 1e-5 (0: snapshots only)");
     else params.rate = r;
   } else if (strcmp(key, "memprof_frames") == 0) {
     if (parse_uint(val, 1, MPT_MAX_FRAMES, &u)) params.frames = u;
@@ -209,10 +211,25 @@ static void set_param(const char *key, const char *val)
   } else if (strcmp(key, "memprof_flush_ms") == 0) {
     if (parse_uint(val, 1, 86400000, &u)) params.flush_ms = u;
     else bad_param(key, val, "expected milliseconds from 1 to 86400000");
+  } else if (strcmp(key, "memprof_snapshot_at_exit") == 0) {
+    if (parse_uint(val, 0, 1, &u)) caml_heap_snapshot_params.at_exit = (int)u;
+    else bad_param(key, val, "expected 0 or 1");
+  } else if (strcmp(key, "memprof_snapshot_signal") == 0) {
+    int s = parse_signal(val);
+    if (s) caml_heap_snapshot_params.signal = s;
+    else bad_param(key, val, "expected USR1, USR2, PROF, URG, WINCH, HUP or a signal number");
+  } else if (strcmp(key, "memprof_snapshot_every_s") == 0) {
+    if (parse_uint(val, 1, 86400 * 365, &u)) caml_heap_snapshot_params.every_s = u;
+    else bad_param(key, val, "expected seconds from 1 to 31536000");
+  } else if (strcmp(key, "memprof_snapshot_every_cycles") == 0) {
+    if (parse_uint(val, 1, (uintnat)1 << 40, &u)) caml_heap_snapshot_params.every_cycles = u;
+    else bad_param(key, val, "expected a number of major cycles from 1 to 2^40");
   } else {
     fprintf(stderr, "memprof: OCAMLRUNPARAM: unknown key %s ignored (known: "
             "memprof, memprof_rate, memprof_frames, memprof_compress, "
-            "memprof_seed, memprof_signal, memprof_flush_ms, memprof_verify)\n", key);
+            "memprof_seed, memprof_signal, memprof_flush_ms, memprof_verify, "
+            "memprof_snapshot_at_exit, memprof_snapshot_signal, "
+            "memprof_snapshot_every_s, memprof_snapshot_every_cycles)\n", key);
   }
 }
 
@@ -254,6 +271,7 @@ typedef struct { const char *key; uint32_t id; } str_slot;
 
 typedef struct tracer_domain {
   atomic_int lock;                /* stream_lock / stream_unlock       */
+  caml_domain_state *state;       /* the domain using the slot, or NULL */
   uint16_t stream;
   uintnat gen;                    /* generation the stream state is for */
   /* encoding */
@@ -914,6 +932,7 @@ static void adopt_orphans(tracer_domain *d)
 
 void caml_memprof_tracer_after_major_gc(caml_domain_state *s)
 {
+  caml_heap_snapshot_at_cycle_end(s);
   tracer_domain *d = s->memprof_tracer;
   if (d == NULL) return;
   adopt_orphans(d);
@@ -999,6 +1018,7 @@ void caml_memprof_tracer_new_domain(caml_domain_state *s)
                ^ (uint64_t)caml_trace_writer_now())
               + 0x100000001b3ull * (uint64_t)s->unique_id);
   d->trigger_valid = 0;
+  d->state = s;
   s->memprof_tracer = d;
   if (atomic_load(&active)) emit_simple(d, MPT_EV_DOMAIN_START, (uint64_t)s->unique_id);
   /* The minor heap exists already: sample from the first allocation. */
@@ -1048,6 +1068,7 @@ void caml_memprof_tracer_leave_stw(caml_domain_state *s)
     }
   }
   d->major.len = 0;
+  d->state = NULL;
   stream_unlock(d);
   s->memprof_tracer = NULL;          /* the domain is gone for the tracer */
 }
@@ -1062,6 +1083,7 @@ void caml_memprof_tracer_delete_domain(caml_domain_state *s)
   if (stream_live(d)) stop_stream_locked(d, s);
   d->lost += d->major.len + d->young.len;
   d->major.len = d->young.len = 0;
+  d->state = NULL;
   stream_unlock(d);
   s->memprof_tracer = NULL;
 }
@@ -1197,6 +1219,7 @@ static void stop_locked(tracer_domain *self)
 
 static void at_exit_handler(void)
 {
+  caml_heap_snapshot_at_exit();
   pthread_mutex_lock(&control_lock);
   stop_locked(NULL);
   pthread_mutex_unlock(&control_lock);
@@ -1282,6 +1305,7 @@ void caml_memprof_tracer_init(const char_os *exe, char_os **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(params.signal, &sa, NULL);
   }
+  caml_heap_snapshot_init();
   if (!params.path) return;
 #ifndef NATIVE_CODE
   /* Load the main program's debug information now, while allocating is
@@ -1304,6 +1328,49 @@ void caml_memprof_tracer_init(const char_os *exe, char_os **argv)
 }
 
 /* ------------------------------------------------------------------ */
+/* For heap snapshots (memprof_heap_snapshot.c)                         */
+
+int caml_memprof_tracer_tracing(void)
+{
+  return atomic_load(&active) && caml_trace_writer_is_open();
+}
+
+void caml_memprof_tracer_flush(void)
+{
+  flush_all_streams();
+}
+
+void caml_memprof_tracer_iter_tracked(void (*f)(void *, value, uint64_t),
+                                      void *data)
+{
+  uintnat gen = atomic_load(&generation);
+  for (int i = 0; i < Max_domains_max; i++) {
+    tracer_domain *d = DOMAIN_AT(i);
+    if (!d) continue;
+    stream_lock(d);
+    if (d->gen == gen) {
+      for (size_t k = 0; k < d->young.len; k++) f(data, d->young.t[k].block, d->young.t[k].id);
+      for (size_t k = 0; k < d->major.len; k++) f(data, d->major.t[k].block, d->major.t[k].id);
+    }
+    stream_unlock(d);
+  }
+  pthread_mutex_lock(&orphan_lock);
+  if (orphans_gen == gen)
+    for (size_t k = 0; k < orphans.len; k++) f(data, orphans.t[k].block, orphans.t[k].id);
+  pthread_mutex_unlock(&orphan_lock);
+}
+
+int caml_memprof_tracer_domain_states(caml_domain_state **out, int max)
+{
+  int n = 0;
+  for (int i = 0; i < Max_domains_max && n < max; i++) {
+    tracer_domain *d = DOMAIN_AT(i);
+    if (d && d->state) out[n++] = d->state;
+  }
+  return n;
+}
+
+/* ------------------------------------------------------------------ */
 /* OCaml API: Gc.Memprof_trace                                          */
 
 CAMLprim value caml_memprof_trace_start(value path, value rate, value frames,
@@ -1311,8 +1378,8 @@ CAMLprim value caml_memprof_trace_start(value path, value rate, value frames,
 {
   double r = Double_val(rate);
   intnat f = Long_val(frames);
-  if (!(r > 0.0 && r <= 1.0))
-    caml_invalid_argument("Gc.Memprof_trace.start: rate must be in (0, 1]");
+  if (!(r >= 0.0 && r <= 1.0))
+    caml_invalid_argument("Gc.Memprof_trace.start: rate must be in [0, 1]");
   if (f < 1 || f > MPT_MAX_FRAMES)
     caml_invalid_argument("Gc.Memprof_trace.start: max_frames must be in 1..4096");
   char *p = caml_stat_strdup(String_val(path));

@@ -24,6 +24,7 @@ suite() { # NAME COMMAND...
 }
 suite build "$here/build-tests.sh" "$PREFIX"
 suite tracer "$here/run.sh" "$PREFIX"
+suite snapshots "$here/snapshots.sh" "$PREFIX"
 suite tools make -s -C "$top/tools" check PREFIX="$PREFIX"
 suite fuzz make -s -C "$top/tools" fuzz-smoke
 suite upstream-plain "$here/run-upstream.sh" "$SRC" plain

@@ -41,7 +41,8 @@ extern "C" {
 enum mpt_chunk_type {
   MPT_CHUNK_HEADER = 1,                  /* once, first                    */
   MPT_CHUNK_EVENTS = 2,                  /* one stream's events            */
-  MPT_CHUNK_END = 3                      /* clean end of trace             */
+  MPT_CHUNK_END = 3,                     /* clean end of trace             */
+  MPT_CHUNK_SNAPSHOT = 4                 /* heap snapshot records          */
 };
 
 /* Allocation sources, as Gc.Memprof distinguishes them. */
@@ -68,8 +69,31 @@ enum mpt_event_kind {
   MPT_EV_TRACE_START,      /* tracing (re)started (API, signal)            */
   MPT_EV_TRACE_STOP,       /* tracing stopped (API, signal, I/O error)     */
   MPT_EV_FORK,             /* arg = child pid                              */
-  MPT_EV_LOST              /* arg = samples that could not be recorded     */
+  MPT_EV_LOST,             /* arg = samples that could not be recorded     */
+  /* Heap snapshots (SNAPSHOT chunks; fields in mpt_event.snap) */
+  MPT_EV_SNAP_BEGIN,       /* snap.seq, snap.anchor, arg = domains         */
+  MPT_EV_SNAP_ROOT,        /* snap.root_kind/flags/label/detail/target     */
+  MPT_EV_SNAP_BLOCK,       /* snap.block, tag, wosize, sample_id, edges    */
+  MPT_EV_SNAP_EDGES,       /* more edges of snap.block (a long block)      */
+  MPT_EV_SNAP_CUSTOM,      /* snap.block, label = identifier, ext_bytes    */
+  MPT_EV_SNAP_END          /* snap.pause_ns, total_blocks/edges, flags    */
 };
+
+/* Root kinds of a heap snapshot (docs/trace-format.md). */
+enum mpt_root_kind {
+  MPT_ROOT_GLOBAL = 0,     /* field [detail] of a module's global block    */
+  MPT_ROOT_STACK = 1,      /* a live slot of an OCaml stack frame          */
+  MPT_ROOT_LOCAL = 2,      /* C local roots (CAMLparam, CAMLlocal)         */
+  MPT_ROOT_C_GLOBAL = 3,   /* caml_register_(generational_)global_root     */
+  MPT_ROOT_FINALISER = 4,  /* Gc.finalise values and functions             */
+  MPT_ROOT_THREAD = 5,     /* other systhreads of a domain                 */
+  MPT_ROOT_MEMPROF = 6,    /* held by the profiler: never retaining        */
+  MPT_ROOT_KIND_COUNT = 7
+};
+#define MPT_ROOT_NONRETAINING 1u  /* root flag: does not keep its target */
+#define MPT_SNAP_INCOMPLETE 1u    /* END flag: the walk was cut short     */
+#define MPT_SNAP_MAX_EDGES 4096   /* edges per BLOCK or EDGES record      */
+#define MPT_SNAP_MAX_RECORD_BYTES (48 + 10 * (size_t)MPT_SNAP_MAX_EDGES)
 
 /* Heap statistics carried by MPT_EV_MAJOR_CYCLE, in words. */
 typedef struct {
@@ -174,6 +198,39 @@ typedef struct {
 void mpt_enc_location(mpt_encoder *e, uint32_t loc_id, uint64_t address,
                       const mpt_loc_entry_ids *entries, uint32_t n);
 
+/* Heap snapshot records, in SNAPSHOT chunks (one snapshot at a time per
+   trace).  Block ids are implicit: 1, 2, ... in the order blocks are
+   written; a root or an edge names its target by id, and a target not
+   seen before must be the next id (assigned + 1), so a walk that numbers
+   blocks in discovery order (breadth first) writes most edges as one
+   byte.  Each record needs at most MPT_SNAP_MAX_RECORD_BYTES. */
+typedef struct {
+  uint64_t assigned;            /* highest id named so far              */
+  uint64_t emitted;             /* blocks written so far                */
+  uint64_t last_sample;         /* previous SAMPLE record's alloc id    */
+} mpt_snap_encoder;
+void mpt_enc_snap_begin(mpt_encoder *e, mpt_snap_encoder *s, uint64_t time,
+                        uint64_t seq, uint64_t anchor, uint32_t ndomains);
+void mpt_enc_snap_string(mpt_encoder *e, uint32_t str_id, const char *str,
+                         size_t len);
+void mpt_enc_snap_root(mpt_encoder *e, mpt_snap_encoder *s,
+                       enum mpt_root_kind kind, uint32_t flags,
+                       uint32_t label_str_id, uint64_t detail, uint64_t target);
+/* The next block written is the sampled allocation [alloc_id]. */
+void mpt_enc_snap_sample(mpt_encoder *e, mpt_snap_encoder *s, uint64_t alloc_id);
+/* Block number s->emitted + 1, with its first [n] <= MPT_SNAP_MAX_EDGES
+   edges; edges of index >= weak_from (UINT64_MAX: none) are weak. */
+void mpt_enc_snap_block(mpt_encoder *e, mpt_snap_encoder *s, uint32_t tag,
+                        uint64_t wosize, const uint64_t *targets, uint32_t n,
+                        uint64_t weak_from);
+/* More edges of the block just written. */
+void mpt_enc_snap_edges(mpt_encoder *e, mpt_snap_encoder *s,
+                        const uint64_t *targets, uint32_t n);
+void mpt_enc_snap_custom(mpt_encoder *e, mpt_snap_encoder *s, uint64_t block,
+                         uint32_t ident_str_id, uint64_t ext_bytes);
+void mpt_enc_snap_end(mpt_encoder *e, mpt_snap_encoder *s, uint64_t time,
+                      uint64_t pause_ns, uint64_t nedges, uint32_t flags);
+
 /* Serialise a trace header chunk / end chunk (whole chunk, with its
    8-byte chunk header) into [buf] of [len] bytes; returns bytes used, or 0
    if [len] is too small. */
@@ -220,6 +277,30 @@ typedef struct {
   const uint32_t *stack;        /*   innermost first; valid until next   */
   uint64_t arg;                 /* DOMAIN_*, FORK, LOST                  */
   mpt_heap_stats heap;          /* MAJOR_CYCLE                           */
+  struct {                      /* SNAP_* events                         */
+    uint64_t seq;               /* BEGIN: snapshot number in the process */
+    uint64_t anchor;            /* BEGIN: runtime address of caml_globals
+                                   (0 in bytecode), to resolve module
+                                   block addresses with the executable's
+                                   symbol table                          */
+    uint64_t block;             /* BLOCK, EDGES, CUSTOM: block id (1..)  */
+    uint32_t tag;               /* BLOCK (size in ev.wosize)             */
+    uint64_t sample_id;         /* BLOCK: ALLOC id of this block, or 0   */
+    uint32_t nedges;            /* BLOCK, EDGES: edges in this record    */
+    const uint64_t *edges;      /*   target block ids; valid until next  */
+    uint64_t edge_base;         /* EDGES: index of edges[0] in the block */
+    uint64_t weak_from;         /* BLOCK, EDGES: edge indices >= this are
+                                   weak (ephemeron keys); UINT64_MAX none */
+    uint32_t root_kind;         /* ROOT: enum mpt_root_kind              */
+    uint32_t flags;             /* ROOT: MPT_ROOT_*; END: MPT_SNAP_*     */
+    const char *label;          /* ROOT: label; CUSTOM: identifier; valid
+                                   for the reader's lifetime              */
+    uint64_t detail;            /* ROOT: field index (GLOBAL), domain... */
+    uint64_t target;            /* ROOT: block id                        */
+    uint64_t ext_bytes;         /* CUSTOM: out-of-heap bytes, 0 unknown  */
+    uint64_t pause_ns;          /* END: world stopped this long          */
+    uint64_t total_blocks, total_edges; /* END: totals of the snapshot */
+  } snap;
 } mpt_event;
 
 typedef struct mpt_reader mpt_reader;

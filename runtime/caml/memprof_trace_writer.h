@@ -31,6 +31,11 @@ uint64_t caml_trace_writer_now(void);
 int caml_trace_writer_chunk(uint16_t stream, uint8_t *chunk, size_t body_len,
                             uint8_t *zbuf, size_t zcap);
 
+/* The same for a chunk of another type (MPT_CHUNK_SNAPSHOT). */
+int caml_trace_writer_typed_chunk(enum mpt_chunk_type type, uint16_t stream,
+                                  uint8_t *chunk, size_t body_len,
+                                  uint8_t *zbuf, size_t zcap);
+
 /* Write the END chunk and close; idempotent. */
 void caml_trace_writer_close(uint64_t total_samples, uint64_t lost_samples);
 

@@ -92,5 +92,19 @@ void caml_memprof_tracer_new_domain(caml_domain_state *state);
 void caml_memprof_tracer_leave_stw(caml_domain_state *state);
 void caml_memprof_tracer_delete_domain(caml_domain_state *state);
 
+/* For heap snapshots (memprof_heap_snapshot.c), which run inside a STW
+   section.  tracing: a trace file is open.  flush: write every stream's
+   buffered events (so that a snapshot follows the ALLOCs it names).
+   iter_tracked: calls [f] on
+   every block the tracer tracks (young, major, orphaned) with its ALLOC
+   id, under the tracer's locks.  domain_states: the states of the
+   domains attached to the tracer (those in the STW set), at most [max];
+   returns how many. */
+int caml_memprof_tracer_tracing(void);
+void caml_memprof_tracer_flush(void);
+void caml_memprof_tracer_iter_tracked(void (*f)(void *, value, uint64_t),
+                                      void *data);
+int caml_memprof_tracer_domain_states(caml_domain_state **out, int max);
+
 #endif /* CAML_INTERNALS */
 #endif /* CAML_MEMPROF_TRACER_H */

@@ -15,5 +15,6 @@ int cmd_report(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_retainers(int argc, char **argv);
 
 #endif

@@ -112,7 +112,9 @@ static ti_trace *finish_open(ti_trace *t, char *err, size_t errlen)
 {
   if (t->format == TI_FORMAT_MEMPROF) fill_from_mpt(t);
   else fill_from_ctf(t);
-  if (!(t->hdr.sampling_rate > 0 && t->hdr.sampling_rate <= 1)) {
+  /* A 5.x+memprof trace of heap snapshots only has rate 0 (no samples). */
+  double min_rate = t->format == TI_FORMAT_MEMPROF ? 0 : 0x1p-1074;
+  if (!(t->hdr.sampling_rate >= min_rate && t->hdr.sampling_rate <= 1)) {
     snprintf(err, errlen, "trace header has an invalid sampling rate %g",
              t->hdr.sampling_rate);
     ti_close(t);
@@ -247,7 +249,7 @@ static int check_after_end(ti_trace *t)
       uint8_t h[MPT_CHUNK_HEADER_BYTES];
       if (!rd_at(f, off, h, sizeof h)) { junk = 0; break; }
       if (!memcmp(h, MPT_MAGIC, MPT_MAGIC_LEN)) { traces++; off += MPT_MAGIC_LEN; continue; }
-      if (h[4] < MPT_CHUNK_HEADER || h[4] > MPT_CHUNK_END) { junk = 1; break; }
+      if (h[4] < MPT_CHUNK_HEADER || h[4] > MPT_CHUNK_SNAPSHOT) { junk = 1; break; }
       off += MPT_CHUNK_HEADER_BYTES + le32(h);
     }
   }

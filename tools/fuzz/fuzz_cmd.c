@@ -93,11 +93,18 @@ static const optset sets_folded[] = {
 static const optset sets_ctf[] = {
   { "-o", OUT, IN, NULL },
 };
+static const optset sets_retainers[] = {
+  { IN, NULL },
+  { "--site", "a", "--paths", "3", "-n", "2", IN, NULL },
+  { "--evolution", IN, NULL },
+  { "--diff", IN, IN, NULL },
+  { "--snapshot", "1", "--heapsnapshot", OUT, IN, NULL },
+};
 
 #define SETS(n) { #n, sets_##n, sizeof sets_##n / sizeof sets_##n[0] }
 static const struct { const char *name; const optset *sets; size_t n; } all_sets[] = {
   SETS(info), SETS(top), SETS(leaks), SETS(timeline), SETS(flamegraph), SETS(report),
-  SETS(diff), SETS(pprof), SETS(folded), SETS(ctf),
+  SETS(diff), SETS(pprof), SETS(folded), SETS(ctf), SETS(retainers),
 };
 
 static char dir_path[64], in_path[80], out_path[64];

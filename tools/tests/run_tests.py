@@ -866,6 +866,90 @@ def test_cli_table(good):
               not bad, "; ".join(bad[:3]))
 
 
+def retained_of(text, label):
+    """Retained size in bytes of root [label] in `retainers` output."""
+    units = {"B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+    for line in text.splitlines():
+        m = re.match(r"\s+([\d.]+) (\w+)\s+[\d.]+%\s+\S+\s+(.*)$", line)
+        if m and m.group(3) == label:
+            return float(m.group(1)) * units[m.group(2)]
+    return None
+
+
+def test_retainers():
+    """Heap snapshots: exact retained sizes of a synthetic graph, truncation,
+    the .heapsnapshot export, and errors."""
+    gs = os.path.join(BUILD, "gen_snapshot")
+    small = os.path.join(OUT, "snap-small.mpt")
+    r = run([gs, "small", small])
+    check("gen_snapshot small", r.returncode == 0, r.stderr)
+    r = tool("retainers", "--site", "leaky", small)
+    out = r.stdout
+    check("retainers: exit 0", r.returncode == 0, r.stderr)
+    check("retainers: 8 blocks, 7 edges, 1 weak, live 264 B",
+          "8 blocks, 7 edges (1 weak), live 264 B" in out, out[:200])
+    for label, want in (("0x1000", 160), ("finalisers", 72), ("f (a.ml:3)", 16), ("memprof", 0)):
+        got = retained_of(out, label)
+        check("retainers: root %s retains %d B" % (label, want), got == want, "got %r" % got)
+    check("retainers: the shared block is retained by no single root",
+          re.search(r"global\s+160 B", out) is not None and re.search(r"stack\s+16 B", out) is not None)
+    # Sampled block Y: 5 words at rate 0.01, p = 1 - 0.99^5; estimate 40 B / p.
+    p = 1 - 0.99 ** 5
+    est = 40 / p
+    check("retainers: site estimate 40 B / p = %.0f B" % est,
+          re.search(r"\s%d B\s.*leaky \(leak.ml:7\)" % round(est), out) is not None, out)
+    check("retainers: retainer path finaliser -> ephemeron -> the site's block",
+          "finaliser finalisers\n    -> abstract (3 words)\n    -> block tag 0 (4 words) from leaky (leak.ml:7)" in out, out)
+    hs = os.path.join(OUT, "snap-small.heapsnapshot")
+    r = tool("retainers", "--heapsnapshot", hs, small)
+    try:
+        j = json.load(open(hs))
+        nf = len(j["snapshot"]["meta"]["node_fields"])
+        ok = (j["snapshot"]["node_count"] * nf == len(j["nodes"])
+              and j["snapshot"]["edge_count"] * 3 == len(j["edges"])
+              and sum(j["nodes"][i + 4] for i in range(0, len(j["nodes"]), nf)) == j["snapshot"]["edge_count"]
+              and sum(j["nodes"][i + 3] for i in range(0, len(j["nodes"]), nf)) == 264)
+    except (OSError, ValueError, KeyError) as e:
+        ok = False
+    check(".heapsnapshot export: valid JSON, consistent counts, 264 B of nodes", r.returncode == 0 and ok)
+    chain = os.path.join(OUT, "snap-chain.mpt")
+    run([gs, "chain", "300000", chain])
+    r = tool("retainers", chain)
+    check("retainers: 300000-cell chain retained whole by its global",
+          retained_of(r.stdout, "0x2000") == 7.2e6 and "300000 blocks" in r.stdout, r.stdout[:300])
+    r = tool("retainers", "--diff", chain, small)
+    check("retainers --diff: the chain's global grew by 7.2 MB",
+          re.search(r"0 B\s+7.2 MB\s+\+7.2 MB\s+global 0x2000", r.stdout) is not None, r.stdout[:400])
+    r = tool("retainers", "--evolution", small)
+    check("retainers --evolution: one line per snapshot, by kind",
+          re.search(r"^\s+1\s+0.000\s+8\s+264 B\s+160 B\s+16 B", r.stdout, re.M) is not None, r.stdout)
+    data = open(chain, "rb").read()
+    check("snapshot encoding: %.2f bytes per block of a list" % (len(data) / 300000.0),
+          len(data) / 300000.0 <= 4.1)
+    cut = os.path.join(OUT, "snap-chain-cut.mpt")
+    open(cut, "wb").write(data[: len(data) * 2 // 5])
+    r = tool("retainers", cut)
+    m = re.search(r"(\d+) blocks", r.stdout)
+    check("retainers: a trace cut inside a snapshot gives its prefix (%s blocks), a warning, exit 0"
+          % (m.group(1) if m else "?"),
+          r.returncode == 0 and m and 0 < int(m.group(1)) < 300000 and "cut short" in r.stderr
+          and len(r.stderr.splitlines()) == 1, r.stderr)
+    for args, status, text in ((["/nonexistent.trace"], 1, "No such file"),
+                               ([os.path.join(OUT, "..", "..", "Makefile")], 1, "not a"),
+                               (["--snapshot", "0", small], 2, "--snapshot"),
+                               (["--snapshot", "9", small], 1, "no snapshot 9"),
+                               (["--bogus", small], 2, "--bogus")):
+        r = tool("retainers", *args)
+        check("retainers %s: exit %d, one line with '%s'" % (" ".join(args[:2]), status, text),
+              r.returncode == status and len(r.stderr.splitlines()) == 1 and text in r.stderr,
+              "rc=%d %r" % (r.returncode, r.stderr))
+    r = tool("retainers", os.path.join(OUT, "..", "..", "fuzz", "corpus", "memprof-small.mpt"))
+    check("retainers on a trace without snapshots: exit 1, says so",
+          r.returncode == 1 and "no heap snapshot" in r.stderr, r.stderr)
+    d = run([os.path.join(BUILD, "dominators_test")])
+    check("dominators: " + d.stdout.strip(), d.returncode == 0, d.stdout)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for exe in (TOOL, GEN):
@@ -875,6 +959,7 @@ def main():
             return 1
     test_cli()
     test_idtab()
+    test_retainers()
     test_upstream()
     for name in ("memtrace_v0.2.3_test_ocamlopt.v2.ctf",):
         if os.path.isdir(UP):

@@ -1,0 +1,244 @@
+/* heapgraph.c: building snapshot graphs from a trace (see heapgraph.h).
+
+   The runtime writes a snapshot's roots before its blocks (roots are
+   scanned, then blocks written breadth first), so when the first block
+   arrives every label node is known and the node numbering is fixed:
+   block edges are appended in node numbering as they are decoded, the
+   synthetic nodes' edges first.  A root after the first block is
+   rejected as malformed. */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heapgraph.h"
+
+int hg_open(hg_reader *r, const char *path)
+{
+  memset(r, 0, sizeof *r);
+  r->path = path;
+  r->t = ti_open(path, r->error, sizeof r->error);
+  if (!r->t) return -1;
+  u64map_init(&r->alloc_ids, 1024);
+  r->strs = strpool_new();
+  return 0;
+}
+
+void hg_close(hg_reader *r)
+{
+  if (r->t) ti_close(r->t);
+  u64map_free(&r->alloc_ids);
+  if (r->strs) strpool_free(r->strs);
+  free(r->allocs); free(r->stacks);
+  memset(r, 0, sizeof *r);
+}
+
+void hg_snapshot_free(hg_snapshot *s)
+{
+  free(s->label_kind); free(s->label_str); free(s->tag); free(s->wosize);
+  free(s->alloc); free(s->custom); free(s->off); free(s->adj);
+  if (s->custom_of.e) u64map_free(&s->custom_of);
+  free(s->roots);
+  memset(s, 0, sizeof *s);
+}
+
+static void on_alloc(hg_reader *r, const mpt_event *ev)
+{
+  grow_array((void **)&r->allocs, &r->allocs_cap, r->nallocs + 1, sizeof *r->allocs);
+  grow_array((void **)&r->stacks, &r->stacks_cap, r->nstacks + ev->stack_len, sizeof *r->stacks);
+  hg_alloc *a = &r->allocs[r->nallocs];
+  a->stack_off = (uint32_t)r->nstacks;
+  a->stack_len = ev->stack_len;
+  a->nsamples = ev->nsamples;
+  a->wosize = ev->wosize;
+  if (ev->stack_len)           /* an empty stack may come before any */
+    memcpy(r->stacks + r->nstacks, ev->stack, ev->stack_len * sizeof *ev->stack);
+  r->nstacks += ev->stack_len;
+  u64map_put(&r->alloc_ids, ev->id, (uint32_t)r->nallocs);
+  r->nallocs++;
+}
+
+typedef struct {
+  hg_snapshot *s;
+  size_t roots_cap, blocks_cap, labels_cap;
+  uint64_t adj_cap;
+  u64map label_of;              /* kind << 32 | string id -> label node */
+  int blocks_started;
+  uint64_t max_target;
+} builder;
+
+static int fail(hg_reader *r, const char *m)
+{
+  snprintf(r->error, sizeof r->error, "%s", m);
+  return -1;
+}
+
+static void push_adj(builder *b, uint32_t node)
+{
+  hg_snapshot *s = b->s;
+  if (s->nadj == b->adj_cap) {
+    b->adj_cap = b->adj_cap ? 2 * b->adj_cap : 1 << 16;
+    s->adj = xrealloc(s->adj, b->adj_cap * sizeof *s->adj);
+  }
+  s->adj[s->nadj++] = node;
+}
+
+/* Grow the per-block arrays to hold block [id] (and the node offsets). */
+static void ensure_blocks(builder *b, uint64_t id)
+{
+  hg_snapshot *s = b->s;
+  if (id <= b->blocks_cap) return;
+  size_t cap = b->blocks_cap ? b->blocks_cap : 1 << 16;
+  while (cap < id) cap *= 2;
+  s->tag = xrealloc(s->tag, cap);
+  s->wosize = xrealloc(s->wosize, cap * sizeof *s->wosize);
+  s->alloc = xrealloc(s->alloc, cap * sizeof *s->alloc);
+  s->off = xrealloc(s->off, ((size_t)s->base + cap + 1) * sizeof *s->off);
+  for (size_t i = b->blocks_cap; i < cap; i++) {
+    s->tag[i] = 0; s->wosize[i] = 0; s->alloc[i] = 0;
+  }
+  b->blocks_cap = cap;
+}
+
+/* The synthetic nodes and their edges, once all roots are known. */
+static void start_blocks(builder *b)
+{
+  hg_snapshot *s = b->s;
+  b->blocks_started = 1;
+  s->base = 1 + HG_KINDS + s->nlabels;
+  ensure_blocks(b, 1);
+  s->off[0] = 0;
+  for (uint32_t k = 0; k < HG_KINDS; k++)
+    if (k != MPT_ROOT_MEMPROF) push_adj(b, 1 + k);
+  for (uint32_t k = 0; k < HG_KINDS; k++) {
+    s->off[1 + k] = s->nadj;
+    for (uint32_t l = 0; l < s->nlabels; l++)
+      if (s->label_kind[l] == k) push_adj(b, 1 + HG_KINDS + l);
+  }
+  /* Roots grouped by label node (counting sort by label). */
+  uint32_t *count = xcalloc(s->nlabels + 1, sizeof *count);
+  for (size_t i = 0; i < s->nroots; i++) count[s->roots[i].label + 1]++;
+  for (uint32_t l = 0; l < s->nlabels; l++) count[l + 1] += count[l];
+  uint64_t first = s->nadj;
+  for (uint32_t l = 0; l < s->nlabels; l++) s->off[1 + HG_KINDS + l] = first + count[l];
+  for (size_t i = 0; i < s->nroots; i++) push_adj(b, 0);
+  for (size_t i = 0; i < s->nroots; i++) {
+    const hg_root *rt = &s->roots[i];
+    s->adj[first + count[rt->label]++] = s->base + (uint32_t)rt->target - 1;
+  }
+  free(count);
+}
+
+int hg_next(hg_reader *r, hg_snapshot *s)
+{
+  memset(s, 0, sizeof *s);
+  u64map_init(&s->custom_of, 16);
+  builder b;
+  memset(&b, 0, sizeof b);
+  b.s = s;
+  u64map_init(&b.label_of, 64);
+  int open = 0, rc = 0;
+  uint32_t cur = 0;                 /* current block id */
+  mpt_event ev;
+  int k;
+  while ((k = ti_next(r->t, &ev)) == TI_OK) {
+    switch (ev.kind) {
+    case MPT_EV_ALLOC: on_alloc(r, &ev); break;
+    case MPT_EV_SNAP_BEGIN:
+      if (open) { rc = fail(r, "a snapshot starts inside another"); goto done; }
+      open = 1;
+      s->seq = ev.snap.seq; s->time_ns = ev.time_ns; s->anchor = ev.snap.anchor;
+      s->ndomains = (uint32_t)ev.arg;
+      break;
+    case MPT_EV_SNAP_ROOT: {
+      if (!open) break;
+      if (b.blocks_started) { rc = fail(r, "snapshot root after its first block"); goto done; }
+      if (ev.snap.target > UINT32_MAX / 2) { rc = fail(r, "snapshot too large for this tool (2^31 blocks)"); goto done; }
+      uint32_t str = strpool_intern(r->strs, ev.snap.label, strlen(ev.snap.label));
+      uint64_t key = (uint64_t)ev.snap.root_kind << 32 | str;
+      uint32_t *l = u64map_get(&b.label_of, key);
+      uint32_t label;
+      if (l) label = *l;
+      else {
+        grow_array((void **)&s->label_kind, &b.labels_cap, s->nlabels + 1, sizeof *s->label_kind);
+        size_t cap2 = b.labels_cap;
+        s->label_str = xrealloc(s->label_str, cap2 * sizeof *s->label_str);
+        label = s->nlabels++;
+        s->label_kind[label] = ev.snap.root_kind;
+        s->label_str[label] = str;
+        u64map_put(&b.label_of, key, label);
+      }
+      /* Non-retaining roots (memprof's) get a label, no edge. */
+      if (ev.snap.flags & MPT_ROOT_NONRETAINING) break;
+      grow_array((void **)&s->roots, &b.roots_cap, s->nroots + 1, sizeof *s->roots);
+      s->roots[s->nroots++] = (hg_root){ ev.snap.root_kind, ev.snap.flags, label,
+                                         ev.snap.detail, ev.snap.target };
+      if (ev.snap.target > b.max_target) b.max_target = ev.snap.target;
+      break;
+    }
+    case MPT_EV_SNAP_BLOCK: case MPT_EV_SNAP_EDGES: {
+      if (!open) break;
+      if (!b.blocks_started) start_blocks(&b);
+      if (ev.kind == MPT_EV_SNAP_BLOCK) {
+        if (ev.snap.block > UINT32_MAX / 2) { rc = fail(r, "snapshot too large for this tool (2^31 blocks)"); goto done; }
+        cur = (uint32_t)ev.snap.block;
+        ensure_blocks(&b, cur);
+        s->nblocks = cur;
+        s->off[s->base + cur - 1] = s->nadj;
+        s->tag[cur - 1] = (uint8_t)ev.snap.tag;
+        s->wosize[cur - 1] = ev.wosize;
+        if (ev.snap.sample_id) {
+          uint32_t *a = u64map_get(&r->alloc_ids, ev.snap.sample_id);
+          if (a) s->alloc[cur - 1] = *a + 1;
+        }
+      }
+      for (uint32_t i = 0; i < ev.snap.nedges; i++) {
+        uint64_t t = ev.snap.edges[i];
+        s->nedges_file++;
+        if (ev.snap.edge_base + i >= ev.snap.weak_from) { s->nweak++; continue; }
+        if (t > UINT32_MAX / 2) { rc = fail(r, "snapshot too large for this tool (2^31 blocks)"); goto done; }
+        if (t > b.max_target) b.max_target = t;
+        push_adj(&b, s->base + (uint32_t)t - 1);
+      }
+      break;
+    }
+    case MPT_EV_SNAP_CUSTOM:
+      if (!open || ev.snap.block == 0 || ev.snap.block > s->nblocks) break;
+      if (u64map_get(&s->custom_of, ev.snap.block)) break;   /* first one counts */
+      grow_array((void **)&s->custom, &s->custom_cap, s->ncustom + 1, sizeof *s->custom);
+      s->custom[s->ncustom].ident = strpool_intern(r->strs, ev.snap.label, strlen(ev.snap.label));
+      s->custom[s->ncustom].ext = ev.snap.ext_bytes;
+      s->ext_total += ev.snap.ext_bytes;
+      u64map_put(&s->custom_of, ev.snap.block, (uint32_t)s->ncustom++);
+      break;
+    case MPT_EV_SNAP_END:
+      if (!open) break;
+      s->complete = 1;
+      s->pause_ns = ev.snap.pause_ns;
+      s->end_flags = ev.snap.flags;
+      goto finish;
+    default: break;
+    }
+  }
+  if (k == TI_ERR) { rc = fail(r, ti_error(r->t)); goto done; }
+  r->truncated = ti_truncated(r->t);
+  if (!open) { rc = 0; goto done; }
+ finish:
+  if (!b.blocks_started) start_blocks(&b);
+  /* Blocks named but never written (a snapshot cut short) are leaves. */
+  if (b.max_target > s->nblocks) {
+    ensure_blocks(&b, b.max_target);
+    for (uint64_t i = s->nblocks + 1; i <= b.max_target; i++) s->off[s->base + i - 1] = s->nadj;
+  }
+  {
+    uint32_t nb = (uint32_t)(b.max_target > s->nblocks ? b.max_target : s->nblocks);
+    s->n = s->base + nb;
+    s->off[s->n] = s->nadj;
+    s->nblocks = nb;
+  }
+  rc = 1;
+ done:
+  u64map_free(&b.label_of);
+  if (rc != 1) hg_snapshot_free(s);
+  return rc;
+}

@@ -1,0 +1,95 @@
+/* heapgraph.h: heap snapshots of a trace, as graphs ready for dominators.
+
+   hg_next reads a trace (through the reader API, trace_input.h) up to the
+   end of its next heap snapshot and returns it as one rooted graph:
+     node 0                     the super root
+     nodes 1..HG_KINDS          one per root kind (enum mpt_root_kind)
+     next nlabels nodes         one per distinct (kind, label) of roots
+     nodes base..base+nblocks-1 the blocks, block id b at node base+b-1
+   with edges 0 -> kind -> label -> root targets -> strong block edges.
+   Weak edges (ephemeron keys) and non-retaining roots (memprof's) are
+   counted but not in the graph, so dominators give what is retained.
+   Allocation events met on the way are remembered (id -> stack, samples,
+   size), so blocks carrying a sample id know their allocation site.
+
+   Memory: 4 bytes per edge plus 21 bytes per block (custom blocks more); the
+   allocation table grows with the samples of the trace. */
+
+#ifndef OCAML_MEMPROF_HEAPGRAPH_H
+#define OCAML_MEMPROF_HEAPGRAPH_H
+
+#include <stdint.h>
+
+#include "trace_input.h"
+#include "util.h"
+
+#define HG_KINDS MPT_ROOT_KIND_COUNT
+
+typedef struct {
+  uint32_t stack_off, stack_len;  /* in hg_reader.stacks, innermost first */
+  uint32_t nsamples;
+  uint64_t wosize;
+} hg_alloc;
+
+typedef struct {
+  uint32_t kind, flags;
+  uint32_t label;               /* label node index, 0-based */
+  uint64_t detail;
+  uint64_t target;              /* block id */
+} hg_root;
+
+typedef struct {
+  uint64_t seq, time_ns, pause_ns, anchor;
+  uint32_t ndomains;
+  int complete;                 /* its END record was read */
+  uint32_t end_flags;
+  uint32_t nlabels, base, nblocks, n;
+  uint32_t *label_kind, *label_str;   /* per label node: kind, string id */
+  uint8_t *tag;                 /* per block, index b - 1 */
+  uint64_t *wosize;
+  uint32_t *alloc;              /* per block: hg_alloc index + 1, or 0 */
+  u64map custom_of;             /* block id -> index in custom[] */
+  struct { uint32_t ident; uint64_t ext; } *custom; /* identifier string, out-of-heap bytes */
+  size_t ncustom, custom_cap;
+  uint64_t ext_total;
+  uint64_t *off;                /* n + 1 */
+  uint32_t *adj;
+  uint64_t nadj, nweak, nedges_file;
+  hg_root *roots; size_t nroots;
+} hg_snapshot;
+
+typedef struct {
+  ti_trace *t;
+  const char *path;
+  hg_alloc *allocs; size_t nallocs, allocs_cap;
+  u64map alloc_ids;             /* ALLOC id -> index */
+  uint32_t *stacks; size_t nstacks, stacks_cap;
+  strpool *strs;                /* labels, identifiers */
+  int truncated;
+  char error[256];
+} hg_reader;
+
+/* 0, or -1 with a message in r->error. */
+int hg_open(hg_reader *r, const char *path);
+/* 1 with the next snapshot in *s (free it with hg_snapshot_free), 0 at the
+   end of the trace, -1 with a message in r->error.  A snapshot cut short
+   by the end of the file is returned with complete = 0. */
+int hg_next(hg_reader *r, hg_snapshot *s);
+void hg_snapshot_free(hg_snapshot *s);
+void hg_close(hg_reader *r);
+
+/* A custom block's identifier (a string of the reader's pool) and
+   out-of-heap bytes: 1, or 0 for other blocks. */
+static inline int hg_custom(const hg_snapshot *s, uint32_t b, uint32_t *ident, uint64_t *ext)
+{
+  uint32_t *i = u64map_get(&s->custom_of, b);
+  if (!i) return 0;
+  *ident = s->custom[*i].ident; *ext = s->custom[*i].ext;
+  return 1;
+}
+
+/* Bytes of a block (header included), per word size of the trace. */
+static inline uint64_t hg_block_bytes(const hg_snapshot *s, uint32_t b)
+{ return (s->wosize[b - 1] + 1) * 8; }
+
+#endif

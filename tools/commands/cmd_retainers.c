@@ -1,0 +1,683 @@
+/* cmd_retainers.c: `ocaml-memprof retainers`: who keeps the heap alive,
+   from the heap snapshots of a trace.
+
+   For one snapshot (the last, or --snapshot N): the dominator tree of the
+   snapshot graph (heapgraph.h: super root -> root kinds -> root labels ->
+   blocks; dominators.h), hence the retained size of every block and of
+   every root kind and root label (what would be freed if that root
+   alone were cleared).  Then:
+   - tables: retained by root kind, top roots by retained size, top
+     allocation sites of the live sampled blocks, each estimated with the
+     Horvitz-Thompson estimator: a block of h words (header included) is
+     sampled with probability p = 1 - (1 - rate)^h, so sum(h / p) over the
+     site's sampled blocks estimates its live words without bias, with
+     variance sum((1 - p) h^2 / p^2) (the standard error is printed);
+   - --site PATTERN: retainer paths from the roots to the sampled blocks
+     of the matching sites, along the breadth-first (shortest) path tree,
+     aggregated by their description (runs of identical steps collapsed),
+     shortest first;
+   - --evolution: one line per snapshot of the trace;
+   - --diff AFTER: roots and sites whose retained size grew from TRACE's
+     last snapshot to AFTER's;
+   - --heapsnapshot FILE: the graph in V8's .heapsnapshot format (Chrome
+     DevTools' Memory panel, memlab).
+   Module globals are named through the executable's symbol table
+   (elf_symbols.h) when the trace's executable is still there. */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "dominators.h"
+#include "elf_symbols.h"
+#include "heapgraph.h"
+#include "report.h"
+#include "util.h"
+
+static const char usage[] =
+  "usage: ocaml-memprof retainers [options] TRACE\n"
+  "Who keeps the heap alive, from the trace's heap snapshots (taken with\n"
+  "OCAMLRUNPARAM=memprof=PATH,memprof_snapshot_at_exit=1, _signal=SIG,\n"
+  "_every_s=N, _every_cycles=N, or Gc.Memprof_trace.snapshot ()).\n"
+  "Retained size of a root or block: the bytes that would be freed if it\n"
+  "alone were gone (dominator tree).  Sites are estimated from the\n"
+  "sampled blocks (each weighted by 1 / its sampling probability, with\n"
+  "the standard error).\n"
+  "  --snapshot N        the Nth snapshot of the trace (default: the last)\n"
+  "  -n N                rows per table (default 10)\n"
+  "  --site PATTERN      retainer paths to the blocks allocated at sites\n"
+  "                      whose stack has a frame matching PATTERN (a\n"
+  "                      substring of \"function (file:line)\")\n"
+  "  --paths N           paths shown with --site (default 5)\n"
+  "  --evolution         one line per snapshot: live, retained by kind, top root\n"
+  "  --diff AFTER        growth of roots and sites from TRACE's last snapshot\n"
+  "                      to trace AFTER's\n"
+  "  --heapsnapshot FILE export the snapshot for Chrome DevTools or memlab\n"
+  "  --bytes             sizes in tables as exact byte counts\n";
+
+static const char *const kind_names[HG_KINDS] = {
+  "global", "stack", "local", "c-global", "finaliser", "thread", "memprof" };
+
+typedef struct {
+  hg_reader *r;
+  hg_snapshot s;
+  dom_tree dom;
+  uint64_t *retained;           /* per node, bytes */
+  uint64_t live_bytes, ext_bytes;
+  char **label_text;            /* per label node */
+  double rate;
+} analysis;
+
+/* ---- names ---- */
+
+static const char *tag_name(unsigned tag, char *buf, size_t n)
+{
+  switch (tag) {
+  case 246: return "lazy";
+  case 247: return "closure";
+  case 248: return "object";
+  case 249: return "infix";
+  case 250: return "forward";
+  case 251: return "abstract";
+  case 252: return "string";
+  case 253: return "float";
+  case 254: return "float array";
+  case 255: return "custom";
+  case 245: return "continuation";
+  default: snprintf(buf, n, "block tag %u", tag); return buf;
+  }
+}
+
+static void loc_text(hg_reader *r, uint32_t loc, char *buf, size_t n)
+{
+  const mpt_location *l = ti_location(r->t, loc);
+  if (l && l->n > 0)
+    snprintf(buf, n, "%s (%s:%u)", l->entries[0].function, l->entries[0].file,
+             l->entries[0].line);
+  else snprintf(buf, n, "?");
+}
+
+/* The allocation site of a block's alloc record: its innermost frame. */
+static void site_text(hg_reader *r, uint32_t alloc, char *buf, size_t n)
+{
+  const hg_alloc *a = &r->allocs[alloc - 1];
+  if (a->stack_len == 0) { snprintf(buf, n, "(no stack)"); return; }
+  loc_text(r, r->stacks[a->stack_off], buf, n);
+}
+
+/* Does a frame of the allocation's stack, inlined ones included, match? */
+static int stack_matches(hg_reader *r, uint32_t alloc, const char *pat)
+{
+  const hg_alloc *a = &r->allocs[alloc - 1];
+  char buf[1024];
+  for (uint32_t i = 0; i < a->stack_len; i++) {
+    const mpt_location *l = ti_location(r->t, r->stacks[a->stack_off + i]);
+    for (uint32_t k = 0; l && k < l->n; k++) {
+      snprintf(buf, sizeof buf, "%s (%s:%u)", l->entries[k].function, l->entries[k].file,
+               l->entries[k].line);
+      if (strstr(buf, pat)) return 1;
+    }
+  }
+  return 0;
+}
+
+static void name_labels(analysis *a)
+{
+  hg_snapshot *s = &a->s;
+  elf_symbols elf;
+  const ti_header *h = ti_get_header(a->r->t);
+  int have_elf = s->anchor && elf_symbols_load(&elf, h->executable, s->anchor) == 0;
+  a->label_text = xcalloc(s->nlabels ? s->nlabels : 1, sizeof *a->label_text);
+  for (uint32_t l = 0; l < s->nlabels; l++) {
+    const char *raw = strpool_get(a->r->strs, s->label_str[l]);
+    char buf[512];
+    if (s->label_kind[l] == MPT_ROOT_GLOBAL && have_elf && raw[0] == '0' && raw[1] == 'x'
+        && elf_symbols_module(&elf, strtoull(raw, NULL, 16), buf, sizeof buf))
+      a->label_text[l] = xstrdup(buf);
+    else
+      a->label_text[l] = xstrdup(raw);
+  }
+  if (have_elf) elf_symbols_free(&elf);
+}
+
+/* Sizes for people ("1.23 MB"), or exact byte counts with --bytes. */
+static int exact_bytes;
+static const char *size_text(double b, char *buf, size_t n)
+{
+  if (!exact_bytes) return human_bytes(b, buf, n);
+  snprintf(buf, n, "%.0f", b);
+  return buf;
+}
+
+/* ---- analysis ---- */
+
+static int analyse(analysis *a)
+{
+  hg_snapshot *s = &a->s;
+  uint64_t *self = xcalloc(s->n ? s->n : 1, sizeof *self);
+  for (uint32_t b = 1; b <= s->nblocks; b++) {
+    self[s->base + b - 1] = hg_block_bytes(s, b);
+    a->live_bytes += hg_block_bytes(s, b);
+  }
+  a->ext_bytes = s->ext_total;
+  if (dom_compute(s->n, s->off, s->adj, &a->dom) != 0) {
+    free(self);
+    msg("out of memory computing dominators (%u nodes)\n", s->n);
+    return -1;
+  }
+  a->retained = xmalloc((s->n ? s->n : 1) * sizeof *a->retained);
+  dom_retained(&a->dom, self, a->retained);
+  free(self);
+  name_labels(a);
+  return 0;
+}
+
+static void analysis_free(analysis *a)
+{
+  for (uint32_t l = 0; l < a->s.nlabels; l++) free(a->label_text[l]);
+  free(a->label_text);
+  free(a->retained);
+  dom_free(&a->dom);
+  hg_snapshot_free(&a->s);
+}
+
+/* ---- sites ---- */
+
+typedef struct {
+  char *name;
+  double est, var;              /* bytes */
+  uint64_t sampled;
+} site_row;
+
+typedef struct { site_row *rows; size_t n, cap; strpool *keys; } site_table;
+
+static void sites_collect(analysis *a, site_table *t)
+{
+  hg_snapshot *s = &a->s;
+  t->keys = strpool_new();
+  for (uint32_t b = 1; b <= s->nblocks; b++) {
+    uint32_t al = s->alloc[b - 1];
+    if (!al) continue;
+    char buf[1024];
+    site_text(a->r, al, buf, sizeof buf);
+    uint32_t k = strpool_intern(t->keys, buf, strlen(buf));
+    if (k >= t->n) {
+      grow_array((void **)&t->rows, &t->cap, k + 1, sizeof *t->rows);
+      memset(t->rows + t->n, 0, (k + 1 - t->n) * sizeof *t->rows);
+      t->n = k + 1;
+      t->rows[k].name = (char *)strpool_get(t->keys, k);
+    }
+    double h = (double)(s->wosize[b - 1] + 1), bytes = 8 * h;
+    double p = a->rate > 0 ? -expm1(h * log1p(-a->rate)) : 1;
+    if (!(p > 0)) p = 1;
+    site_row *r = &t->rows[k];
+    r->est += bytes / p;
+    r->var += (1 - p) * bytes * bytes / (p * p);
+    r->sampled++;
+  }
+}
+
+static int by_est(const void *x, const void *y)
+{
+  const site_row *a = x, *b = y;
+  return a->est < b->est ? 1 : a->est > b->est ? -1 : 0;
+}
+
+/* ---- reports ---- */
+
+typedef struct { uint32_t node; uint64_t ret; } ranked;
+static int by_ret(const void *x, const void *y)
+{
+  const ranked *a = x, *b = y;
+  return a->ret < b->ret ? 1 : a->ret > b->ret ? -1 : (a->node > b->node) - (a->node < b->node);
+}
+
+static void print_header(analysis *a)
+{
+  hg_snapshot *s = &a->s;
+  char b1[32], b2[32];
+  printf("heap snapshot %llu at %.3f s: %u blocks, %llu edges (%llu weak), "
+         "live %s", (unsigned long long)s->seq, s->time_ns / 1e9, s->nblocks,
+         (unsigned long long)s->nedges_file, (unsigned long long)s->nweak,
+         human_bytes((double)a->live_bytes, b1, sizeof b1));
+  if (a->ext_bytes) printf(" + %s outside the heap", human_bytes((double)a->ext_bytes, b2, sizeof b2));
+  if (s->complete) printf(", pause %.1f ms\n", s->pause_ns / 1e6);
+  else printf(" (cut short: the trace ends inside this snapshot)\n");
+  if (s->end_flags & MPT_SNAP_INCOMPLETE)
+    printf("warning: the runtime ran out of memory during this snapshot: blocks are missing\n");
+}
+
+static void print_kinds(analysis *a)
+{
+  char b1[32];
+  printf("\nRetained by root kind\n  %-10s %12s %7s %7s\n", "kind", "retained", "%", "roots");
+  size_t nroots[HG_KINDS] = { 0 };
+  for (size_t i = 0; i < a->s.nroots; i++) nroots[a->s.roots[i].kind]++;
+  for (uint32_t k = 0; k < HG_KINDS; k++) {
+    if (!nroots[k] && !a->retained[1 + k]) continue;
+    printf("  %-10s %12s %6.1f%% %7zu\n", kind_names[k],
+           size_text((double)a->retained[1 + k], b1, sizeof b1),
+           a->live_bytes ? 100.0 * (double)a->retained[1 + k] / (double)a->live_bytes : 0,
+           nroots[k]);
+  }
+}
+
+static void print_roots(analysis *a, size_t top)
+{
+  hg_snapshot *s = &a->s;
+  ranked *r = xmalloc((s->nlabels ? s->nlabels : 1) * sizeof *r);
+  for (uint32_t l = 0; l < s->nlabels; l++) r[l] = (ranked){ l, a->retained[1 + HG_KINDS + l] };
+  qsort(r, s->nlabels, sizeof *r, by_ret);
+  char b1[32];
+  printf("\nTop roots by retained size\n  %12s %7s  %-10s %s\n", "retained", "%", "kind", "root");
+  for (size_t i = 0; i < s->nlabels && i < top; i++) {
+    uint32_t l = r[i].node;
+    printf("  %12s %6.1f%%  %-10s ", size_text((double)r[i].ret, b1, sizeof b1),
+           a->live_bytes ? 100.0 * (double)r[i].ret / (double)a->live_bytes : 0,
+           kind_names[s->label_kind[l]]);
+    cli_put_safe(stdout, a->label_text[l]);
+    putchar('\n');
+  }
+  free(r);
+}
+
+static void print_sites(analysis *a, size_t top)
+{
+  site_table t = { 0 };
+  sites_collect(a, &t);
+  qsort(t.rows, t.n, sizeof *t.rows, by_est);
+  char b1[32], b2[32];
+  printf("\nLive sampled blocks by allocation site (estimated)\n"
+         "  %12s %10s %8s  %s\n", "live", "+-se", "sampled", "site");
+  if (t.n == 0) printf("  (no sampled block is live: sample with memprof_rate)\n");
+  for (size_t i = 0; i < t.n && i < top; i++) {
+    site_row *r = &t.rows[i];
+    printf("  %12s %10s %8llu  ", size_text(r->est, b1, sizeof b1),
+           size_text(sqrt(r->var), b2, sizeof b2), (unsigned long long)r->sampled);
+    cli_put_safe(stdout, r->name);
+    putchar('\n');
+  }
+  free(t.rows);
+  strpool_free(t.keys);
+}
+
+/* ---- retainer paths ---- */
+
+static void node_text(analysis *a, uint32_t v, char *buf, size_t n)
+{
+  hg_snapshot *s = &a->s;
+  char tb[32];
+  if (v >= 1 && v <= HG_KINDS) snprintf(buf, n, "%s", kind_names[v - 1]);
+  else if (v < s->base) {
+    uint32_t l = v - 1 - HG_KINDS;
+    snprintf(buf, n, "%s %s", kind_names[s->label_kind[l]], a->label_text[l]);
+  } else {
+    uint32_t b = v - s->base + 1;
+    int len = snprintf(buf, n, "%s (%llu words)", tag_name(s->tag[b - 1], tb, sizeof tb),
+                       (unsigned long long)s->wosize[b - 1]);
+    if (s->alloc[b - 1] && len > 0 && (size_t)len < n) {
+      char site[512];
+      site_text(a->r, s->alloc[b - 1], site, sizeof site);
+      snprintf(buf + len, n - (size_t)len, " from %s", site);
+    }
+  }
+}
+
+typedef struct { uint32_t key; uint64_t count, bytes; uint32_t len; } path_row;
+static int by_len(const void *x, const void *y)
+{
+  const path_row *a = x, *b = y;
+  if (a->len != b->len) return a->len < b->len ? -1 : 1;
+  return a->count < b->count ? 1 : a->count > b->count ? -1 : 0;
+}
+
+static void print_paths(analysis *a, const char *pattern, size_t npaths)
+{
+  hg_snapshot *s = &a->s;
+  /* Breadth-first tree from the super root: shortest paths. */
+  uint32_t *parent = xmalloc((s->n ? s->n : 1) * sizeof *parent);
+  uint32_t *queue = xmalloc((s->n ? s->n : 1) * sizeof *queue);
+  for (uint32_t v = 0; v < s->n; v++) parent[v] = DOM_NONE;
+  size_t qh = 0, qt = 0;
+  if (s->n) { parent[0] = 0; queue[qt++] = 0; }
+  while (qh < qt) {
+    uint32_t v = queue[qh++];
+    for (uint64_t k = s->off[v]; k < s->off[v + 1]; k++)
+      if (parent[s->adj[k]] == DOM_NONE) { parent[s->adj[k]] = v; queue[qt++] = s->adj[k]; }
+  }
+  free(queue);
+  strpool *keys = strpool_new();
+  path_row *rows = NULL;
+  size_t nrows = 0, cap = 0, matched = 0;
+  size_t kcap = 1 << 16;
+  char *key = xmalloc(kcap);
+  uint32_t *chain = NULL;
+  size_t chain_cap = 0;
+  for (uint32_t b = 1; b <= s->nblocks; b++) {
+    uint32_t al = s->alloc[b - 1];
+    uint32_t v = s->base + b - 1;
+    if (!al || parent[v] == DOM_NONE || !stack_matches(a->r, al, pattern)) continue;
+    matched++;
+    size_t len = 0;
+    for (uint32_t x = v; x != 0; x = parent[x]) {
+      grow_array((void **)&chain, &chain_cap, len + 1, sizeof *chain);
+      chain[len++] = x;
+    }
+    /* From the root label down, collapsing runs of identical steps. */
+    size_t kl = 0, steps = 0;
+    char prev[1024] = "", cur[1024];
+    uint64_t run = 0;
+    for (size_t i = len; i-- > 0;) {
+      if (chain[i] >= 1 && chain[i] <= HG_KINDS) continue;
+      node_text(a, chain[i], cur, sizeof cur);
+      if (strcmp(cur, prev) == 0 && i > 0) { run++; continue; }
+      if (run) kl += (size_t)snprintf(key + kl, kcap - kl, " (repeated%s)", run >= 9 ? " 10+ times" : "");
+      if (kl + 2100 >= kcap) break;
+      kl += (size_t)snprintf(key + kl, kcap - kl, "%s%s", steps ? "\n    -> " : "    ", cur);
+      steps++;
+      run = 0;
+      strcpy(prev, cur);
+    }
+    uint32_t k = strpool_intern(keys, key, kl);
+    if (k >= nrows) {
+      grow_array((void **)&rows, &cap, k + 1, sizeof *rows);
+      memset(rows + nrows, 0, (k + 1 - nrows) * sizeof *rows);
+      nrows = k + 1;
+      rows[k].key = k; rows[k].len = (uint32_t)steps;
+    }
+    rows[k].count++;
+    rows[k].bytes += hg_block_bytes(s, b);
+  }
+  printf("\nRetainer paths to the sampled blocks of sites matching \"%s\" "
+         "(%zu blocks, %zu distinct paths, shortest first)\n", pattern, matched, nrows);
+  qsort(rows, nrows, sizeof *rows, by_len);
+  for (size_t i = 0; i < nrows && i < npaths; i++) {
+    printf("  %llu sampled blocks, path of %u steps:\n", (unsigned long long)rows[i].count, rows[i].len);
+    /* One step per line; each step printed safely (labels come from the trace). */
+    char *text = xstrdup(strpool_get(keys, rows[i].key));
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+      cli_put_safe(stdout, line);
+      putchar('\n');
+    }
+    free(text);
+  }
+  free(rows); free(key); free(chain); free(parent);
+  strpool_free(keys);
+}
+
+/* ---- V8 .heapsnapshot ---- */
+
+static int write_heapsnapshot(analysis *a, const char *path)
+{
+  hg_snapshot *s = &a->s;
+  FILE *o = out_open(path);
+  if (!o) return 1;
+  strpool *names = strpool_new();
+  strpool_intern(names, "", 0);
+  char buf[1024], tb[32];
+  /* Node names first, so that the strings table can follow the arrays. */
+  uint32_t *name = xmalloc((s->n ? s->n : 1) * sizeof *name);
+  for (uint32_t v = 0; v < s->n; v++) {
+    uint32_t ident;
+    uint64_t ext;
+    if (v == 0) snprintf(buf, sizeof buf, "(GC roots)");
+    else if (v >= s->base && hg_custom(s, v - s->base + 1, &ident, &ext))
+      snprintf(buf, sizeof buf, "custom %s", strpool_get(a->r->strs, ident));
+    else if (v >= s->base && !s->alloc[v - s->base])
+      snprintf(buf, sizeof buf, "%s", tag_name(s->tag[v - s->base], tb, sizeof tb));
+    else node_text(a, v, buf, sizeof buf);
+    name[v] = strpool_intern(names, buf, strlen(buf));
+  }
+  fprintf(o, "{\"snapshot\":{\"meta\":{\"node_fields\":[\"type\",\"name\",\"id\",\"self_size\","
+          "\"edge_count\",\"trace_node_id\",\"detachedness\"],\"node_types\":[[\"hidden\",\"array\","
+          "\"string\",\"object\",\"code\",\"closure\",\"regexp\",\"number\",\"native\",\"synthetic\","
+          "\"concatenated string\",\"sliced string\",\"symbol\",\"bigint\",\"object shape\"],\"string\","
+          "\"number\",\"number\",\"number\",\"number\",\"number\"],\"edge_fields\":[\"type\","
+          "\"name_or_index\",\"to_node\"],\"edge_types\":[[\"context\",\"element\",\"property\","
+          "\"internal\",\"hidden\",\"shortcut\",\"weak\"],\"string_or_number\",\"node\"],"
+          "\"trace_function_info_fields\":[],\"trace_node_fields\":[],\"sample_fields\":[],"
+          "\"location_fields\":[]},\"node_count\":%u,\"edge_count\":%llu,"
+          "\"trace_function_count\":0},\n\"nodes\":[", s->n, (unsigned long long)s->nadj);
+  for (uint32_t v = 0; v < s->n; v++) {
+    int type = 9;                       /* synthetic */
+    uint64_t size = 0;
+    if (v >= s->base) {
+      uint32_t b = v - s->base + 1;
+      unsigned t = s->tag[b - 1];
+      type = t == 252 ? 2 : t == 253 ? 7 : t == 247 ? 5 : t == 255 ? 8 : t == 254 ? 1 : 3;
+      size = hg_block_bytes(s, b);
+    }
+    fprintf(o, "%s%d,%u,%llu,%llu,%llu,0,0", v ? ",\n" : "", type, name[v],
+            (unsigned long long)(2 * (uint64_t)v + 1), (unsigned long long)size,
+            (unsigned long long)(s->off[v + 1] - s->off[v]));
+  }
+  fputs("],\n\"edges\":[", o);
+  uint64_t e = 0;
+  for (uint32_t v = 0; v < s->n; v++)
+    for (uint64_t k = s->off[v]; k < s->off[v + 1]; k++, e++) {
+      if (v < s->base)                  /* named edges from the synthetic nodes */
+        fprintf(o, "%s2,%u,%llu", e ? ",\n" : "", name[s->adj[k]],
+                (unsigned long long)s->adj[k] * 7);
+      else
+        fprintf(o, "%s1,%llu,%llu", e ? ",\n" : "", (unsigned long long)(k - s->off[v]),
+                (unsigned long long)s->adj[k] * 7);
+    }
+  fputs("],\n\"trace_function_infos\":[],\"trace_tree\":[],\"samples\":[],\"locations\":[],\n\"strings\":[", o);
+  for (uint32_t i = 0; i < strpool_count(names); i++) {
+    if (i) fputs(",\n", o);
+    json_str(o, strpool_get(names, i));
+  }
+  fputs("]}\n", o);
+  free(name);
+  strpool_free(names);
+  return out_close(o, path);
+}
+
+/* ---- evolution and diff ---- */
+
+static void print_evolution_line(analysis *a, int first)
+{
+  char b1[32], b2[32];
+  if (first) {
+    printf("%5s %9s %10s %10s", "snap", "time(s)", "blocks", "live");
+    for (uint32_t k = 0; k < HG_KINDS - 1; k++) printf(" %10s", kind_names[k]);
+    printf("  top root\n");
+  }
+  printf("%5llu %9.3f %10u %10s", (unsigned long long)a->s.seq, a->s.time_ns / 1e9,
+         a->s.nblocks, size_text((double)a->live_bytes, b1, sizeof b1));
+  for (uint32_t k = 0; k < HG_KINDS - 1; k++)
+    printf(" %10s", size_text((double)a->retained[1 + k], b2, sizeof b2));
+  uint32_t best = DOM_NONE;
+  for (uint32_t l = 0; l < a->s.nlabels; l++)
+    if (best == DOM_NONE || a->retained[1 + HG_KINDS + l] > a->retained[1 + HG_KINDS + best]) best = l;
+  if (best != DOM_NONE) {
+    printf("  %s ", size_text((double)a->retained[1 + HG_KINDS + best], b1, sizeof b1));
+    cli_put_safe(stdout, a->label_text[best]);
+  }
+  putchar('\n');
+}
+
+typedef struct { char *name; double before, after; } growth;
+static int by_growth(const void *x, const void *y)
+{
+  const growth *a = x, *b = y;
+  double da = a->after - a->before, db = b->after - b->before;
+  return da < db ? 1 : da > db ? -1 : 0;
+}
+
+static void add_growth(growth **g, size_t *n, size_t *cap, strpool *keys,
+                       const char *name, double v, int after)
+{
+  uint32_t k = strpool_intern(keys, name, strlen(name));
+  if (k >= *n) {
+    grow_array((void **)g, cap, k + 1, sizeof **g);
+    memset(*g + *n, 0, (k + 1 - *n) * sizeof **g);
+    *n = k + 1;
+    (*g)[k].name = (char *)strpool_get(keys, k);
+  }
+  if (after) (*g)[k].after += v; else (*g)[k].before += v;
+}
+
+static void print_growth(const char *title, growth *g, size_t n, size_t top)
+{
+  char b1[32], b2[32], b3[32];
+  qsort(g, n, sizeof *g, by_growth);
+  printf("\n%s\n  %12s %12s %12s  %s\n", title, "before", "after", "growth", "name");
+  for (size_t i = 0; i < n && i < top; i++) {
+    double d = g[i].after - g[i].before;
+    char signed_growth[40];
+    snprintf(signed_growth, sizeof signed_growth, "%s%s", d < 0 ? "-" : "+",
+             size_text(fabs(d), b3, sizeof b3));
+    printf("  %12s %12s %12s  ", size_text(g[i].before, b1, sizeof b1),
+           size_text(g[i].after, b2, sizeof b2), signed_growth);
+    cli_put_safe(stdout, g[i].name);
+    putchar('\n');
+  }
+}
+
+static void diff_collect(analysis *a, int after, growth **roots, size_t *nr, size_t *cr,
+                         strpool *rk, growth **sites, size_t *ns, size_t *cs, strpool *sk)
+{
+  for (uint32_t l = 0; l < a->s.nlabels; l++) {
+    char buf[1100];
+    snprintf(buf, sizeof buf, "%s %s", kind_names[a->s.label_kind[l]], a->label_text[l]);
+    add_growth(roots, nr, cr, rk, buf, (double)a->retained[1 + HG_KINDS + l], after);
+  }
+  site_table t = { 0 };
+  sites_collect(a, &t);
+  for (size_t i = 0; i < t.n; i++) add_growth(sites, ns, cs, sk, t.rows[i].name, t.rows[i].est, after);
+  free(t.rows);
+  strpool_free(t.keys);
+}
+
+/* ---- driver ---- */
+
+/* Load snapshot [which] (0: the last) of [path] into *a, analysed; with
+   [evolution], print a line for every snapshot on the way.  0, or 1
+   after a message. */
+static int load(hg_reader *r, const char *path, uint64_t which, int evolution, analysis *a)
+{
+  if (hg_open(r, path) != 0) { msg("%s\n", r->error); return 1; }
+  memset(a, 0, sizeof *a);
+  a->r = r;
+  a->rate = ti_get_header(r->t)->sampling_rate;
+  uint64_t count = 0;
+  int have = 0, k;
+  hg_snapshot s;
+  while ((k = hg_next(r, &s)) == 1) {
+    count++;
+    if (evolution) {
+      analysis e = { .r = r, .s = s, .rate = a->rate };
+      if (analyse(&e) != 0) { hg_snapshot_free(&s); return 1; }
+      print_evolution_line(&e, count == 1);
+      analysis_free(&e);
+      continue;
+    }
+    if (which && count != which) { hg_snapshot_free(&s); continue; }
+    if (have) hg_snapshot_free(&a->s);
+    a->s = s;
+    have = 1;
+    if (which) break;
+  }
+  if (k < 0) {
+    msg("%s: malformed trace: %s\n", path, r->error);
+    if (have) hg_snapshot_free(&a->s);
+    return 1;
+  }
+  if (evolution) {
+    if (!count) { msg("%s: no heap snapshot in this trace\n", path); return 1; }
+    return 0;
+  }
+  if (!have) {
+    if (which && count) msg("%s: no snapshot %llu (the trace has %llu)\n", path,
+                            (unsigned long long)which, (unsigned long long)count);
+    else msg("%s: no heap snapshot in this trace (take one with "
+             "OCAMLRUNPARAM=memprof=PATH,memprof_snapshot_at_exit=1)\n", path);
+    return 1;
+  }
+  if (r->truncated && !a->s.complete)
+    msg("warning: %s is cut short inside snapshot %llu: analysing the blocks written\n",
+        path, (unsigned long long)a->s.seq);
+  return analyse(a) == 0 ? 0 : 1;
+}
+
+int cmd_retainers(int argc, char **argv)
+{
+  const char *trace = NULL, *site = NULL, *diff = NULL, *export = NULL;
+  uint64_t which = 0;
+  size_t top = 10, npaths = 5;
+  int evolution = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v;
+    char *end;
+    if (cli_is_help(a)) { print_usage(stdout, usage, 0); return 0; }
+    if (strcmp(a, "--snapshot") == 0 || strcmp(a, "-n") == 0 || strcmp(a, "--paths") == 0) {
+      if (!(v = cli_value(argc, argv, &i))) return 2;
+      unsigned long long x = strtoull(v, &end, 10);
+      if (!*v || *end || v[0] == '-' || (strcmp(a, "--snapshot") == 0 && x == 0))
+        return cli_bad_value(a, v, strcmp(a, "--snapshot") == 0 ? "a snapshot number from 1"
+                                                                 : "a count");
+      if (strcmp(a, "--snapshot") == 0) which = x;
+      else if (strcmp(a, "-n") == 0) top = (size_t)x;
+      else npaths = (size_t)x;
+    } else if (strcmp(a, "--site") == 0) {
+      if (!(site = cli_value(argc, argv, &i))) return 2;
+    } else if (strcmp(a, "--diff") == 0) {
+      if (!(diff = cli_value(argc, argv, &i))) return 2;
+    } else if (strcmp(a, "--heapsnapshot") == 0) {
+      if (!(export = cli_value(argc, argv, &i))) return 2;
+    } else if (strcmp(a, "--evolution") == 0) {
+      evolution = 1;
+    } else if (strcmp(a, "--bytes") == 0) {
+      exact_bytes = 1;
+    } else if (a[0] == '-' && a[1]) {
+      return cli_unknown_option(a);
+    } else if (trace) {
+      return cli_usage_error("one TRACE only (got %s and %s)", trace, a);
+    } else {
+      trace = a;
+    }
+  }
+  if (!trace) return cli_usage_error("a TRACE is needed");
+  hg_reader r;
+  analysis a;
+  if (evolution) {
+    int rc = load(&r, trace, 0, 1, &a);
+    hg_close(&r);
+    return rc;
+  }
+  if (load(&r, trace, which, 0, &a) != 0) { hg_close(&r); return 1; }
+  int rc = 0;
+  if (diff) {
+    hg_reader r2;
+    analysis b;
+    if (load(&r2, diff, 0, 0, &b) != 0) { analysis_free(&a); hg_close(&r); hg_close(&r2); return 1; }
+    char b1[32], b2[32];
+    printf("before: %s snapshot %llu, live %s; after: %s snapshot %llu, live %s\n",
+           trace, (unsigned long long)a.s.seq, size_text((double)a.live_bytes, b1, sizeof b1),
+           diff, (unsigned long long)b.s.seq, size_text((double)b.live_bytes, b2, sizeof b2));
+    growth *roots = NULL, *sites = NULL;
+    size_t nr = 0, cr = 0, ns = 0, cs = 0;
+    strpool *rk = strpool_new(), *sk = strpool_new();
+    diff_collect(&a, 0, &roots, &nr, &cr, rk, &sites, &ns, &cs, sk);
+    diff_collect(&b, 1, &roots, &nr, &cr, rk, &sites, &ns, &cs, sk);
+    print_growth("Roots by growth of retained size", roots, nr, top);
+    print_growth("Sites by growth of live size (estimated)", sites, ns, top);
+    free(roots); free(sites); strpool_free(rk); strpool_free(sk);
+    analysis_free(&b);
+    hg_close(&r2);
+  } else {
+    print_header(&a);
+    print_kinds(&a);
+    print_roots(&a, top);
+    print_sites(&a, top);
+    if (site) print_paths(&a, site, npaths);
+  }
+  if (export) rc = write_heapsnapshot(&a, export);
+  analysis_free(&a);
+  hg_close(&r);
+  return rc;
+}
