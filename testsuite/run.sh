@@ -13,7 +13,11 @@ set -u
 PREFIX=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-W=${TEST_WORKDIR:-$top/_build/tests}
+# The version's build directory (exported by the Makefile): 5.3.0's is
+# _build, 5.4.1's _build-5.4.1; the work directory and the compiler source
+# traced below are that version's.
+BUILD=${MEMPROF_BUILD_DIR:-$top/_build}
+W=${TEST_WORKDIR:-$BUILD/tests}
 rm -rf "$W"; mkdir -p "$W"
 export PATH="$PREFIX/bin:$PATH"
 unset OCAMLRUNPARAM CAMLRUNPARAM
@@ -468,12 +472,13 @@ check "stacks bytecode cut at 5 frames: cut and marked" \
 
 # ---- acceptance: trace the compiler itself ----
 big=${OCAML_BIG_SOURCE:-}
-[ -n "$big" ] || big=$(ls "$top"/_build/src/typing/typecore.ml 2>/dev/null | head -n 1)
+[ -n "$big" ] || big=$(ls "$BUILD"/src/typing/typecore.ml 2>/dev/null | head -n 1)
 if [ -n "$big" ]; then
   t=$W/ocamlopt.trace
   (cd "$W" && OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-4" \
      ocamlopt.opt -c -I +compiler-libs -o "$W/typecore_test.cmx" "$big") > "$W/ocamlopt.out" 2>&1
-  expect "compiler: ocamlopt.opt compiles $(basename "$big") traced" $? 0
+  rc=$?   # before any other expansion: $(basename) below would reset $?
+  expect "compiler: ocamlopt.opt compiles $(basename "$big") traced" $rc 0
   summary "$t" "$W/ocamlopt.sum"
   expect "compiler: trace decodes completely" "$(get "$W/ocamlopt.sum" error)" none
   expect "compiler: trace complete" "$(get "$W/ocamlopt.sum" ended)" 1

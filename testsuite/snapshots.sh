@@ -9,7 +9,7 @@ set -u
 PREFIX=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-W=${TEST_WORKDIR:-$top/_build/tests}/snapshots
+W=${TEST_WORKDIR:-${MEMPROF_BUILD_DIR:-$top/_build}/tests}/snapshots
 rm -rf "$W"; mkdir -p "$W"
 export PATH="$PREFIX/bin:$PATH"
 unset OCAMLRUNPARAM CAMLRUNPARAM
