@@ -3,9 +3,10 @@
 # CI (.ci/run) runs.  Builds and tests each version in its own build
 # directory and prefix:
 #   5.3.0 (the default)  the whole suite (`make test`);
-#   5.4.1                its build, the build tests and the tracer tests
-#                        (MEMPROF_SUITES="build tracer"): the suites that
-#                        depend on the version's runtime and take minutes.
+#   5.4.1                its build, the build, tracer and snapshot tests
+#                        (MEMPROF_SUITES="build tracer snapshots"): the
+#                        suites that depend on the version's runtime and
+#                        take minutes.
 # The tools, fuzzing and the opam switch test are version-independent or
 # long; the upstream runtime test directories (plain and traced against
 # vanilla 5.4.1's baseline) take about 25 minutes more per version, which
@@ -20,7 +21,7 @@ log=$top/_build-logs; mkdir -p "$log"
 tp=0; tf=0
 for v in 5.3.0 5.4.1; do
   suites=
-  [ "$v" = 5.4.1 ] && [ "${MEMPROF_FULL_BOTH:-}" != 1 ] && suites="build tracer"
+  [ "$v" = 5.4.1 ] && [ "${MEMPROF_FULL_BOTH:-}" != 1 ] && suites="build tracer snapshots"
   echo "==== OCaml $v+memprof${suites:+ (suites: $suites)}"
   start=$(date +%s)
   MEMPROF_SUITES=$suites make -C "$top" OCAML_VERSION=$v test 2>&1 | tee "$log/test-$v.log"
