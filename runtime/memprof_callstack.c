@@ -126,6 +126,37 @@ insert(caml_memprof_callstack_cache *c, uintnat key, uint32_t size,
   return &c->slots[h];
 }
 
+/* Location id of backtrace slot [s] through the cache. */
+static uint32_t slot_location(caml_memprof_callstack_cache *c, backtrace_slot s,
+                              caml_memprof_define_location define, void *ctx)
+{
+  caml_memprof_frame_slot *e = probe(c, (uintnat)s);
+  if (e) return e->loc;
+  uint32_t loc = define(ctx, s);
+  if (loc == 0 || !insert(c, (uintnat)s, 0, loc)) return 0;
+  return loc;
+}
+
+/* Upstream's walk, each slot mapped to its location through the cache
+   ([cached]: bytecode's capture) or straight through [define] (the
+   reference the native walk is checked against). */
+static int capture_upstream(caml_memprof_callstack_cache *c, uint32_t *ids,
+                            uint32_t max, ptrdiff_t alloc_idx, int *truncated,
+                            caml_memprof_define_location define, void *ctx,
+                            int cached)
+{
+  size_t n = caml_get_callstack((size_t)max + 1, &c->scratch, &c->scratch_cap,
+                                alloc_idx);
+  *truncated = n > max;
+  if (n > max) n = max;
+  for (size_t i = 0; i < n; i++) {
+    backtrace_slot s = c->scratch[i];
+    if ((ids[i] = cached ? slot_location(c, s, define, ctx) : define(ctx, s)) == 0)
+      return -1;
+  }
+  return (int)n;
+}
+
 int caml_memprof_capture_callstack_reference(caml_memprof_callstack_cache *c,
                                              uint32_t *ids, uint32_t max,
                                              ptrdiff_t alloc_idx,
@@ -133,14 +164,9 @@ int caml_memprof_capture_callstack_reference(caml_memprof_callstack_cache *c,
                                              caml_memprof_define_location define,
                                              void *ctx)
 {
-  size_t n = caml_get_callstack((size_t)max + 1, &c->scratch, &c->scratch_cap,
-                                alloc_idx);
-  *truncated = n > max;
-  if (n > max) n = max;
-  for (size_t i = 0; i < n; i++)
-    if ((ids[i] = define(ctx, c->scratch[i])) == 0) return -1;
-  return (int)n;
+  return capture_upstream(c, ids, max, alloc_idx, truncated, define, ctx, 0);
 }
+
 
 #ifdef NATIVE_CODE
 
@@ -234,16 +260,6 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
 
 #else /* bytecode: the cache maps code pointers (the slots) to locations */
 
-/* Location id of backtrace slot [s] through the cache. */
-static uint32_t slot_location(caml_memprof_callstack_cache *c, backtrace_slot s,
-                              caml_memprof_define_location define, void *ctx)
-{
-  caml_memprof_frame_slot *e = probe(c, (uintnat)s);
-  if (e) return e->loc;
-  uint32_t loc = define(ctx, s);
-  if (loc == 0 || !insert(c, (uintnat)s, 0, loc)) return 0;
-  return loc;
-}
 
 
 int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
@@ -252,13 +268,7 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                    caml_memprof_define_location define,
                                    void *ctx)
 {
-  size_t n = caml_get_callstack((size_t)max + 1, &c->scratch, &c->scratch_cap,
-                                alloc_idx);
-  *truncated = n > max;
-  if (n > max) n = max;
-  for (size_t i = 0; i < n; i++)
-    if ((ids[i] = slot_location(c, c->scratch[i], define, ctx)) == 0) return -1;
-  return (int)n;
+  return capture_upstream(c, ids, max, alloc_idx, truncated, define, ctx, 1);
 }
 
 #endif
