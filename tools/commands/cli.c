@@ -57,6 +57,20 @@ const char *cli_value(int argc, char **argv, int *i)
   return argv[++*i];
 }
 
+int cli_bins_option(long *bins, long lo, long hi, int argc, char **argv, int *i)
+{
+  const char *o = argv[*i], *v;
+  if (strcmp(o, "--bins")) return 0;
+  if (!(v = cli_value(argc, argv, i))) return -1;
+  char *e, expected[64];
+  *bins = strtol(v, &e, 10);
+  if (e == v || *e || *bins < lo || *bins > hi) {
+    snprintf(expected, sizeof expected, "a number of bins from %ld to %ld", lo, hi);
+    return cli_bad_value(o, v, expected), -1;
+  }
+  return 1;
+}
+
 int cli_is_help(const char *a)
 {
   return !strcmp(a, "--help") || !strcmp(a, "-h");

@@ -32,6 +32,9 @@ int cli_bad_value(const char *opt, const char *val, const char *expected);
 /* The value of option argv[*i] (advancing *i), or NULL after a "needs a
    value" usage error. */
 const char *cli_value(int argc, char **argv, int *i);
+/* "--bins N" at argv[*i], lo <= N <= hi, into [*bins]: 1 (consumed),
+   0 (another option), -1 (usage error given). */
+int cli_bins_option(long *bins, long lo, long hi, int argc, char **argv, int *i);
 /* Is [a] --help or -h? */
 int cli_is_help(const char *a);
 

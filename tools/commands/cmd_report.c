@@ -358,15 +358,7 @@ static const char usage[] =
 
 static int bins_option(void *u, int argc, char **argv, int *i)
 {
-  long *bins = u;
-  const char *o = argv[*i], *v;
-  if (strcmp(o, "--bins")) return 0;
-  char *e;
-  if (!(v = cli_value(argc, argv, i))) return -1;
-  *bins = strtol(v, &e, 10);
-  if (e == v || *e || *bins < 4 || *bins > 4096)
-    return cli_bad_value(o, v, "a number of bins from 4 to 4096"), -1;
-  return 1;
+  return cli_bins_option(u, 4, 4096, argc, argv, i);
 }
 
 int cmd_report(int argc, char **argv)
