@@ -46,10 +46,14 @@
    Data structures (freed after each snapshot; none exist before the first)
    - visited mark and id, in the header: a visited major block gets the
      GARBAGE status (unused at this point, as compaction also assumes for
-     MARKED after the cycle flip) and its id in the wosize bits; its
-     original header is kept in hdrs[id] and its address in order[id] (the
-     BFS queue).  16 bytes per reachable block; every header is restored
-     from these arrays before the walker leaves.  Young blocks are not
+     MARKED after the cycle flip) and its id in the wosize bits, so that
+     naming a target already seen is one header read; its address and
+     original header are kept in entry[id] (the BFS queue), in chunks of
+     16 MiB that never move, advised for transparent huge pages (with
+     4 KiB pages, their page faults and the copies of a doubling array
+     were most of the pause).  16 bytes per reachable block; every header
+     is restored from these entries before the walker leaves.  Young
+     blocks are not
      marked in place (their status bits mean nothing): a small open-
      addressing map young address -> id;
    - tracked samples: address -> ALLOC id, copied from the tracer's
@@ -96,6 +100,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 #include "caml/alloc.h"
 #include "caml/backtrace_prim.h"
 #include "caml/bigarray.h"
@@ -186,6 +193,15 @@ static void map_free(addr_map *m) { free(m->t); m->t = NULL; m->cap = m->count =
 typedef struct { char *lo, *hi; frame_descr *d; } frame_range;
 #endif
 
+/* A visited block: its address (the BFS queue) and its original header
+   (restored at the end).  Stored in chunks of 2^ENTRY_CHUNK_BITS, never
+   moved, through a directory of fixed size (so that the walk's loops can
+   keep a pointer to it): the table grows without copying. */
+typedef struct { value v; header_t hd; } entry;
+#define ENTRY_CHUNK_BITS 20
+#define ENTRY_CHUNK ((uint64_t)1 << ENTRY_CHUNK_BITS)
+#define ENTRY_CHUNKS 16384             /* 2^34 blocks at most */
+
 typedef struct {
   caml_domain_state *self;
   /* output */
@@ -193,9 +209,10 @@ typedef struct {
   mpt_snap_encoder snap;
   uint8_t *buf, *zbuf; size_t zcap;
   int failed;                   /* the writer stopped */
-  /* blocks, by id (index 0 unused) */
-  value *order; header_t *hdrs; uint64_t n, cap;
+  /* blocks, by id (index 0 unused): address and original header */
+  entry **chunks; size_t nchunks; uint64_t n;   /* ENTRY_CHUNKS slots */
   int incomplete;               /* out of memory: no new block named */
+  status visited;               /* the GARBAGE status, marking visited blocks */
   addr_map young, samples, ephemerons;
   /* labels: key (a pointer or a small code) -> string id */
   addr_map labels; uint32_t nlabels;
@@ -249,44 +266,85 @@ static uint32_t label_id(walk *w, uintnat key, const char *text)
 enum { L_LOCAL = 1, L_C_GLOBAL, L_FINAL, L_THREADS, L_REGISTERS,
        L_BYTECODE_STACK, L_GLOBAL_DATA };
 
+static inline entry *entry_at(entry *const *chunks, uint64_t id)
+{
+  return &chunks[id >> ENTRY_CHUNK_BITS][id & (ENTRY_CHUNK - 1)];
+}
+
+/* A chunk of entries, advised for huge pages where the system has them:
+   the table is hundreds of MB on a large heap, and its page faults were
+   a good part of the pause with 4 KiB pages. */
+static entry *new_chunk(void)
+{
+  size_t bytes = ENTRY_CHUNK * sizeof(entry);
+#ifdef MADV_HUGEPAGE
+  void *p = NULL;
+  if (posix_memalign(&p, (size_t)2 << 20, bytes) != 0) return NULL;
+  madvise(p, bytes, MADV_HUGEPAGE);
+  return p;
+#else
+  return malloc(bytes);
+#endif
+}
+
+/* Room for entry [id]: false when memory ran out (the walk then names
+   no new block). */
+static int entry_room(walk *w, uint64_t id)
+{
+  if (w->incomplete) return 0;
+  size_t c = (size_t)(id >> ENTRY_CHUNK_BITS);
+  if (c < w->nchunks) return 1;
+  if (c >= ENTRY_CHUNKS || !(w->chunks[c] = new_chunk())) {
+    w->incomplete = 1;
+    return 0;
+  }
+  w->nchunks = c + 1;
+  return 1;
+}
+
+/* Name major block [v] (header [hd]), seen for the first time: the next
+   id, marked in its header. */
+static uint64_t add_major(walk *w, value v, header_t hd)
+{
+  uint64_t id = w->n + 1;
+  if ((id >> ENTRY_CHUNK_BITS) >= w->nchunks || w->incomplete) {
+    if (!entry_room(w, id)) return 0;
+  }
+  atomic_store_relaxed(Hp_atomic_val(v), Make_header(id, Tag_hd(hd), w->visited));
+  entry *e = entry_at(w->chunks, id);
+  e->v = v; e->hd = hd;
+  w->n = id;
+  return id;
+}
+
+/* Young blocks are few: named through a map, their headers untouched. */
+static uint64_t visit_young(walk *w, value v)
+{
+  if (Tag_val(v) == Infix_tag) v -= Infix_offset_val(v);
+  uint64_t id = map_get(&w->young, v);
+  if (id) return id;
+  id = w->n + 1;
+  if (!entry_room(w, id)) return 0;
+  if (!map_put(&w->young, v, id)) { w->incomplete = 1; return 0; }
+  entry *e = entry_at(w->chunks, id);
+  e->v = v; e->hd = Hd_val(v);
+  w->n = id;
+  return id;
+}
+
 /* The id of block [v], naming it (and queueing it) on first sight; 0 when
-   [v] is not a heap block (an immediate, static data). */
-static uint64_t visit(walk *w, value v)
+   [v] is not a heap block (an immediate, static data).  The common case,
+   a major block already named, is one header read. */
+static inline uint64_t visit(walk *w, value v)
 {
   /* 0: a field of a module block not initialised yet */
   if (!Is_block(v) || v == 0) return 0;
-  if (Is_young(v)) {
-    if (Tag_val(v) == Infix_tag) v -= Infix_offset_val(v);
-    uint64_t id = map_get(&w->young, v);
-    if (id) return id;
-  } else {
-    header_t hd = Hd_val(v);
-    if (Tag_hd(hd) == Infix_tag) { v -= Infix_offset_hd(hd); hd = Hd_val(v); }
-    if (Has_status_hd(hd, caml_global_heap_state.GARBAGE)) return Wosize_hd(hd);
-    if (Has_status_hd(hd, NOT_MARKABLE)) return 0;
-  }
-  if (w->incomplete) return 0;
-  if (w->n + 1 >= w->cap) {
-    uint64_t cap = w->cap ? 2 * w->cap : 65536;
-    value *o = realloc(w->order, cap * sizeof *o);
-    if (o) w->order = o;
-    header_t *h = o ? realloc(w->hdrs, cap * sizeof *h) : NULL;
-    if (h) w->hdrs = h;
-    if (!o || !h) { w->incomplete = 1; return 0; }
-    w->cap = cap;
-  }
-  uint64_t id = w->n + 1;
+  if (Is_young(v)) return visit_young(w, v);
   header_t hd = Hd_val(v);
-  if (Is_young(v)) {
-    if (!map_put(&w->young, v, id)) { w->incomplete = 1; return 0; }
-  } else {
-    atomic_store_relaxed(Hp_atomic_val(v),
-                         Make_header(id, Tag_hd(hd), caml_global_heap_state.GARBAGE));
-  }
-  w->n = id;
-  w->order[id] = v;
-  w->hdrs[id] = hd;
-  return id;
+  if (Tag_hd(hd) == Infix_tag) { v -= Infix_offset_hd(hd); hd = Hd_val(v); }
+  if (Has_status_hd(hd, w->visited)) return Wosize_hd(hd);
+  if (Has_status_hd(hd, NOT_MARKABLE)) return 0;
+  return add_major(w, v, hd);
 }
 
 /* ------------------------------------------------------------------ */
@@ -513,14 +571,29 @@ static void edge_action(void *data, value v, volatile value *p)
   edge(data, v);
 }
 
-static void write_block(walk *w, uint64_t id)
+static void write_block(walk *w, uint64_t id, value v, header_t hd)
 {
-  value v = w->order[id];
-  header_t hd = w->hdrs[id];
   tag_t tag = Tag_hd(hd);
   mlsize_t wosize = Wosize_hd(hd);
-  uint64_t sample = map_get(&w->samples, v);
-  if (sample) { room(w, 16); mpt_enc_snap_sample(&w->enc, &w->snap, sample); }
+  if (w->samples.count) {
+    uint64_t sample = map_get(&w->samples, v);
+    if (sample) { room(w, 16); mpt_enc_snap_sample(&w->enc, &w->snap, sample); }
+  }
+  /* The common case, a plain block whose edges fit one record: gathered,
+     then written in one call. */
+  if (tag < No_scan_tag && tag != Closure_tag && tag != Cont_tag
+      && wosize <= MPT_SNAP_MAX_EDGES) {
+    uint32_t n = 0;
+    for (mlsize_t i = 0; i < wosize; i++) {
+      uint64_t t = visit(w, Field(v, i));
+      w->edges[n] = t;
+      n += t != 0;
+    }
+    room(w, 48 + 10 * (size_t)n);
+    mpt_enc_snap_block(&w->enc, &w->snap, tag, wosize, w->edges, n, UINT64_MAX);
+    w->nedges += n;
+    return;
+  }
   w->block_tag = tag; w->block_wosize = wosize;
   w->weak_from = UINT64_MAX;
   w->nbatch = 0; w->block_edges = 0; w->block_written = 0;
@@ -557,17 +630,16 @@ static void write_block(walk *w, uint64_t id)
 #define PREFETCH_BLOCK 16
 #define PREFETCH_TARGETS 6
 
-/* Prefetch the headers of the first targets of block [id], which the
+/* Prefetch the headers of the first targets of block [e], which the
    walk will soon check. */
-static inline void prefetch_targets(walk *w, uint64_t id)
+static inline void prefetch_targets(const entry *e)
 {
-  value v = w->order[id];
-  tag_t tag = Tag_hd(w->hdrs[id]);
+  tag_t tag = Tag_hd(e->hd);
   if (tag >= No_scan_tag || tag == Closure_tag || tag == Cont_tag) return;
-  mlsize_t n = Wosize_hd(w->hdrs[id]);
+  mlsize_t n = Wosize_hd(e->hd);
   if (n > 8) n = 8;
   for (mlsize_t i = 0; i < n; i++) {
-    value f = Field(v, i);
+    value f = Field(e->v, i);
     if (Is_block(f) && f != 0) __builtin_prefetch((void *)Hp_val(f));
   }
 }
@@ -593,6 +665,9 @@ static void take_snapshot(caml_domain_state *self)
   walk *w = calloc(1, sizeof *w);
   if (!w) return;
   w->self = self;
+  w->chunks = calloc(ENTRY_CHUNKS, sizeof *w->chunks);
+  if (!w->chunks) { free(w); return; }
+  w->visited = caml_global_heap_state.GARBAGE;
   w->zcap = mpt_frame_bound(BUF_BYTES);
   w->buf = malloc(BUF_BYTES);
   w->zbuf = malloc(w->zcap);
@@ -628,17 +703,22 @@ static void take_snapshot(caml_domain_state *self)
      cache misses: two stages of prefetching, the block PREFETCH_BLOCK
      ahead (header and first fields), then the targets of the block
      PREFETCH_TARGETS ahead (whose fields are in cache by then). */
+  entry *const *chunks = w->chunks;
   for (uint64_t id = 1; id <= w->n; id++) {
     if (id + PREFETCH_BLOCK <= w->n)
-      __builtin_prefetch((void *)Hp_val(w->order[id + PREFETCH_BLOCK]));
-    if (id + PREFETCH_TARGETS <= w->n) prefetch_targets(w, id + PREFETCH_TARGETS);
-    write_block(w, id);
+      __builtin_prefetch((void *)Hp_val(entry_at(chunks, id + PREFETCH_BLOCK)->v));
+    if (id + PREFETCH_TARGETS <= w->n)
+      prefetch_targets(entry_at(chunks, id + PREFETCH_TARGETS));
+    const entry *e = entry_at(chunks, id);
+    write_block(w, id, e->v, e->hd);
   }
-  /* Every major block visited gets its header back. */
+  /* Every major block visited gets its header back (young ones never
+     lost theirs: storing it again is harmless). */
   for (uint64_t id = 1; id <= w->n; id++) {
     if (id + PREFETCH_BLOCK <= w->n)
-      __builtin_prefetch((void *)Hp_val(w->order[id + PREFETCH_BLOCK]), 1);
-    atomic_store_relaxed(Hp_atomic_val(w->order[id]), w->hdrs[id]);
+      __builtin_prefetch((void *)Hp_val(entry_at(chunks, id + PREFETCH_BLOCK)->v), 1);
+    const entry *e = entry_at(chunks, id);
+    atomic_store_relaxed(Hp_atomic_val(e->v), e->hd);
   }
   uint64_t pause = mono_ns() - t0;
   room(w, 64);
@@ -649,7 +729,9 @@ static void take_snapshot(caml_domain_state *self)
               (unsigned long)snapshot_seq, (unsigned long)w->n,
               (unsigned long)w->nedges, (unsigned long)(pause / 1000));
  out:
-  free(w->buf); free(w->zbuf); free(w->order); free(w->hdrs);
+  free(w->buf); free(w->zbuf);
+  for (size_t c = 0; c < w->nchunks; c++) free(w->chunks[c]);
+  free(w->chunks);
   map_free(&w->young); map_free(&w->samples); map_free(&w->ephemerons);
   map_free(&w->labels);
 #ifdef NATIVE_CODE

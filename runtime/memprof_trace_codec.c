@@ -197,10 +197,14 @@ void mpt_enc_location(mpt_encoder *e, uint32_t loc_id, uint64_t address,
 /* ---------------------------------------------------------------- */
 /* Heap snapshot encoder                                            */
 
-/* A target id: 0 for the next fresh id, negative for ids named before. */
+/* A target id: 0 for the next fresh id (the common case of a breadth-
+   first walk, written without the general varint path), negative for
+   ids named before. */
 static inline uint8_t *put_target(uint8_t *p, mpt_snap_encoder *s, uint64_t t)
 {
-  p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(t - (s->assigned + 1))));
+  uint64_t next = s->assigned + 1;
+  if (t == next) { *p++ = 0; s->assigned = t; return p; }
+  p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(t - next)));
   if (t > s->assigned) s->assigned = t;
   return p;
 }
@@ -249,7 +253,7 @@ void mpt_enc_snap_sample(mpt_encoder *e, mpt_snap_encoder *s, uint64_t alloc_id)
   s->last_sample = alloc_id;
 }
 
-static uint8_t *put_edges(uint8_t *p, mpt_snap_encoder *s,
+static inline uint8_t *put_edges(uint8_t *p, mpt_snap_encoder *s,
                           const uint64_t *targets, uint32_t n)
 {
   p = mpt_put_uvarint(p, n);
@@ -878,9 +882,17 @@ static void get_time(mpt_reader *r, stream_state *st, mpt_event *ev)
 
 enum { SNAP_NEXT = 2 };        /* record consumed, no event for it */
 
+/* A varint of a snapshot record: most are one byte (an edge to the next
+   fresh block, a small size), read inline. */
+static inline uint64_t snap_var(mpt_reader *r)
+{
+  if (r->cp < r->cend && *r->cp < 0x80) return *r->cp++;
+  return get_var(r);
+}
+
 static int snap_target(mpt_reader *r, uint64_t *out)
 {
-  int64_t d = mpt_unzigzag(get_var(r));
+  int64_t d = mpt_unzigzag(snap_var(r));
   uint64_t next = r->snap.assigned + 1;
   if (r->failed) return MPT_ERR;
   if (d > 0 || (d < 0 && (uint64_t)-d >= next))
@@ -892,7 +904,7 @@ static int snap_target(mpt_reader *r, uint64_t *out)
 
 static int snap_edges(mpt_reader *r, mpt_event *ev)
 {
-  uint64_t n = get_var(r);
+  uint64_t n = snap_var(r);
   if (r->failed) return MPT_ERR;
   if (n > MPT_SNAP_MAX_EDGES) return fail(r, "snapshot record with too many edges");
   if (!r->snap.edges
@@ -958,7 +970,7 @@ static int snap_record(mpt_reader *r, mpt_event *ev)
       tag = *r->cp++;
     }
     ev->snap.tag = tag;
-    ev->wosize = get_var(r);
+    ev->wosize = snap_var(r);
     if (++r->snap.emitted > r->snap.assigned)
       return fail(r, "snapshot block written before any root or edge names it");
     ev->snap.block = r->snap.emitted;

@@ -36,6 +36,7 @@ for p in snap_hashtbl snap_retention snap_domains; do
   ocamlopt -g -o "$p" "$here/programs/$p.ml" > "$p.build" 2>&1 || ko "build $p" "$(head -3 "$p.build")"
 done
 ocamlopt -g -I +unix unix.cmxa -o snap_signal "$here/programs/snap_signal.ml" > snap_signal.build 2>&1 || ko "build snap_signal"
+ocamlopt -g -runtime-variant d -o snap_stress "$here/programs/snap_stress.ml" > snap_stress.build 2>&1 || ko "build snap_stress (debug runtime)"
 ocamlc -g -o snap_hashtbl.byte "$here/programs/snap_hashtbl.ml" > snap_hashtbl.byte.build 2>&1 || ko "build snap_hashtbl.byte"
 
 # ---- acceptance: a Hashtbl held by a module global (native) ----
@@ -127,6 +128,33 @@ check "every 2 cycles: several snapshots ($n)" [ "$n" -ge 2 ]
 OCAMLRUNPARAM="memprof=$W/bad.trace,memprof_snapshot_every_s=soon" ./snap_signal 0.1 > bad.out 2> bad.err
 check "bad memprof_snapshot_every_s: one stderr line, program unchanged" \
   [ "$(cat bad.out)" = done -a "$(wc -l < bad.err)" -eq 1 ]
+
+# ---- headers given back: a snapshot at every cycle end while 3 domains
+# build and check data, on the debug runtime verifying the heap (V=1) ----
+OCAMLRUNPARAM="v=0,V=1,memprof=$W/stress.trace,memprof_rate=1e-4,memprof_snapshot_every_cycles=1" \
+  ./snap_stress > stress.out 2> stress.err
+cycles=$(sed -n 's/^ok //p' stress.out)
+n=$("$MP" retainers --evolution "$W/stress.trace" 2>/dev/null | grep -c '^ *[0-9]')
+check "stress: 3 domains' data intact after $n snapshots in $cycles cycles, heap verified, nothing on stderr" \
+  [ -n "$cycles" -a "${n:-0}" -ge 10 -a ! -s stress.err ]
+
+# ---- a compiler's heap: ocamlopt.opt compiling typing/typecore.ml (the
+# build tree's copy, when there is one) ----
+big=$(ls "${MEMPROF_BUILD_DIR:-$top/_build}"/src/typing/typecore.ml 2>/dev/null | head -n 1)
+if [ -n "$big" ]; then
+  mkdir -p compiler; cp "$big" "${big%.ml}.mli" compiler/
+  (cd compiler && OCAMLRUNPARAM="memprof=$W/oc.trace,memprof_rate=1e-4,memprof_snapshot_at_exit=1" \
+     ocamlopt.opt -c -I +compiler-libs typecore.mli typecore.ml) > oc.out 2>&1
+  check "compiler: ocamlopt.opt compiles typecore.ml with a snapshot at exit" [ $? -eq 0 ]
+  "$MP" retainers "$W/oc.trace" > oc.ret 2> oc.err
+  rc=$?
+  blocks=$(sed -n 's/^heap snapshot 1 at [^:]*: \([0-9]*\) blocks.*/\1/p' oc.ret)
+  top=$(awk '/^Top roots/ { getline; getline; print $4; exit }' oc.ret)
+  check "compiler: retainers analyses its snapshot ($blocks blocks), a module global on top ($top)" \
+    [ $rc -eq 0 -a ! -s oc.err -a "${blocks:-0}" -gt 100000 -a "$top" = global ]
+  "$MP" info "$W/oc.trace" > /dev/null 2>&1
+  check "compiler: info decodes the trace" [ $? -eq 0 ]
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -4,8 +4,9 @@
    node v's successors are adj[off[v] .. off[v+1]).  dom_compute finds the
    immediate dominator of every node reachable from the root
    (Lengauer-Tarjan with path compression: near-linear time, iterative: no
-   recursion however deep the graph).  Memory: about 11 arrays of n 32-bit
-   words plus one of 4 bytes per reachable edge (predecessors). */
+   recursion however deep the graph).  Memory: about 10 arrays of n 32-bit
+   words, at most 3 of n 64-bit words, and one of 4 bytes per reachable
+   edge (predecessors); large arrays are advised for huge pages. */
 
 #ifndef OCAML_MEMPROF_DOMINATORS_H
 #define OCAML_MEMPROF_DOMINATORS_H

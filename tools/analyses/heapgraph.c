@@ -73,27 +73,44 @@ static int fail(hg_reader *r, const char *m)
   return -1;
 }
 
-static void push_adj(builder *b, uint32_t node)
+/* Room for [more] edges in s->adj. */
+static inline void reserve_adj(builder *b, uint64_t more)
 {
   hg_snapshot *s = b->s;
-  if (s->nadj == b->adj_cap) {
-    b->adj_cap = b->adj_cap ? 2 * b->adj_cap : 1 << 16;
-    s->adj = xrealloc(s->adj, b->adj_cap * sizeof *s->adj);
-  }
-  s->adj[s->nadj++] = node;
+  if (s->nadj + more <= b->adj_cap) return;
+  uint64_t cap = b->adj_cap ? b->adj_cap : 1 << 16;
+  while (cap < s->nadj + more) cap *= 2;
+  s->adj = xrealloc(s->adj, cap * sizeof *s->adj);
+  advise_huge(s->adj, cap * sizeof *s->adj);
+  b->adj_cap = cap;
+}
+
+static void push_adj(builder *b, uint32_t node)
+{
+  reserve_adj(b, 1);
+  b->s->adj[b->s->nadj++] = node;
 }
 
 /* Grow the per-block arrays to hold block [id] (and the node offsets). */
-static void ensure_blocks(builder *b, uint64_t id)
+static void grow_blocks(builder *b, uint64_t id);
+static inline void ensure_blocks(builder *b, uint64_t id)
+{
+  if (id > b->blocks_cap) grow_blocks(b, id);
+}
+
+static void grow_blocks(builder *b, uint64_t id)
 {
   hg_snapshot *s = b->s;
-  if (id <= b->blocks_cap) return;
   size_t cap = b->blocks_cap ? b->blocks_cap : 1 << 16;
   while (cap < id) cap *= 2;
   s->tag = xrealloc(s->tag, cap);
   s->wosize = xrealloc(s->wosize, cap * sizeof *s->wosize);
   s->alloc = xrealloc(s->alloc, cap * sizeof *s->alloc);
   s->off = xrealloc(s->off, ((size_t)s->base + cap + 1) * sizeof *s->off);
+  advise_huge(s->tag, cap);
+  advise_huge(s->wosize, cap * sizeof *s->wosize);
+  advise_huge(s->alloc, cap * sizeof *s->alloc);
+  advise_huge(s->off, ((size_t)s->base + cap + 1) * sizeof *s->off);
   for (size_t i = b->blocks_cap; i < cap; i++) {
     s->tag[i] = 0; s->wosize[i] = 0; s->alloc[i] = 0;
   }
@@ -192,14 +209,24 @@ int hg_next(hg_reader *r, hg_snapshot *s)
           if (a) s->alloc[cur - 1] = *a + 1;
         }
       }
-      for (uint32_t i = 0; i < ev.snap.nedges; i++) {
+      /* Strong edges, then the weak ones (counted, not graph edges). */
+      uint32_t nstrong = ev.snap.nedges;
+      if (ev.snap.weak_from < ev.snap.edge_base + nstrong)
+        nstrong = ev.snap.weak_from > ev.snap.edge_base
+                  ? (uint32_t)(ev.snap.weak_from - ev.snap.edge_base) : 0;
+      s->nedges_file += ev.snap.nedges;
+      s->nweak += ev.snap.nedges - nstrong;
+      reserve_adj(&b, nstrong);
+      uint32_t *out = s->adj + s->nadj;
+      uint64_t max = b.max_target;
+      for (uint32_t i = 0; i < nstrong; i++) {
         uint64_t t = ev.snap.edges[i];
-        s->nedges_file++;
-        if (ev.snap.edge_base + i >= ev.snap.weak_from) { s->nweak++; continue; }
-        if (t > UINT32_MAX / 2) { rc = fail(r, "snapshot too large for this tool (2^31 blocks)"); goto done; }
-        if (t > b.max_target) b.max_target = t;
-        push_adj(&b, s->base + (uint32_t)t - 1);
+        if (t > max) max = t;
+        out[i] = s->base + (uint32_t)t - 1;
       }
+      if (max > UINT32_MAX / 2) { rc = fail(r, "snapshot too large for this tool (2^31 blocks)"); goto done; }
+      b.max_target = max;
+      s->nadj += nstrong;
       break;
     }
     case MPT_EV_SNAP_CUSTOM:

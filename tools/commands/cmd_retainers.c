@@ -158,6 +158,7 @@ static int analyse(analysis *a)
 {
   hg_snapshot *s = &a->s;
   uint64_t *self = xcalloc(s->n ? s->n : 1, sizeof *self);
+  advise_huge(self, (size_t)s->n * sizeof *self);
   for (uint32_t b = 1; b <= s->nblocks; b++) {
     self[s->base + b - 1] = hg_block_bytes(s, b);
     a->live_bytes += hg_block_bytes(s, b);
@@ -169,6 +170,7 @@ static int analyse(analysis *a)
     return -1;
   }
   a->retained = xmalloc((s->n ? s->n : 1) * sizeof *a->retained);
+  advise_huge(a->retained, (size_t)s->n * sizeof *a->retained);
   dom_retained(&a->dom, self, a->retained);
   free(self);
   name_labels(a);
