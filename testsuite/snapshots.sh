@@ -156,5 +156,36 @@ if [ -n "$big" ]; then
   check "compiler: info decodes the trace" [ $? -eq 0 ]
 fi
 
+# ---- a build through %p traces: every process of a small build (3
+# ocamlopt runs and the program) writes its own trace with a snapshot at
+# exit; each decodes and analyses.  SNAPSHOT_DUNE_TBZ=dune-X.tbz: the
+# same over `ocaml boot/bootstrap.ml` of that dune release (~1 600
+# processes, minutes) ----
+mkdir -p build-p && cd build-p
+printf 'let table = Hashtbl.create 16\nlet add k = Hashtbl.replace table k (String.make 100 (Char.chr (65 + k mod 26)))\n' > a.ml
+printf 'let () = for k = 1 to 1000 do A.add k done; print_int (Hashtbl.length A.table)\n' > b.ml
+(export OCAMLRUNPARAM="memprof=$W/build-p/t.%p,memprof_rate=1e-4,memprof_snapshot_at_exit=1"
+ ocamlopt.opt -c a.ml && ocamlopt.opt -c b.ml && ocamlopt.opt a.cmx b.cmx -o prog && ./prog) > build.out 2>&1
+check "%p build: 3 compiler runs and the program, traced ($(cat build.out))" [ "$(cat build.out)" = 1000 ]
+analyse_all() {  # DIR: "traces analysed failed"
+  local n=0 ok=0 bad=0 f
+  for f in "$1"/t.*; do
+    n=$((n + 1))
+    if "$MP" info "$f" > /dev/null 2>&1 && "$MP" retainers -n 3 "$f" > /dev/null 2>&1; then ok=$((ok + 1)); else bad=$((bad + 1)); fi
+  done
+  echo "$n $ok $bad"
+}
+set -- $(analyse_all "$W/build-p")
+check "%p build: $1 traces, each with a snapshot that decodes and analyses ($3 failed)" [ "$1" -eq 4 -a "$2" -eq 4 ]
+cd "$W"
+if [ -n "${SNAPSHOT_DUNE_TBZ:-}" ]; then
+  mkdir -p dune dune-traces && tar -xjf "$SNAPSHOT_DUNE_TBZ" -C dune
+  (cd dune/dune-* && OCAMLRUNPARAM="memprof=$W/dune-traces/t.%p,memprof_snapshot_at_exit=1" \
+     ocaml boot/bootstrap.ml -j 2) > dune.out 2>&1
+  check "dune bootstrap traced" [ $? -eq 0 ]
+  set -- $(analyse_all "$W/dune-traces")
+  check "dune bootstrap: $1 traces, each with a snapshot that decodes and analyses ($3 failed)" [ "$1" -gt 100 -a "$2" -eq "$1" ]
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
