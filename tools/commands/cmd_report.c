@@ -40,6 +40,8 @@ extern unsigned char report_html[], report_js[];
 extern unsigned int report_html_len, report_js_len;
 
 #define MAX_EVENTS 100000      /* per kind of runtime event kept for the timeline */
+#define RETENTION_TOP 30       /* roots and sites of the retention view */
+#define RETENTION_PATHS 5      /* retainer paths per site */
 
 typedef struct { uint64_t t; double heap, live; } gcpoint;
 typedef struct { uint64_t t; uint32_t stream; uint64_t dom; int start; } dompoint;
@@ -166,7 +168,7 @@ static int put_blob(FILE *o, const blob *z)
   uLongf len = compressBound(z->n);
   uint8_t *d = xmalloc(len);
   if (compress2(d, &len, z->b, z->n, 6) != Z_OK) { free(d); return 1; }
-  fprintf(o, ",\n\"blob_arrays\":[%s],\"blob\":\"", z->names);
+  fprintf(o, ",\n\"blob_arrays\":[%s],\"blob_bytes\":%zu,\"blob\":\"", z->names, z->n);
   put_base64(o, d, len);
   fputc('"', o);
   free(d);
@@ -315,6 +317,7 @@ static int write_data(FILE *o, an_ctx *c, acc *a, const cli_inputs *in, uint64_t
   blob_end(&z, "objects");
   int rc = put_blob(o, &z);
   free(z.b);
+  if (rc) msg("cannot compress the report's data\n");
 
   /* Runtime events. */
   fprintf(o, ",\n\"gc\":{\"major\":[");
@@ -333,8 +336,16 @@ static int write_data(FILE *o, an_ctx *c, acc *a, const cli_inputs *in, uint64_t
   arr_begin(&j, o, "minor");
   for (uint32_t i = 0; i < nbins; i++) arr_u64(&j, i < a->minor.n ? (uint64_t)a->minor.d[i] : 0);
   arr_end(&j);
-  /* Heap snapshots (retention view): not in the trace format yet. */
-  fprintf(o, "},\n\"snapshots\":null}");
+  /* Retention: per trace, its last heap snapshot analysed as by
+     `retainers --json`, or null. */
+  fprintf(o, "},\n\"snapshots\":[");
+  for (size_t i = 0; i < in->npaths && !rc; i++) {
+    if (i) fputc(',', o);
+    int k = retainers_json(o, in->paths[i], RETENTION_TOP, RETENTION_PATHS, put_str);
+    if (k == 2) fputs("null", o);
+    else if (k) rc = 1;
+  }
+  fputs("]}", o);
 
   strpool_free(sp);
   u64map_free(&locs);
@@ -392,7 +403,6 @@ int cmd_report(int argc, char **argv)
   size_t pos = 0;
   put_template(o, &pos, "@DATA@");
   if (write_data(o, c, &a, &in, end, nbins, argc, argv)) {
-    msg("cannot compress the report's data\n");
     out_close(o, t.out);
     rc = 1;
     goto done;
