@@ -1189,6 +1189,11 @@ function selftest() {
   out.views.flame.rects = drawn.flame.rects.length; out.views.icicle.rects = drawn.icicle.rects.length;
   out.views.flame.names = drawn.flame.rects.slice(0, 400).map(function (q) { return [NAMES[q[3]], q[1]]; });
   S.tab = 'graph'; syncControls(); drawView(); out.views.graph.nodes = document.querySelectorAll('.cgnode').length;
+  // the retention view as drawn: its tables' cells and the paths shown
+  S.tab = 'retention'; syncControls(); drawView();
+  function cells(id) { return Array.from(document.querySelectorAll('#' + id + ' tr')).slice(1).map(function (tr) { return Array.from(tr.cells).map(function (td) { return td.dataset.v !== undefined ? +td.dataset.v : td.textContent; }); }); }
+  out.retention = { none: !!$('nosnap'), kinds: cells('rkinds'), roots: cells('rroots'), sites: cells('rsites'),
+                    paths: Array.from(document.querySelectorAll('#rpaths ol')).map(function (ol) { return Array.from(ol.children).map(function (li) { return li.textContent; }); }) };
   var t0 = performance.now(); S.search = 'a'; drawTable(); S.search = ''; drawTable(); out.searchMs = (performance.now() - t0) / 2;
   S.tab = 'sites'; syncControls();
   var upd = []; [{ alloc: [0, Math.floor(NB / 2)] }, { never: true }, { focus: 'a' }, { hide: 'Stdlib' }, {}].forEach(function (st) {
