@@ -20,7 +20,9 @@
    - --diff AFTER: roots and sites whose retained size grew from TRACE's
      last snapshot to AFTER's;
    - --heapsnapshot FILE: the graph in V8's .heapsnapshot format (Chrome
-     DevTools' Memory panel, memlab).
+     DevTools' Memory panel, memlab);
+   - --json: the tables, each site with its retainer paths, as one JSON
+     object (write_json), which the HTML report embeds (retainers_json).
    Module globals are named through the executable's symbol table
    (elf_symbols.h) when the trace's executable is still there. */
 
