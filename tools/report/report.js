@@ -243,7 +243,7 @@ var FT = null;   // { n, parent, name, first, next, keyBelow, keyUp, keys }
 function hidePatterns() { return (S.hide ? [S.hide] : []).concat(S.presets); }
 // Two keys: the stack filters (focus, ignore) only set per-cell flags;
 // hiding frames changes sites and the frame tree.
-var hideKey = null, stackFlagKey = null, cStack = null, plainStacks = null, flagBuf = null;
+var hideKey = null, stackFlagKey = null, cStack = null, flagBuf = null;
 // Typed arrays of millions of entries are reused, not reallocated, from one
 // hidden-frames change to the next: allocating them made V8 collect its
 // whole heap each time (their memory counts towards its GC trigger).
@@ -258,50 +258,71 @@ function pooled(key, Ctor, n) {
 // Pool 1 is given pool 0's sizes while the page is idle, once the first
 // frame tree is built, and written once (so that its memory pages exist):
 // the first hidden-frames change then neither allocates nor faults pages
-// in (allocating took 130 ms more on the ocamlopt trace).
+// in (allocating took 130 ms more on the ocamlopt trace).  A state cached
+// in stacksOf keeps the arrays it had.
 function reserveHidden() {
   Object.keys(pools[0]).forEach(function (k) {
-    var a = pools[0][k];
-    if (!pools[1][k]) pools[1][k] = new a.constructor(a.length).fill(0);
+    var a = pools[0][k], b = pools[1][k];
+    if (!b || b.length < a.length) pools[1][k] = new a.constructor(a.length).fill(0);
   });
 }
+// The stacks state (sites per cell and node, frame tree) per hidden-frames
+// key: kept for '[]' (going back to no hidden frames is common, and its
+// frame tree is the costly part) and for the one hidden key whose arrays
+// are those of pool 1.  While the page is idle after the first paint, the
+// frame tree is built, then the Stdlib preset's state is computed
+// (warmUp): the first flame graph and ticking the preset are then
+// immediate, and any other pattern runs code already compiled.
+var stacksOf = {};
 function prepStacks() {
   var hk = JSON.stringify(hidePatterns());
   if (hk !== hideKey) {
-    // the state without hidden frames is kept: going back to it is common
-    // (a preset toggled off) and rebuilding its frame tree is the costly part
-    if (hideKey === '[]') plainStacks = { cSite: cSite, FT: FT, ftOf: ftOf, ftSize: ftSize, ftHidden: ftHidden };
-    hideKey = hk;
     zoom.flame = 0; zoom.icicle = [];
-    if (hk === '[]' && plainStacks) {
-      nVis = nSite = null; cSite = plainStacks.cSite; FT = plainStacks.FT; ftOf = plainStacks.ftOf;
-      ftSize = plainStacks.ftSize; ftHidden = plainStacks.ftHidden;
-      return prepStackFlags();
-    }
-    var rh = hidePatterns().map(re).filter(Boolean), hidden = new Uint8Array(NLOC), nf = 0;
-    for (var l = 1; l < NLOC; l++) {
-      for (var k = 0; k < rh.length; k++) if (locMatches(l, rh[k])) { hidden[l] = 1; break; }
-      if (locOff[l + 1] === locOff[l]) hidden[l] = 1;
-    }
-    if (!rh.length) {
-      // nothing hidden: each node is its own visible node (no pass over
-      // the whole call tree, which deep stacks make large, at first paint)
-      nVis = nSite = null; nf = -1;
-    } else {
-      nVis = pooled('nVis', Int32Array, NN); nSite = pooled('nSite', Int32Array, NN);
-      nSite[0] = NOBT;
-      for (var n = 1; n < NN; n++) {        // parents come first
-        var p = nParent[n], l2 = nLoc[n];
-        nVis[n] = hidden[l2] ? nVis[p] : n;
-        nSite[n] = hidden[l2] ? nSite[p] : fFn[locOff[l2]];
-        if (!hidden[l2]) nf += locOff[l2 + 1] - locOff[l2];
-      }
-    }
-    cSite = pooled('cSite', Int32Array, NC);
-    for (var i = 0; i < NC; i++) cSite[i] = siteOf(cNode[i]);
-    FT = null; ftSize = nf; ftHidden = hidden;
+    switchStacks(hk, hidePatterns());
   }
   prepStackFlags();
+}
+function switchStacks(hk, patterns) {
+  if (hideKey !== null) stacksOf[hideKey] = { cSite: cSite, FT: FT, ftOf: ftOf, ftSize: ftSize, ftHidden: ftHidden, nVis: nVis, nSite: nSite };
+  hideKey = hk;
+  var st = stacksOf[hk];
+  if (st) {
+    cSite = st.cSite; FT = st.FT; ftOf = st.ftOf; ftSize = st.ftSize; ftHidden = st.ftHidden; nVis = st.nVis; nSite = st.nSite;
+    return;
+  }
+  // pool 1 is about to be written: the hidden state cached in it goes
+  if (hk !== '[]') Object.keys(stacksOf).forEach(function (k) { if (k !== '[]') delete stacksOf[k]; });
+  var rh = patterns.map(re).filter(Boolean), hidden = new Uint8Array(NLOC), nf = 0;
+  for (var l = 1; l < NLOC; l++) {
+    for (var k = 0; k < rh.length; k++) if (locMatches(l, rh[k])) { hidden[l] = 1; break; }
+    if (locOff[l + 1] === locOff[l]) hidden[l] = 1;
+  }
+  if (!rh.length) {
+    // nothing hidden: each node is its own visible node (no pass over
+    // the whole call tree, which deep stacks make large, at first paint)
+    nVis = nSite = null; nf = -1;
+  } else {
+    nVis = pooled('nVis', Int32Array, NN); nSite = pooled('nSite', Int32Array, NN);
+    nSite[0] = NOBT;
+    for (var n = 1; n < NN; n++) {        // parents come first
+      var p = nParent[n], l2 = nLoc[n];
+      nVis[n] = hidden[l2] ? nVis[p] : n;
+      nSite[n] = hidden[l2] ? nSite[p] : fFn[locOff[l2]];
+      if (!hidden[l2]) nf += locOff[l2 + 1] - locOff[l2];
+    }
+  }
+  cSite = pooled('cSite', Int32Array, NC);
+  for (var i = 0; i < NC; i++) cSite[i] = siteOf(cNode[i]);
+  FT = null; ftSize = nf; ftHidden = hidden;
+}
+function idle(f) { (window.requestIdleCallback || setTimeout).call(window, f); }
+function warmUp() {
+  if (hideKey === '[]' && !FT) { frameTree(); idle(warmUp); return; }
+  var pv = Array.from(document.querySelectorAll('.preset')).map(function (p) { return p.value; })
+    .filter(function (v) { return /Stdlib/.test(v); }), pk = JSON.stringify(pv), cur = hideKey;
+  if (cur !== '[]' || stacksOf[pk] || !pv.length) return;
+  switchStacks(pk, pv); frameTree();
+  switchStacks(cur, null);
 }
 function prepStackFlags() {
   var sk = JSON.stringify([S.focus, S.ignore]);
@@ -355,7 +376,7 @@ function frameTree() {
   for (var i5 = 0; i5 < m; i5++) if (isKey[i5]) keys.push(i5);
   FT = { n: m, parent: par, name: name, first: first, next: next,
          keyBelow: kb, keyUp: up, keys: Int32Array.from(keys) };
-  if (hideKey === '[]') (window.requestIdleCallback || setTimeout)(reserveHidden);
+  if (hideKey === '[]') idle(reserveHidden);
   return FT;
 }
 
@@ -1184,6 +1205,7 @@ Promise.resolve().then(loadBlob).then(function (A) {
   syncControls();
   update();
   window.firstPaintMs = timings.firstPaint = performance.now();
+  idle(warmUp);
   if (location.hash.indexOf('#selftest=') === 0) selftest();
   document.body.setAttribute('data-ready', '1');
 }).catch(function (e) { errors.push(String(e)); $('status').innerHTML = '<div class="err">cannot read the data: ' + esc(e) + '</div>'; document.body.setAttribute('data-ready', 'error'); });
