@@ -93,17 +93,23 @@ function loadBlob() {
   var buf = inflate(bin, D.blob_bytes), pos = 0, A = {}, arrays = D.blob_arrays;
   for (var a = 0; a < arrays.length; a++) {
     var n = arrays[a][1], out = FLOAT_ARRAYS[arrays[a][0]] ? new Float64Array(n) : new Int32Array(n);
-    for (var k = 0; k < n; k++) {
-      var b = buf[pos++], v = b & 127;
-      if (b & 128) {
-        var mul = 128;
-        do { b = buf[pos++]; v += (b & 127) * mul; mul *= 128; } while (b & 128);
-      }
-      out[k] = v;
-    }
+    pos = varints(buf, pos, out, n);
     A[arrays[a][0]] = out;
   }
   return A;
+}
+// [n] LEB128 values from buf[pos] into out; the position after them.
+// (A small function of its own: V8 optimises its loop sooner.)
+function varints(buf, pos, out, n) {
+  for (var k = 0; k < n; k++) {
+    var b = buf[pos++], v = b & 127;
+    if (b & 128) {
+      var mul = 128;
+      do { b = buf[pos++]; v += (b & 127) * mul; mul *= 128; } while (b & 128);
+    }
+    out[k] = v;
+  }
+  return pos;
 }
 
 // Inflate (RFC 1950/1951) of a zlib stream into [size] bytes.  Written
@@ -117,19 +123,36 @@ var LEXTRA = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 
 var DBASE = [1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577];
 var DEXTRA = [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13];
 var CLORDER = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
+// The table covers codes of up to 10 bits (a 15-bit table per block cost
+// more to fill than the block to decode); the rare longer codes, whose
+// entries stay 0, are decoded bit by bit from the counts (slowSym).
 function huffTable(lens, n) {
-  var max = 0, count = new Int32Array(16), next = new Int32Array(16);
+  var max = 0, count = new Int32Array(16), next = new Int32Array(16), offs = new Int32Array(17), sym = new Int32Array(n);
   for (var i = 0; i < n; i++) { count[lens[i]]++; if (lens[i] > max) max = lens[i]; }
   count[0] = 0;
-  for (var b = 1, code = 0; b < 16; b++) { code = (code + count[b - 1]) << 1; next[b] = code; }
-  var t = new Int32Array(1 << max);
+  for (var b = 1, code = 0; b < 16; b++) { code = (code + count[b - 1]) << 1; next[b] = code; offs[b + 1] = offs[b] + count[b]; }
+  for (var s0 = 0; s0 < n; s0++) if (lens[s0]) sym[offs[lens[s0]]++] = s0;
+  var P = Math.min(max, 10), t = new Int32Array(1 << P);
   for (var s = 0; s < n; s++) {
     var L = lens[s]; if (!L) continue;
     var c = next[L]++, r = 0;
+    if (L > P) continue;
     for (var j = 0; j < L; j++) { r = (r << 1) | (c & 1); c >>= 1; }
     for (var k = r; k < t.length; k += 1 << L) t[k] = s << 4 | L;
   }
-  return { t: t, mask: (1 << max) - 1 };
+  return { t: t, mask: (1 << P) - 1, count: count, sym: sym };
+}
+// Canonical decoding of the next code in bb (at least 15 bits), as a
+// table entry.
+function slowSym(h, bb) {
+  var code = 0, first = 0, index = 0, cnt = h.count;
+  for (var len = 1; len < 16; len++) {
+    code |= bb & 1; bb >>>= 1;
+    var c = cnt[len];
+    if (code - c < first) return h.sym[index + (code - first)] << 4 | len;
+    index += c; first += c; first <<= 1; code <<= 1;
+  }
+  throw new Error('bad deflate code');
 }
 // The bit buffer (bb, bc bits) lives in locals of one function: helper
 // closures over it were several times slower.
@@ -165,7 +188,7 @@ function inflate(src, size) {
       var hc = huffTable(cl, 19);
       for (var k = 0; k < nl + nd;) {
         while (bc < 16) { bb |= (pos < sl ? src[pos] : 0) << bc; pos++; bc += 8; }
-        e = hc.t[bb & hc.mask]; bb >>>= e & 15; bc -= e & 15; x = e >> 4;
+        e = hc.t[bb & hc.mask] || slowSym(hc, bb); bb >>>= e & 15; bc -= e & 15; x = e >> 4;
         if (x < 16) { lens[k++] = x; continue; }
         var rep, v = 0;
         if (x === 16) { rep = 3 + (bb & 3); bb >>>= 2; bc -= 2; v = lens[k - 1]; }
@@ -179,14 +202,14 @@ function inflate(src, size) {
     for (;;) {
       // 24 bits cover a length code (15) and its extra bits (5)
       while (bc < 24) { bb |= (pos < sl ? src[pos] : 0) << bc; pos++; bc += 8; }
-      e = lt[bb & lm]; bb >>>= e & 15; bc -= e & 15; x = e >> 4;
+      e = lt[bb & lm] || slowSym(hl, bb); bb >>>= e & 15; bc -= e & 15; x = e >> 4;
       if (x < 256) { if (o >= out.length) room(1); out[o++] = x; continue; }
       if (x === 256) break;
       x -= 257;
       n = LBASE[x];
       if (LEXTRA[x]) { n += bb & ((1 << LEXTRA[x]) - 1); bb >>>= LEXTRA[x]; bc -= LEXTRA[x]; }
       while (bc < 16) { bb |= (pos < sl ? src[pos] : 0) << bc; pos++; bc += 8; }
-      e = dt[bb & dm]; bb >>>= e & 15; bc -= e & 15; x = e >> 4;
+      e = dt[bb & dm] || slowSym(hd, bb); bb >>>= e & 15; bc -= e & 15; x = e >> 4;
       while (bc < 16) { bb |= (pos < sl ? src[pos] : 0) << bc; pos++; bc += 8; }
       var dist = DBASE[x] + (bb & ((1 << DEXTRA[x]) - 1)); bb >>>= DEXTRA[x]; bc -= DEXTRA[x];
       if (o + n > out.length) room(n);
@@ -1205,7 +1228,7 @@ Promise.resolve().then(loadBlob).then(function (A) {
   syncControls();
   update();
   window.firstPaintMs = timings.firstPaint = performance.now();
-  idle(warmUp);
+  setTimeout(function () { idle(warmUp); }, 500);   // after the first frames
   if (location.hash.indexOf('#selftest=') === 0) selftest();
   document.body.setAttribute('data-ready', '1');
 }).catch(function (e) { errors.push(String(e)); $('status').innerHTML = '<div class="err">cannot read the data: ' + esc(e) + '</div>'; document.body.setAttribute('data-ready', 'error'); });
