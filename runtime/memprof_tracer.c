@@ -631,6 +631,25 @@ static inline void record(tracer_domain *d, value block, uintnat wosize,
    before the other domains have stopped, so a domain may still draw in its
    old heap with the new count.  The count does catch a heap resized in
    place (Gc.set), where young_ptr may land below the old draw point. */
+/* The sample point T is kept in the domain state one byte below where it
+   is: memprof_tracer_trigger = T - 1 byte.  young_ptr is word-aligned, so
+   an allocation still leaves the fast path exactly when young_ptr goes
+   below T, but a poll (which traps when young_ptr <= young_limit, where an
+   allocation traps when young_ptr < young_limit) no longer traps when an
+   unsampled allocation has ended exactly at T: otherwise every poll
+   would then trap, for nothing, until the next allocation (seven per
+   sample on a loop allocating every 32 iterations).  The field is only
+   compared, never dereferenced. */
+static inline value *trigger_get(caml_domain_state *s)
+{
+  return (value *)((char *)s->memprof_tracer_trigger + 1);
+}
+
+static inline void trigger_set(caml_domain_state *s, value *t)
+{
+  s->memprof_tracer_trigger = (value *)((char *)t - 1);
+}
+
 static inline void trigger_drawn(caml_domain_state *s, tracer_domain *d)
 {
   d->trigger_valid = 1;
@@ -641,9 +660,8 @@ static inline void trigger_drawn(caml_domain_state *s, tracer_domain *d)
 static void draw_minor_trigger(caml_domain_state *s, tracer_domain *d)
 {
   uintnat geom = rand_geom(d);
-  s->memprof_tracer_trigger =
-    (uintnat)(s->young_ptr - s->young_start) > geom
-    ? s->young_ptr - (geom - 1) : s->young_start;
+  trigger_set(s, (uintnat)(s->young_ptr - s->young_start) > geom
+                 ? s->young_ptr - (geom - 1) : s->young_start);
   trigger_drawn(s, d);
 }
 
@@ -651,15 +669,15 @@ void caml_memprof_tracer_set_trigger(caml_domain_state *s)
 {
   tracer_domain *d = s->memprof_tracer;
   if (d == NULL || !atomic_load_relaxed(&active)) {
-    s->memprof_tracer_trigger = s->young_start;
+    trigger_set(s, s->young_start);
     if (d) d->trigger_valid = 0;
     return;
   }
   if (d->parked) {
-    s->memprof_tracer_trigger = s->young_start;
+    trigger_set(s, s->young_start);
     return;
   }
-  value *t = s->memprof_tracer_trigger;
+  value *t = trigger_get(s);
   /* A pending sample point stays where it is, even when young_ptr is
      already past it (upstream's memprof is handling the same allocation
      first): we sample it right after.  Only a minor collection or a new
@@ -692,15 +710,15 @@ void caml_memprof_tracer_statmemprof_suspended(caml_domain_state *s, int on)
   tracer_domain *d = s->memprof_tracer;
   if (d == NULL || on == d->parked) return;
   if (on) {
-    d->park_gap = s->memprof_tracer_trigger - s->young_ptr;
+    d->park_gap = trigger_get(s) - s->young_ptr;
     d->parked = 1;
-    s->memprof_tracer_trigger = s->young_start;
+    trigger_set(s, s->young_start);
   } else {
     d->parked = 0;
     d->unparked = 1;
     if (!atomic_load_relaxed(&active)) return;
     value *t = s->young_ptr + d->park_gap;
-    s->memprof_tracer_trigger = t < s->young_start ? s->young_start : t;
+    trigger_set(s, t < s->young_start ? s->young_start : t);
     trigger_drawn(s, d);
   }
 }
@@ -718,8 +736,8 @@ void caml_memprof_tracer_after_statmemprof_sample(caml_domain_state *s,
   if (d == NULL || !d->unparked || d->parked || !atomic_load_relaxed(&active))
     return;
   d->unparked = 0;
-  value *t = s->memprof_tracer_trigger + Whsize_wosize(wosize);
-  s->memprof_tracer_trigger = t > s->young_end ? s->young_end : t;
+  value *t = trigger_get(s) + Whsize_wosize(wosize);
+  trigger_set(s, t > s->young_end ? s->young_end : t);
   trigger_drawn(s, d);
   caml_reset_young_limit(s);
 }
@@ -736,7 +754,7 @@ static inline void sample_minor(caml_domain_state *s, tracer_domain *d,
      "allocated", counting the sample points that fall in each. */
   int from_caml = (flags & CAML_FROM_CAML) != 0;
   int n = from_caml && lens ? nallocs : 1;
-  intnat trigger_ofs = s->memprof_tracer_trigger - s->young_ptr;
+  intnat trigger_ofs = trigger_get(s) - s->young_ptr;
   intnat alloc_ofs = (intnat)Whsize_wosize(wosize);
   do {
     --n;
@@ -752,7 +770,7 @@ static inline void sample_minor(caml_domain_state *s, tracer_domain *d,
              from_caml ? n : -1, 1);
   } while (n > 0);
   value *t = s->young_ptr + trigger_ofs;
-  s->memprof_tracer_trigger = t < s->young_start ? s->young_start : t;
+  trigger_set(s, t < s->young_start ? s->young_start : t);
   trigger_drawn(s, d);
 }
 
