@@ -440,7 +440,7 @@ static int reset_stream(tracer_domain *d, uintnat gen)
     d->buf = malloc(BUFFER_BYTES);
     d->zbuf = malloc(d->zcap);
     d->enc_stack = malloc(MPT_MAX_FRAMES * sizeof(uint32_t));
-    d->ids = malloc(MPT_MAX_FRAMES * sizeof(uint32_t));
+    d->ids = malloc((MPT_MAX_FRAMES + 1) * sizeof(uint32_t));
     if (!d->buf || !d->zbuf || !d->enc_stack || !d->ids) {
       free(d->buf); free(d->zbuf); free(d->enc_stack); free(d->ids);
       d->buf = NULL;
@@ -557,9 +557,11 @@ static uint32_t define_location(void *ctx, backtrace_slot slot)
   return location_id((tracer_domain *)ctx, slot);
 }
 
-/* memprof_verify=1: the stack just captured must be upstream's. */
-static void verify_callstack(tracer_domain *d, int n, int truncated,
-                             ptrdiff_t alloc_idx)
+/* memprof_verify=1: the stack just captured must be upstream's.  With
+   [common] >= 0 it is d->ids then the encoder's previous stack's outermost
+   [common] frames (kept outermost first). */
+static void verify_callstack(tracer_domain *d, int n, int common,
+                             int truncated, ptrdiff_t alloc_idx)
 {
   if (!d->ref_ids && !(d->ref_ids = malloc(MPT_MAX_FRAMES * sizeof(uint32_t))))
     return;
@@ -567,12 +569,14 @@ static void verify_callstack(tracer_domain *d, int n, int truncated,
   int m = caml_memprof_capture_callstack_reference(
     &d->frames, d->ref_ids, max_frames, alloc_idx, &ref_truncated,
     define_location, d);
-  int i = 0;
-  while (i < n && i < m && d->ids[i] == d->ref_ids[i]) i++;
-  if (i != n || i != m || truncated != ref_truncated)
+  int len = n + (common > 0 ? common : 0), i = 0;
+  while (i < len && i < m
+         && (i < n ? d->ids[i] : d->enc.prev_stack[len - 1 - i]) == d->ref_ids[i])
+    i++;
+  if (i != len || i != m || truncated != ref_truncated)
     fprintf(stderr, "memprof: verify: the callstack walk differs from "
             "caml_get_callstack at frame %d (%d and %d frames, cut %d and %d)\n",
-            i, n, m, truncated, ref_truncated);
+            i, len, m, truncated, ref_truncated);
 }
 
 static inline int push_entry(entry_table *t, value block, uint64_t id)
@@ -597,23 +601,27 @@ static inline void record(tracer_domain *d, value block, uintnat wosize,
 {
   stream_lock(d);
   if (!atomic_load(&active) || !ensure_stream(d)) goto out;
-  int truncated;
+  int truncated, common;
   int n = caml_memprof_capture_callstack(&d->frames, d->ids, max_frames,
-                                         alloc_idx, &truncated,
+                                         alloc_idx, &truncated, &common,
                                          define_location, d);
-  if (n >= 0 && params.verify) verify_callstack(d, n, truncated, alloc_idx);
-  if (n < 0 || !ensure_space(d, MPT_MAX_EVENT_BYTES(n))) {
-    d->lost += nsamples;
-    goto out;
-  }
-  uint64_t id = fresh_id(d);
+  if (n < 0) { d->lost += nsamples; goto out; }
+  if (params.verify) verify_callstack(d, n, common, truncated, alloc_idx);
+  uint64_t id;
   /* An untracked sample would never be collected: drop it instead. */
-  if (!push_entry(young ? &d->young : &d->major, block, id)) {
+  if (!ensure_space(d, MPT_MAX_EVENT_BYTES(n))
+      || !push_entry(young ? &d->young : &d->major, block, id = fresh_id(d))) {
+    caml_memprof_callstack_not_encoded(&d->frames);
     d->lost += nsamples;
     goto out;
   }
-  mpt_enc_alloc(&d->enc, caml_trace_writer_now(), id, wosize,
-                (uint32_t)nsamples, src, truncated, d->ids, (uint32_t)n);
+  if (common >= 0)
+    mpt_enc_alloc_shared(&d->enc, caml_trace_writer_now(), id, wosize,
+                         (uint32_t)nsamples, src, truncated, d->ids,
+                         (uint32_t)n, (uint32_t)common);
+  else
+    mpt_enc_alloc(&d->enc, caml_trace_writer_now(), id, wosize,
+                  (uint32_t)nsamples, src, truncated, d->ids, (uint32_t)n);
   d->samples += nsamples;
  out:
   stream_unlock(d);
