@@ -268,7 +268,10 @@ static int walk_ends_after(caml_memprof_callstack_cache *c,
    outermost frame of a complete prev and the walk ends after it, the
    stack is the fresh frames plus prev's outer part: those location ids
    are not written again, and the encoder is told how many there are
-   (when its previous stack is prev's, see prev_encoded).  The result
+   (when its previous stack is prev's, see prev_encoded).  When prev was
+   cut (the stack had more than [max] frames), reaching its outermost
+   frame with at least [max] + 1 frames in all is enough: this stack is
+   cut too.  The result
    becomes prev: the shared part stays in place, the fresh frames are
    copied after it. */
 int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
@@ -300,7 +303,7 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
   uint32_t *out = ids;
   uint32_t q = c->prev_len, shared = 0;
   uintnat end_pc;
-  int cut = 0;
+  int cut = 0, cut_match = 0;
   for (;;) {
     caml_memprof_frame_slot *e = probe(c, key);
     if (e == NULL
@@ -314,6 +317,15 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
         caml_memprof_walked_frame *f = &prev[q - 1];
         while (f > prev && *f[-1].ret_at == f[-1].key) f--;
         uint32_t k = (uint32_t)(f - prev);
+        if (k == 0 && !c->prev_complete
+            && (uint32_t)(top - w) + q >= c->frames_cap) {
+          /* prev was cut, and this stack has as many frames up to prev's
+             outermost: it is cut too, and nothing beyond is needed. */
+          shared = q;
+          prev[q - 1].ret_at = ret_at;
+          cut = cut_match = 1;
+          break;
+        }
         if (k == 0 && c->prev_complete) {
           /* The previous walk's end, repeated, or the walk's rules. */
           char *end_sp = prev[0].sp + prev[0].size;
@@ -372,8 +384,13 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
  walked:;
   uint32_t fresh = (uint32_t)(top - w), total = fresh + shared, n = fresh;
   *truncated = cut || total > max;
-  if (shared > 0 && !*truncated && c->prev_encoded) {
+  if (shared > 0 && !*truncated && c->prev_encoded == CALLSTACK_ENCODED_ALL) {
     *common = (int)shared;
+  } else if (cut_match && total == c->frames_cap
+             && c->prev_encoded == CALLSTACK_ENCODED_INNER) {
+    /* The innermost [max] frames: the fresh ones and prev[1, shared),
+       which the encoder has as its previous stack's outermost. */
+    *common = (int)shared - 1;
   } else {
     if (n > max) n = max;
     for (uint32_t i = shared; i > 0 && n < max; i--) ids[n++] = prev[i - 1].loc;
@@ -390,7 +407,9 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
   }
   for (uint32_t i = 0; i < fresh; i++) prev[shared + i] = w[i];
   c->prev_len = shared + fresh;
-  c->prev_encoded = !*truncated;
+  /* A cut stack fills prev (its frames_cap innermost frames), and the
+     encoder gets all but the outermost. */
+  c->prev_encoded = *truncated ? CALLSTACK_ENCODED_INNER : CALLSTACK_ENCODED_ALL;
   return (int)n;
 }
 

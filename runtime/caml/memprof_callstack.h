@@ -69,8 +69,10 @@ typedef struct {
                                    prev[0] when the walk ended right there
                                    (that stack's end, no parent), else 0   */
   int prev_encoded;             /* the encoder's previous stack is prev's
-                                   location ids (the last capture was
-                                   complete and was encoded)              */
+                                   location ids (CALLSTACK_ENCODED_ALL: the
+                                   last capture was complete and encoded),
+                                   or those of prev[1, prev_len) (..._INNER:
+                                   it was cut and encoded), or unknown (0) */
 } caml_memprof_callstack_cache;
 
 typedef uint32_t (*caml_memprof_define_location)(void *ctx, backtrace_slot s);
@@ -94,6 +96,8 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                    void *ctx);
 
 /* The stack just captured was not given to the encoder (sample lost). */
+#define CALLSTACK_ENCODED_ALL 1
+#define CALLSTACK_ENCODED_INNER 2
 static inline void
 caml_memprof_callstack_not_encoded(caml_memprof_callstack_cache *c)
 {
