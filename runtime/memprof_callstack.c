@@ -21,6 +21,16 @@
    which no user-space code address uses, and on a miss its backtrace slot
    is taken from caml_get_callstack itself, so it is upstream's.
 
+   A second structure per stream holds the previous capture's frames
+   (return address, sp, frame size, location id, and whether the walk came
+   to the frame by adding the inner frame's size), outermost first.  Most
+   samples share their outer frames with the previous one: once the walk
+   meets a frame of the previous capture (same sp, same return address),
+   the outer frames are checked by one load and compare each instead of a
+   probe, their location ids are not written again, and the encoder only
+   writes how many there are (mpt_enc_alloc_shared).  Why that is sound is
+   said at the walk.
+
    Validity
    Entries stay valid while the frame tables they came from are in use:
    a return address has one descriptor for the program's life unless a
@@ -71,12 +81,15 @@ void caml_memprof_callstack_cache_clear(caml_memprof_callstack_cache *c)
 {
   if (c->slots) memset(c->slots, 0, c->cap * sizeof *c->slots);
   c->count = 0;
+  c->prev_len = 0;
+  c->prev_encoded = 0;
 }
 
 void caml_memprof_callstack_cache_free(caml_memprof_callstack_cache *c)
 {
   free(c->slots);
   free(c->scratch);
+  free(c->frames);
   memset(c, 0, sizeof *c);
 }
 
@@ -192,9 +205,79 @@ fill(caml_memprof_callstack_cache *c, uintnat key, uintnat pc,
   return insert(c, key, frame_size(d), loc);
 }
 
+/* caml_memprof_walked_frame.ret_at of a frame the walk did not reach by
+   adding a frame size: never equal to a key. */
+static const uintnat no_return_address = 0;
+
+/* Room for twice [max] + 1 walked frames: the previous capture's and the
+   walk's, one more than a stack may show, so that a walk that fills its
+   part knows the stack was cut. */
+static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
+{
+  if (c->frames_cap == max + 1) return 1;
+  free(c->frames);
+  c->frames = malloc(2 * ((size_t)max + 1) * sizeof *c->frames);
+  c->prev_len = 0; c->prev_encoded = 0;
+  c->frames_cap = c->frames ? max + 1 : 0;
+  return c->frames != NULL;
+}
+
+/* Whether the walk ends right after the frame at [sp] of [size] in
+   [stack] (no outer frame): the walk's rules, emitting nothing.  -1 on
+   failure. */
+static int walk_ends_after(caml_memprof_callstack_cache *c,
+                           struct stack_info *stack, char *sp, uint32_t size,
+                           caml_frame_descrs *fds,
+                           caml_memprof_define_location define, void *ctx)
+{
+  char *start_sp;
+  uintnat pc, start_pc;
+  sp += size;
+  pc = Saved_return_address(sp);
+  for (;;) {
+    caml_memprof_frame_slot *e = probe(c, pc);
+    if (e == NULL && (e = fill(c, pc, pc, -1, fds, define, ctx)) == NULL)
+      return -1;
+    if (e->size < CALLSTACK_RETURN_TO_C) return 0;
+    if (e->size == CALLSTACK_RETURN_TO_C) {
+      sp += Stack_header_size;
+      if (sp != (char *)Stack_high(stack)) {
+        sp = First_frame(sp);
+        pc = Saved_return_address(sp);
+        continue;
+      }
+    }
+    stack = Stack_parent(stack);
+    if (stack == NULL) return 1;
+    caml_get_stack_sp_pc(stack, &start_sp, &start_pc);
+    sp = start_sp; pc = start_pc;
+  }
+}
+
+/* The walk.  Each frame found is looked for among the previous capture's
+   frames: those at higher addresses than the last frame found are passed
+   in order of sp (index [q] into prev, outermost first).  A frame with
+   the same sp and key as a previous one is the same frame; then each
+   outer frame of prev that the previous walk reached by adding a frame
+   size is checked by reading its return address where the walk would
+   read it (ret_at) and comparing it with its key.  That is the walk
+   itself, made of the same steps, so it accepts exactly the frames the
+   walk would find; a frame reached another way (a C-to-OCaml transition,
+   a parent fiber) ends the check, and the ordinary walk goes on from
+   there, looking for the next match.  When the check reaches the
+   outermost frame of a complete prev and the walk ends after it, the
+   stack is the fresh frames plus prev's outer part: those location ids
+   are not written again, and the encoder is told how many there are
+   (when its previous stack is prev's, see prev_encoded).  When prev was
+   cut (the stack had more than [max] frames), reaching its outermost
+   frame with at least [max] + 1 frames in all is enough: this stack is
+   cut too.  The result
+   becomes prev: the shared part stays in place, the fresh frames are
+   copied after it. */
 int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                    uint32_t *ids, uint32_t max,
                                    ptrdiff_t alloc_idx, int *truncated,
+                                   int *common,
                                    caml_memprof_define_location define,
                                    void *ctx)
 {
@@ -203,6 +286,7 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     caml_memprof_callstack_cache_clear(c);
     c->frametable = fds;
   }
+  if (!reserve_frames(c, max)) return -1;
   struct stack_info *stack = Caml_state->current_stack;
   /* sp and pc never have their address taken (they stay in registers):
      caml_get_stack_sp_pc writes into start_sp and start_pc. */
@@ -212,8 +296,14 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
   sp = start_sp; pc = start_pc;
   /* The first frame's key carries the allocation index. */
   uintnat key = alloc_idx >= 0 ? pc | ALLOC_TAG(alloc_idx) : pc;
-  uint32_t *out = ids, *end = ids + max;
-  *truncated = 0;
+  const uintnat *ret_at = &no_return_address;  /* how the walk came to sp */
+  caml_memprof_walked_frame *prev = c->frames;
+  caml_memprof_walked_frame *top = c->frames + 2 * c->frames_cap, *w = top,
+    *wend = c->frames + c->frames_cap;
+  uint32_t *out = ids;
+  uint32_t q = c->prev_len, shared = 0;
+  uintnat end_pc;
+  int cut = 0, cut_match = 0;
   for (;;) {
     caml_memprof_frame_slot *e = probe(c, key);
     if (e == NULL
@@ -222,25 +312,61 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
       return -1;
     uint32_t size = e->size;
     if (size < CALLSTACK_RETURN_TO_C) {
-      if (out == end) { *truncated = 1; break; }
-      *out++ = e->loc;
-      sp += size;
-      pc = Saved_return_address(sp);
-      /* Ordinary frames already in the cache, the common case: the table
-         is in locals, since stores into [ids] could alias it. */
-      caml_memprof_frame_slot *slots = c->slots;
-      uint32_t mask = c->cap - 1;
-      while (out < end) {
-        e = &slots[slot_index(pc, mask)];
-        size = e->size;
-        if (e->key != pc || size >= CALLSTACK_RETURN_TO_C) break;
+      while (q > 0 && prev[q - 1].sp < sp) q--;
+      if (q > 0 && prev[q - 1].sp == sp && prev[q - 1].key == key) {
+        caml_memprof_walked_frame *f = &prev[q - 1];
+        while (f > prev && *f[-1].ret_at == f[-1].key) f--;
+        uint32_t k = (uint32_t)(f - prev);
+        if (k == 0 && !c->prev_complete
+            && (uint32_t)(top - w) + q >= c->frames_cap) {
+          /* prev was cut, and this stack has as many frames up to prev's
+             outermost: it is cut too, and nothing beyond is needed. */
+          shared = q;
+          prev[q - 1].ret_at = ret_at;
+          cut = cut_match = 1;
+          break;
+        }
+        if (k == 0 && c->prev_complete) {
+          /* The previous walk's end, repeated, or the walk's rules. */
+          char *end_sp = prev[0].sp + prev[0].size;
+          int end = c->prev_end_pc != 0
+            && Saved_return_address(end_sp) == c->prev_end_pc
+            && end_sp + Stack_header_size == (char *)Stack_high(stack)
+            && Stack_parent(stack) == NULL;
+          if (!end) end = walk_ends_after(c, stack, prev[0].sp, prev[0].size,
+                                          fds, define, ctx);
+          if (end < 0) return -1;
+          if (end) {
+            shared = q;
+            prev[q - 1].ret_at = ret_at;
+            break;
+          }
+        }
+        /* Frames q-1 down to k are this stack's; the walk goes on after
+           prev[k]. */
+        for (uint32_t i = q; i > k; i--) {
+          if (w == wend) { cut = 1; goto walked; }
+          *--w = prev[i - 1];
+          if (i == q) w->ret_at = ret_at;
+          *out++ = w->loc;
+        }
+        q = k;
+        sp = prev[k].sp + prev[k].size;
+      } else {
+        if (w == wend) { cut = 1; break; }
+        --w;
+        w->key = key; w->sp = sp; w->ret_at = ret_at;
+        w->size = size; w->loc = e->loc;
         *out++ = e->loc;
         sp += size;
-        pc = Saved_return_address(sp);
       }
-      key = pc;
+      ret_at = (const uintnat *)&Saved_return_address(sp);
+      key = pc = *ret_at;
       continue;
     }
+    end_pc = ret_at != &no_return_address && size == CALLSTACK_RETURN_TO_C
+             ? pc : 0;
+    ret_at = &no_return_address;
     if (size == CALLSTACK_RETURN_TO_C) {
       sp += Stack_header_size;
       if (sp != (char *)Stack_high(stack)) {
@@ -251,11 +377,40 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     }
     /* The end of this stack: go on in the parent fiber's. */
     stack = Stack_parent(stack);
-    if (stack == NULL) break;
+    if (stack == NULL) { c->prev_end_pc = end_pc; break; }
     caml_get_stack_sp_pc(stack, &start_sp, &start_pc);
     sp = start_sp; key = pc = start_pc;
   }
-  return (int)(out - ids);
+ walked:;
+  uint32_t fresh = (uint32_t)(top - w), total = fresh + shared, n = fresh;
+  *truncated = cut || total > max;
+  if (shared > 0 && !*truncated && c->prev_encoded == CALLSTACK_ENCODED_ALL) {
+    *common = (int)shared;
+  } else if (cut_match && total == c->frames_cap
+             && c->prev_encoded == CALLSTACK_ENCODED_INNER) {
+    /* The innermost [max] frames: the fresh ones and prev[1, shared),
+       which the encoder has as its previous stack's outermost. */
+    *common = (int)shared - 1;
+  } else {
+    if (n > max) n = max;
+    for (uint32_t i = shared; i > 0 && n < max; i--) ids[n++] = prev[i - 1].loc;
+    *common = -1;
+  }
+  /* The new prev: prev[0, shared) then the fresh frames, at most
+     frames_cap of them (the innermost). */
+  c->prev_complete = !cut;
+  if (total > c->frames_cap) {
+    uint32_t drop = total - c->frames_cap;
+    memmove(prev, prev + drop, (shared - drop) * sizeof *prev);
+    shared -= drop;
+    c->prev_complete = 0;
+  }
+  for (uint32_t i = 0; i < fresh; i++) prev[shared + i] = w[i];
+  c->prev_len = shared + fresh;
+  /* A cut stack fills prev (its frames_cap innermost frames), and the
+     encoder gets all but the outermost. */
+  c->prev_encoded = *truncated ? CALLSTACK_ENCODED_INNER : CALLSTACK_ENCODED_ALL;
+  return (int)n;
 }
 
 #else /* bytecode: the cache maps code pointers (the slots) to locations */
@@ -265,9 +420,11 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
 int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                    uint32_t *ids, uint32_t max,
                                    ptrdiff_t alloc_idx, int *truncated,
+                                   int *common,
                                    caml_memprof_define_location define,
                                    void *ctx)
 {
+  *common = -1;
   return capture_upstream(c, ids, max, alloc_idx, truncated, define, ctx, 1);
 }
 

@@ -80,18 +80,17 @@ static inline void put_time(mpt_encoder *e, uint64_t time)
   e->pos = mpt_put_uvarint(e->pos, dt);
 }
 
-void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
-                   uint64_t wosize, uint32_t nsamples, enum mpt_source src,
-                   int truncated, const uint32_t *stack, uint32_t len)
+/* The previous stack is kept outermost frame first, so that the part a
+   new stack shares with it stays where it is and only the fresh frames
+   are written. */
+void mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
+                          uint64_t wosize, uint32_t nsamples,
+                          enum mpt_source src, int truncated,
+                          const uint32_t *fresh_ids, uint32_t fresh,
+                          uint32_t common)
 {
-  if (len > e->prev_cap) len = e->prev_cap;
-  /* Outermost frames shared with the previous stack are sent as a count. */
-  uint32_t common = 0, prev = e->prev_len;
-  const uint32_t *a = stack + len, *b = e->prev_stack + prev;
-  uint32_t most = len < prev ? len : prev;
-  while (common < most && a[-1 - (ptrdiff_t)common] == b[-1 - (ptrdiff_t)common])
-    common++;
-  uint32_t fresh = len - common;
+  if (common > e->prev_len) common = e->prev_len;
+  if (fresh > e->prev_cap - common) fresh = e->prev_cap - common;
   uint8_t *p = e->pos;
   *p++ = (uint8_t)((truncated ? TAG_ALLOC_CUT : TAG_ALLOC) + src);
   e->pos = p; put_time(e, time); p = e->pos;
@@ -101,18 +100,26 @@ void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
   p = mpt_put_uvarint(p, nsamples);
   p = mpt_put_uvarint(p, common);
   p = mpt_put_uvarint(p, fresh);
-  for (uint32_t i = 0; i < fresh; i++) p = mpt_put_uvarint(p, stack[i]);
+  uint32_t *ps = e->prev_stack + common + fresh;
+  for (uint32_t i = 0; i < fresh; i++) {
+    p = mpt_put_uvarint(p, fresh_ids[i]);
+    *--ps = fresh_ids[i];
+  }
   e->pos = p;
-  /* Remember the whole stack: keep the shared part, shift it if needed
-     (loops, not memmove/memcpy: the counts are a few entries, most of the
-     time, and a library call costs more than moving them). */
-  uint32_t *ps = e->prev_stack;
-  if (fresh < prev - common)
-    for (uint32_t i = 0; i < common; i++) ps[fresh + i] = ps[prev - common + i];
-  else if (fresh > prev - common)
-    for (uint32_t i = common; i > 0; i--) ps[fresh + i - 1] = ps[prev - common + i - 1];
-  for (uint32_t i = 0; i < fresh; i++) ps[i] = stack[i];
-  e->prev_len = len;
+  e->prev_len = common + fresh;
+}
+
+void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
+                   uint64_t wosize, uint32_t nsamples, enum mpt_source src,
+                   int truncated, const uint32_t *stack, uint32_t len)
+{
+  if (len > e->prev_cap) len = e->prev_cap;
+  /* Outermost frames shared with the previous stack are sent as a count. */
+  uint32_t common = 0, most = len < e->prev_len ? len : e->prev_len;
+  while (common < most && stack[len - 1 - common] == e->prev_stack[common])
+    common++;
+  mpt_enc_alloc_shared(e, time, id, wosize, nsamples, src, truncated,
+                       stack, len - common, common);
 }
 
 static void enc_gc_id(mpt_encoder *e, int tag, uint64_t id)

@@ -110,6 +110,7 @@
 /* The flusher writes every stream's buffered events this often, so a
    process killed at time t keeps what it did up to about t - 200 ms. */
 #define DEFAULT_FLUSH_MS 200
+#define GEOM_BATCH 64             /* geometric gaps drawn at once        */
 
 static struct {
   char *path;           /* memprof=PATH: tracing on                        */
@@ -288,7 +289,11 @@ typedef struct tracer_domain {
   uint32_t *ids;                  /* this sample's location ids          */
   uint32_t *ref_ids;              /* memprof_verify=1: upstream's walk's  */
   /* sampling */
-  uint64_t rng[4];
+  uint32_t rng[4][GEOM_BATCH];    /* xoshiro128+ states, one per lane  */
+  float geom_scratch[GEOM_BATCH];
+  uintnat geom[GEOM_BATCH];       /* gaps drawn, geom[geom_next...] unused */
+  int geom_next;
+  uintnat geom_gen;               /* the trace (generation) they are for */
   int trigger_valid;
   value *trigger_drawn_at;        /* young_ptr when the trigger was drawn */
   uintnat trigger_minor;          /* caml_minor_collections_count then  */
@@ -350,58 +355,77 @@ static inline void stream_unlock(tracer_domain *d)
 }
 
 /* ------------------------------------------------------------------ */
-/* Random numbers: xoshiro256+, geometric gaps                         */
+/* Random numbers: geometric gaps, drawn GEOM_BATCH at a time          */
 
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+/* Each domain draws its gaps in batches from GEOM_BATCH independent
+   xoshiro128+ generators, one per lane, in three loops without branches
+   or calls (uniform variates, their logarithms, the gaps) that the
+   compiler can turn into vector code; a gap then costs a load.  The lanes
+   are independent and each gives independent uniform variates, so the
+   gaps are independent and geometric: the same Poisson process as one
+   generator drawing them one at a time. */
 
-static inline uint64_t rng_next(tracer_domain *d)
-{
-  uint64_t *s = d->rng, r = s[0] + s[3], t = s[1] << 17;
-  s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
-  s[2] ^= t; s[3] = rotl(s[3], 45);
-  return r;
-}
+static inline uint32_t rotl32(uint32_t x, int k) { return (x << k) | (x >> (32 - k)); }
 
 static void rng_seed(tracer_domain *d, uint64_t seed)
 {
-  for (int i = 0; i < 4; i++) {        /* splitmix64 */
+  for (int i = 0; i < 4 * GEOM_BATCH; i++) {   /* splitmix64 */
     uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    d->rng[i] = z ^ (z >> 31);
+    d->rng[i % 4][i / 4] = (uint32_t)(z ^ (z >> 31)) | (i % 4 == 0); /* never all 0 */
   }
+  d->geom_next = GEOM_BATCH;
 }
 
-/* log(u) for u in (0, 1], without libm's general-case work (libm's log
-   was about 85 instructions of a sample): u = m 2^e with m in
-   [sqrt(1/2), sqrt 2), log m = 2 atanh(t), t = (m - 1) / (m + 1),
-   |t| < 0.172, by its series to t^13 (relative error about 1e-12: the gaps
-   drawn are geometric to far better than any test or trace can tell). */
-static inline double log_unit(double u)
+/* log(u) for u in (0, 1) in single precision (relative error about 1e-7,
+   the variate's own resolution): u = m 2^e with m in [2/3, 4/3), split by
+   integer arithmetic on the bits (no branch, for vector code), log m =
+   2 atanh(t), t = (m - 1) / (m + 1), |t| < 0.2, by its series to t^11. */
+static inline float log_unit(float u)
 {
-  uint64_t bits;
+  uint32_t bits;
   memcpy(&bits, &u, sizeof bits);
-  int e = (int)(bits >> 52) - 1023;
-  bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
-  double m;
+  int32_t e = ((int32_t)bits - 0x3f2aaaab) >> 23;
+  bits -= (uint32_t)e << 23;
+  float m;
   memcpy(&m, &bits, sizeof m);
-  if (m > 1.4142135623730951) { m *= 0.5; e++; }
-  double t = (m - 1.0) / (m + 1.0), t2 = t * t;
-  double p = 1.0 / 13;
-  p = p * t2 + 1.0 / 11; p = p * t2 + 1.0 / 9; p = p * t2 + 1.0 / 7;
-  p = p * t2 + 1.0 / 5; p = p * t2 + 1.0 / 3; p = p * t2 + 1.0;
-  return 2.0 * t * p + (double)e * 0.6931471805599453;
+  float t = (m - 1.0f) / (m + 1.0f), t2 = t * t;
+  float p = 1.0f / 11;
+  p = p * t2 + 1.0f / 9; p = p * t2 + 1.0f / 7; p = p * t2 + 1.0f / 5;
+  p = p * t2 + 1.0f / 3; p = p * t2 + 1.0f;
+  return 2.0f * t * p + (float)e * 0.69314718f;
 }
 
-/* Words up to and including the next sampled word: Geometric(lambda). */
-static uintnat rand_geom(tracer_domain *d)
+static void refill_gaps(tracer_domain *d)
 {
-  /* (0, 1]: 53 random bits, never 0 (log 0), and normal, so that
-     log_unit's exponent split holds. */
-  double u = 1.0 - (double)(rng_next(d) >> 11) * 0x1.0p-53;
-  double g = log_unit(u) * one_log1m;
-  if (!(g < 1e18)) return (uintnat)1e18;
-  return 1 + (uintnat)g;
+  uint32_t *s0 = d->rng[0], *s1 = d->rng[1], *s2 = d->rng[2], *s3 = d->rng[3];
+  float *f = d->geom_scratch;
+  for (int i = 0; i < GEOM_BATCH; i++) {
+    uint32_t r = s0[i] + s3[i], t = s1[i] << 9;
+    s2[i] ^= s0[i]; s3[i] ^= s1[i]; s1[i] ^= s2[i]; s0[i] ^= s3[i];
+    s2[i] ^= t; s3[i] = rotl32(s3[i], 11);
+    /* (0, 1): 24 random bits and half a step, never 0 (log 0). */
+    f[i] = (float)(int32_t)(r >> 8) * 0x1.0p-24f + 0x1.0p-25f;
+  }
+  for (int i = 0; i < GEOM_BATCH; i++) f[i] = log_unit(f[i]);
+  for (int i = 0; i < GEOM_BATCH; i++) {
+    /* log u / log(1 - lambda) >= 0, at most 17.4 / lambda. */
+    double g = (double)f[i] * one_log1m;
+    d->geom[i] = g < 1e18 ? 1 + (uintnat)g : (uintnat)1e18;
+  }
+  d->geom_next = 0;
+  d->geom_gen = atomic_load_relaxed(&generation);
+}
+
+/* Words up to and including the next sampled word: Geometric(lambda).
+   A batch drawn for an earlier trace may be for another rate. */
+static inline uintnat rand_geom(tracer_domain *d)
+{
+  if (d->geom_next == GEOM_BATCH
+      || d->geom_gen != atomic_load_relaxed(&generation))
+    refill_gaps(d);
+  return d->geom[d->geom_next++];
 }
 
 /* ------------------------------------------------------------------ */
@@ -440,7 +464,7 @@ static int reset_stream(tracer_domain *d, uintnat gen)
     d->buf = malloc(BUFFER_BYTES);
     d->zbuf = malloc(d->zcap);
     d->enc_stack = malloc(MPT_MAX_FRAMES * sizeof(uint32_t));
-    d->ids = malloc(MPT_MAX_FRAMES * sizeof(uint32_t));
+    d->ids = malloc((MPT_MAX_FRAMES + 1) * sizeof(uint32_t));
     if (!d->buf || !d->zbuf || !d->enc_stack || !d->ids) {
       free(d->buf); free(d->zbuf); free(d->enc_stack); free(d->ids);
       d->buf = NULL;
@@ -557,9 +581,11 @@ static uint32_t define_location(void *ctx, backtrace_slot slot)
   return location_id((tracer_domain *)ctx, slot);
 }
 
-/* memprof_verify=1: the stack just captured must be upstream's. */
-static void verify_callstack(tracer_domain *d, int n, int truncated,
-                             ptrdiff_t alloc_idx)
+/* memprof_verify=1: the stack just captured must be upstream's.  With
+   [common] >= 0 it is d->ids then the encoder's previous stack's outermost
+   [common] frames (kept outermost first). */
+static void verify_callstack(tracer_domain *d, int n, int common,
+                             int truncated, ptrdiff_t alloc_idx)
 {
   if (!d->ref_ids && !(d->ref_ids = malloc(MPT_MAX_FRAMES * sizeof(uint32_t))))
     return;
@@ -567,12 +593,14 @@ static void verify_callstack(tracer_domain *d, int n, int truncated,
   int m = caml_memprof_capture_callstack_reference(
     &d->frames, d->ref_ids, max_frames, alloc_idx, &ref_truncated,
     define_location, d);
-  int i = 0;
-  while (i < n && i < m && d->ids[i] == d->ref_ids[i]) i++;
-  if (i != n || i != m || truncated != ref_truncated)
+  int len = n + (common > 0 ? common : 0), i = 0;
+  while (i < len && i < m
+         && (i < n ? d->ids[i] : d->enc.prev_stack[len - 1 - i]) == d->ref_ids[i])
+    i++;
+  if (i != len || i != m || truncated != ref_truncated)
     fprintf(stderr, "memprof: verify: the callstack walk differs from "
             "caml_get_callstack at frame %d (%d and %d frames, cut %d and %d)\n",
-            i, n, m, truncated, ref_truncated);
+            i, len, m, truncated, ref_truncated);
 }
 
 static inline int push_entry(entry_table *t, value block, uint64_t id)
@@ -597,23 +625,27 @@ static inline void record(tracer_domain *d, value block, uintnat wosize,
 {
   stream_lock(d);
   if (!atomic_load(&active) || !ensure_stream(d)) goto out;
-  int truncated;
+  int truncated, common;
   int n = caml_memprof_capture_callstack(&d->frames, d->ids, max_frames,
-                                         alloc_idx, &truncated,
+                                         alloc_idx, &truncated, &common,
                                          define_location, d);
-  if (n >= 0 && params.verify) verify_callstack(d, n, truncated, alloc_idx);
-  if (n < 0 || !ensure_space(d, MPT_MAX_EVENT_BYTES(n))) {
-    d->lost += nsamples;
-    goto out;
-  }
-  uint64_t id = fresh_id(d);
+  if (n < 0) { d->lost += nsamples; goto out; }
+  if (params.verify) verify_callstack(d, n, common, truncated, alloc_idx);
+  uint64_t id;
   /* An untracked sample would never be collected: drop it instead. */
-  if (!push_entry(young ? &d->young : &d->major, block, id)) {
+  if (!ensure_space(d, MPT_MAX_EVENT_BYTES(n))
+      || !push_entry(young ? &d->young : &d->major, block, id = fresh_id(d))) {
+    caml_memprof_callstack_not_encoded(&d->frames);
     d->lost += nsamples;
     goto out;
   }
-  mpt_enc_alloc(&d->enc, caml_trace_writer_now(), id, wosize,
-                (uint32_t)nsamples, src, truncated, d->ids, (uint32_t)n);
+  if (common >= 0)
+    mpt_enc_alloc_shared(&d->enc, caml_trace_writer_now(), id, wosize,
+                         (uint32_t)nsamples, src, truncated, d->ids,
+                         (uint32_t)n, (uint32_t)common);
+  else
+    mpt_enc_alloc(&d->enc, caml_trace_writer_now(), id, wosize,
+                  (uint32_t)nsamples, src, truncated, d->ids, (uint32_t)n);
   d->samples += nsamples;
  out:
   stream_unlock(d);
@@ -631,6 +663,25 @@ static inline void record(tracer_domain *d, value block, uintnat wosize,
    before the other domains have stopped, so a domain may still draw in its
    old heap with the new count.  The count does catch a heap resized in
    place (Gc.set), where young_ptr may land below the old draw point. */
+/* The sample point T is kept in the domain state one byte below where it
+   is: memprof_tracer_trigger = T - 1 byte.  young_ptr is word-aligned, so
+   an allocation still leaves the fast path exactly when young_ptr goes
+   below T, but a poll (which traps when young_ptr <= young_limit, where an
+   allocation traps when young_ptr < young_limit) no longer traps when an
+   unsampled allocation has ended exactly at T: otherwise every poll
+   would then trap, for nothing, until the next allocation (seven per
+   sample on a loop allocating every 32 iterations).  The field is only
+   compared, never dereferenced. */
+static inline value *trigger_get(caml_domain_state *s)
+{
+  return (value *)((char *)s->memprof_tracer_trigger + 1);
+}
+
+static inline void trigger_set(caml_domain_state *s, value *t)
+{
+  s->memprof_tracer_trigger = (value *)((char *)t - 1);
+}
+
 static inline void trigger_drawn(caml_domain_state *s, tracer_domain *d)
 {
   d->trigger_valid = 1;
@@ -641,9 +692,8 @@ static inline void trigger_drawn(caml_domain_state *s, tracer_domain *d)
 static void draw_minor_trigger(caml_domain_state *s, tracer_domain *d)
 {
   uintnat geom = rand_geom(d);
-  s->memprof_tracer_trigger =
-    (uintnat)(s->young_ptr - s->young_start) > geom
-    ? s->young_ptr - (geom - 1) : s->young_start;
+  trigger_set(s, (uintnat)(s->young_ptr - s->young_start) > geom
+                 ? s->young_ptr - (geom - 1) : s->young_start);
   trigger_drawn(s, d);
 }
 
@@ -651,15 +701,15 @@ void caml_memprof_tracer_set_trigger(caml_domain_state *s)
 {
   tracer_domain *d = s->memprof_tracer;
   if (d == NULL || !atomic_load_relaxed(&active)) {
-    s->memprof_tracer_trigger = s->young_start;
+    trigger_set(s, s->young_start);
     if (d) d->trigger_valid = 0;
     return;
   }
   if (d->parked) {
-    s->memprof_tracer_trigger = s->young_start;
+    trigger_set(s, s->young_start);
     return;
   }
-  value *t = s->memprof_tracer_trigger;
+  value *t = trigger_get(s);
   /* A pending sample point stays where it is, even when young_ptr is
      already past it (upstream's memprof is handling the same allocation
      first): we sample it right after.  Only a minor collection or a new
@@ -692,15 +742,15 @@ void caml_memprof_tracer_statmemprof_suspended(caml_domain_state *s, int on)
   tracer_domain *d = s->memprof_tracer;
   if (d == NULL || on == d->parked) return;
   if (on) {
-    d->park_gap = s->memprof_tracer_trigger - s->young_ptr;
+    d->park_gap = trigger_get(s) - s->young_ptr;
     d->parked = 1;
-    s->memprof_tracer_trigger = s->young_start;
+    trigger_set(s, s->young_start);
   } else {
     d->parked = 0;
     d->unparked = 1;
     if (!atomic_load_relaxed(&active)) return;
     value *t = s->young_ptr + d->park_gap;
-    s->memprof_tracer_trigger = t < s->young_start ? s->young_start : t;
+    trigger_set(s, t < s->young_start ? s->young_start : t);
     trigger_drawn(s, d);
   }
 }
@@ -718,8 +768,8 @@ void caml_memprof_tracer_after_statmemprof_sample(caml_domain_state *s,
   if (d == NULL || !d->unparked || d->parked || !atomic_load_relaxed(&active))
     return;
   d->unparked = 0;
-  value *t = s->memprof_tracer_trigger + Whsize_wosize(wosize);
-  s->memprof_tracer_trigger = t > s->young_end ? s->young_end : t;
+  value *t = trigger_get(s) + Whsize_wosize(wosize);
+  trigger_set(s, t > s->young_end ? s->young_end : t);
   trigger_drawn(s, d);
   caml_reset_young_limit(s);
 }
@@ -736,7 +786,7 @@ static inline void sample_minor(caml_domain_state *s, tracer_domain *d,
      "allocated", counting the sample points that fall in each. */
   int from_caml = (flags & CAML_FROM_CAML) != 0;
   int n = from_caml && lens ? nallocs : 1;
-  intnat trigger_ofs = s->memprof_tracer_trigger - s->young_ptr;
+  intnat trigger_ofs = trigger_get(s) - s->young_ptr;
   intnat alloc_ofs = (intnat)Whsize_wosize(wosize);
   do {
     --n;
@@ -752,7 +802,7 @@ static inline void sample_minor(caml_domain_state *s, tracer_domain *d,
              from_caml ? n : -1, 1);
   } while (n > 0);
   value *t = s->young_ptr + trigger_ofs;
-  s->memprof_tracer_trigger = t < s->young_start ? s->young_start : t;
+  trigger_set(s, t < s->young_start ? s->young_start : t);
   trigger_drawn(s, d);
 }
 

@@ -40,12 +40,39 @@ typedef struct {
   uint32_t loc;         /* location id in the stream                        */
 } caml_memprof_frame_slot;
 
+/* One frame of a walked stack (native code). */
+typedef struct {
+  uintnat key;          /* as in caml_memprof_frame_slot                  */
+  char *sp;
+  const uintnat *ret_at; /* where the walk read [key], when it came to this
+                           frame from the next inner one by adding that
+                           one's size; else (a C-to-OCaml transition, a
+                           child fiber, the innermost frame) a word that
+                           holds 0, which no return address is          */
+  uint32_t size, loc;
+} caml_memprof_walked_frame;
+
 typedef struct {
   caml_memprof_frame_slot *slots;
   uint32_t cap, count;          /* cap: a power of two, or 0             */
   void *frametable;             /* the frame table the entries came from */
   backtrace_slot *scratch;      /* caml_get_callstack's buffer            */
   size_t scratch_cap;
+  /* Native code: the previous capture's frames, outermost first, in
+     frames[0, prev_len); the walk in progress writes its fresh frames
+     downwards from frames[2 * frames_cap), so that they end up outermost
+     first too. */
+  caml_memprof_walked_frame *frames;
+  uint32_t prev_len, frames_cap;  /* frames_cap: max + 1                  */
+  int prev_complete;            /* prev ends at the stack's root          */
+  uintnat prev_end_pc;          /* the return-to-C address read after
+                                   prev[0] when the walk ended right there
+                                   (that stack's end, no parent), else 0   */
+  int prev_encoded;             /* the encoder's previous stack is prev's
+                                   location ids (CALLSTACK_ENCODED_ALL: the
+                                   last capture was complete and encoded),
+                                   or those of prev[1, prev_len) (..._INNER:
+                                   it was cut and encoded), or unknown (0) */
 } caml_memprof_callstack_cache;
 
 typedef uint32_t (*caml_memprof_define_location)(void *ctx, backtrace_slot s);
@@ -54,12 +81,28 @@ typedef uint32_t (*caml_memprof_define_location)(void *ctx, backtrace_slot s);
    innermost first.  [alloc_idx] >= 0 names the allocation, among those of
    a combined allocation from OCaml, whose own location the innermost frame
    gets (as caml_get_callstack's).  Returns the number of ids, or -1 on
-   failure; [*truncated] is set when the stack had more than [max] frames. */
+   failure; [*truncated] is set when the stack had more than [max] frames.
+   [*common] >= 0 says that the stack is the ids returned followed by the
+   outermost [*common] frames of the stack last given to the encoder (see
+   mpt_enc_alloc_shared): the walk stopped where the stack joined the
+   previous capture's, and checked the rest of it frame by frame (one
+   load and compare each).  [*common] = -1: the ids are the whole stack.
+   [max] must be the same at every call. */
 int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                    uint32_t *ids, uint32_t max,
                                    ptrdiff_t alloc_idx, int *truncated,
+                                   int *common,
                                    caml_memprof_define_location define,
                                    void *ctx);
+
+/* The stack just captured was not given to the encoder (sample lost). */
+#define CALLSTACK_ENCODED_ALL 1
+#define CALLSTACK_ENCODED_INNER 2
+static inline void
+caml_memprof_callstack_not_encoded(caml_memprof_callstack_cache *c)
+{
+  c->prev_encoded = 0;
+}
 
 /* The same stack through upstream's caml_get_callstack and [define] alone:
    the reference the tests compare the walk with (memprof_verify=1). */

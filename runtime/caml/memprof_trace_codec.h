@@ -155,7 +155,8 @@ typedef struct {
   uint64_t last_gc_id;
   uint64_t last_loc_address;    /* previous location definition's     */
   mpt_heap_stats last_stats;    /* previous MAJOR_CYCLE's             */
-  uint32_t prev_len;            /* previous allocation's stack        */
+  uint32_t prev_len;            /* previous allocation's stack,       */
+                                /* outermost frame first              */
   uint32_t prev_cap;
   uint32_t *prev_stack;         /* caller-provided, prev_cap entries  */
 } mpt_encoder;
@@ -178,6 +179,15 @@ static inline size_t mpt_enc_used(const mpt_encoder *e)
 void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
                    uint64_t wosize, uint32_t nsamples, enum mpt_source src,
                    int truncated, const uint32_t *stack, uint32_t len);
+/* The same event when the caller knows which part of the stack is shared:
+   the stack is [fresh_ids] (innermost first) followed by the outermost
+   [common] frames of the previous allocation's stack (common <= the
+   previous stack's length).  Costs nothing per shared frame. */
+void mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
+                          uint64_t wosize, uint32_t nsamples,
+                          enum mpt_source src, int truncated,
+                          const uint32_t *fresh_ids, uint32_t fresh,
+                          uint32_t common);
 void mpt_enc_promote(mpt_encoder *e, uint64_t id);
 void mpt_enc_collect(mpt_encoder *e, uint64_t id);
 void mpt_enc_simple(mpt_encoder *e, enum mpt_event_kind kind,

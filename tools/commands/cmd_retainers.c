@@ -20,7 +20,9 @@
    - --diff AFTER: roots and sites whose retained size grew from TRACE's
      last snapshot to AFTER's;
    - --heapsnapshot FILE: the graph in V8's .heapsnapshot format (Chrome
-     DevTools' Memory panel, memlab).
+     DevTools' Memory panel, memlab);
+   - --json: the tables, each site with its retainer paths, as one JSON
+     object (write_json), which the HTML report embeds (retainers_json).
    Module globals are named through the executable's symbol table
    (elf_symbols.h) when the trace's executable is still there. */
 
@@ -56,7 +58,9 @@ static const char usage[] =
   "  --diff AFTER        growth of roots and sites from TRACE's last snapshot\n"
   "                      to trace AFTER's\n"
   "  --heapsnapshot FILE export the snapshot for Chrome DevTools or memlab\n"
-  "  --bytes             sizes in tables as exact byte counts\n";
+  "  --bytes             sizes in tables as exact byte counts\n"
+  "  --json              the tables (and --site's paths) as one JSON object, in\n"
+  "                      bytes; each site with its first --paths retainer paths\n";
 
 static const char *const kind_names[HG_KINDS] = {
   "global", "stack", "local", "c-global", "finaliser", "thread", "memprof" };
@@ -69,6 +73,8 @@ typedef struct {
   uint64_t live_bytes, ext_bytes;
   char **label_text;            /* per label node */
   double rate;
+  uint64_t *seen;               /* seq, time_ns of every snapshot read */
+  size_t nseen, seen_cap;
 } analysis;
 
 /* ---- names ---- */
@@ -182,6 +188,7 @@ static void analysis_free(analysis *a)
   for (uint32_t l = 0; l < a->s.nlabels; l++) free(a->label_text[l]);
   free(a->label_text);
   free(a->retained);
+  free(a->seen);
   dom_free(&a->dom);
   hg_snapshot_free(&a->s);
 }
@@ -192,6 +199,7 @@ typedef struct {
   char *name;
   double est, var;              /* bytes */
   uint64_t sampled;
+  uint32_t alloc;               /* one of its allocations (for its frames) */
 } site_row;
 
 typedef struct { site_row *rows; size_t n, cap; strpool *keys; } site_table;
@@ -211,6 +219,7 @@ static void sites_collect(analysis *a, site_table *t)
       memset(t->rows + t->n, 0, (k + 1 - t->n) * sizeof *t->rows);
       t->n = k + 1;
       t->rows[k].name = (char *)strpool_get(t->keys, k);
+      t->rows[k].alloc = al;
     }
     double h = (double)(s->wosize[b - 1] + 1), bytes = 8 * h;
     double p = a->rate > 0 ? -expm1(h * log1p(-a->rate)) : 1;
@@ -336,10 +345,10 @@ static int by_len(const void *x, const void *y)
   return a->count < b->count ? 1 : a->count > b->count ? -1 : 0;
 }
 
-static void print_paths(analysis *a, const char *pattern, size_t npaths)
+/* Parent of every node in the breadth-first tree from the super root
+   (shortest paths); DOM_NONE for the unreachable. */
+static uint32_t *bfs_parents(const hg_snapshot *s)
 {
-  hg_snapshot *s = &a->s;
-  /* Breadth-first tree from the super root: shortest paths. */
   uint32_t *parent = xmalloc((s->n ? s->n : 1) * sizeof *parent);
   uint32_t *queue = xmalloc((s->n ? s->n : 1) * sizeof *queue);
   for (uint32_t v = 0; v < s->n; v++) parent[v] = DOM_NONE;
@@ -351,24 +360,34 @@ static void print_paths(analysis *a, const char *pattern, size_t npaths)
       if (parent[s->adj[k]] == DOM_NONE) { parent[s->adj[k]] = v; queue[qt++] = s->adj[k]; }
   }
   free(queue);
-  strpool *keys = strpool_new();
-  path_row *rows = NULL;
-  size_t nrows = 0, cap = 0, matched = 0;
-  size_t kcap = 1 << 16;
+  return parent;
+}
+
+/* The retainer paths of the sampled blocks whose allocation [match]es,
+   aggregated by their text (one line per step, from the root label down,
+   runs of identical steps collapsed), shortest first. */
+typedef int path_match(analysis *a, uint32_t alloc, const char *arg);
+typedef struct { strpool *keys; path_row *rows; size_t nrows, matched; } path_set;
+
+static void collect_paths(analysis *a, const uint32_t *parent, path_match *match,
+                          const char *arg, path_set *ps)
+{
+  hg_snapshot *s = &a->s;
+  size_t cap = 0, kcap = 1 << 16, chain_cap = 0;
   char *key = xmalloc(kcap);
   uint32_t *chain = NULL;
-  size_t chain_cap = 0;
+  memset(ps, 0, sizeof *ps);
+  ps->keys = strpool_new();
   for (uint32_t b = 1; b <= s->nblocks; b++) {
     uint32_t al = s->alloc[b - 1];
     uint32_t v = s->base + b - 1;
-    if (!al || parent[v] == DOM_NONE || !stack_matches(a->r, al, pattern)) continue;
-    matched++;
+    if (!al || parent[v] == DOM_NONE || !match(a, al, arg)) continue;
+    ps->matched++;
     size_t len = 0;
     for (uint32_t x = v; x != 0; x = parent[x]) {
       grow_array((void **)&chain, &chain_cap, len + 1, sizeof *chain);
       chain[len++] = x;
     }
-    /* From the root label down, collapsing runs of identical steps. */
     size_t kl = 0, steps = 0;
     char prev[1024] = "", cur[1024];
     uint64_t run = 0;
@@ -378,36 +397,59 @@ static void print_paths(analysis *a, const char *pattern, size_t npaths)
       if (strcmp(cur, prev) == 0 && i > 0) { run++; continue; }
       if (run) kl += (size_t)snprintf(key + kl, kcap - kl, " (repeated%s)", run >= 9 ? " 10+ times" : "");
       if (kl + 2100 >= kcap) break;
-      kl += (size_t)snprintf(key + kl, kcap - kl, "%s%s", steps ? "\n    -> " : "    ", cur);
+      kl += (size_t)snprintf(key + kl, kcap - kl, "%s%s", steps ? "\n" : "", cur);
       steps++;
       run = 0;
       strcpy(prev, cur);
     }
-    uint32_t k = strpool_intern(keys, key, kl);
-    if (k >= nrows) {
-      grow_array((void **)&rows, &cap, k + 1, sizeof *rows);
-      memset(rows + nrows, 0, (k + 1 - nrows) * sizeof *rows);
-      nrows = k + 1;
-      rows[k].key = k; rows[k].len = (uint32_t)steps;
+    uint32_t k = strpool_intern(ps->keys, key, kl);
+    if (k >= ps->nrows) {
+      grow_array((void **)&ps->rows, &cap, k + 1, sizeof *ps->rows);
+      memset(ps->rows + ps->nrows, 0, (k + 1 - ps->nrows) * sizeof *ps->rows);
+      ps->nrows = k + 1;
+      ps->rows[k].key = k; ps->rows[k].len = (uint32_t)steps;
     }
-    rows[k].count++;
-    rows[k].bytes += hg_block_bytes(s, b);
+    ps->rows[k].count++;
+    ps->rows[k].bytes += hg_block_bytes(s, b);
   }
+  qsort(ps->rows, ps->nrows, sizeof *ps->rows, by_len);
+  free(key); free(chain);
+}
+
+static void path_set_free(path_set *ps)
+{
+  free(ps->rows);
+  strpool_free(ps->keys);
+}
+
+static int match_pattern(analysis *a, uint32_t alloc, const char *pattern)
+{
+  return stack_matches(a->r, alloc, pattern);
+}
+
+static void print_paths(analysis *a, const char *pattern, size_t npaths)
+{
+  uint32_t *parent = bfs_parents(&a->s);
+  path_set ps;
+  collect_paths(a, parent, match_pattern, pattern, &ps);
   printf("\nRetainer paths to the sampled blocks of sites matching \"%s\" "
-         "(%zu blocks, %zu distinct paths, shortest first)\n", pattern, matched, nrows);
-  qsort(rows, nrows, sizeof *rows, by_len);
-  for (size_t i = 0; i < nrows && i < npaths; i++) {
-    printf("  %llu sampled blocks, path of %u steps:\n", (unsigned long long)rows[i].count, rows[i].len);
+         "(%zu blocks, %zu distinct paths, shortest first)\n", pattern, ps.matched, ps.nrows);
+  for (size_t i = 0; i < ps.nrows && i < npaths; i++) {
+    printf("  %llu sampled blocks, path of %u steps:\n", (unsigned long long)ps.rows[i].count,
+           ps.rows[i].len);
     /* One step per line; each step printed safely (labels come from the trace). */
-    char *text = xstrdup(strpool_get(keys, rows[i].key));
+    char *text = xstrdup(strpool_get(ps.keys, ps.rows[i].key));
+    int first = 1;
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+      fputs(first ? "    " : "    -> ", stdout);
       cli_put_safe(stdout, line);
       putchar('\n');
+      first = 0;
     }
     free(text);
   }
-  free(rows); free(key); free(chain); free(parent);
-  strpool_free(keys);
+  path_set_free(&ps);
+  free(parent);
 }
 
 /* ---- V8 .heapsnapshot ---- */
@@ -555,12 +597,120 @@ static void diff_collect(analysis *a, int after, growth **roots, size_t *nr, siz
   strpool_free(t.keys);
 }
 
+/* ---- JSON ---- */
+
+static int match_site(analysis *a, uint32_t alloc, const char *site)
+{
+  char buf[1024];
+  site_text(a->r, alloc, buf, sizeof buf);
+  return strcmp(buf, site) == 0;
+}
+
+static void json_paths(FILE *o, const path_set *ps, size_t npaths, json_writer str)
+{
+  fputc('[', o);
+  for (size_t i = 0; i < ps->nrows && i < npaths; i++) {
+    fprintf(o, "%s{\"blocks\":%llu,\"bytes\":%llu,\"steps\":[", i ? "," : "",
+            (unsigned long long)ps->rows[i].count, (unsigned long long)ps->rows[i].bytes);
+    char *text = xstrdup(strpool_get(ps->keys, ps->rows[i].key));
+    int first = 1;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+      if (!first) fputc(',', o);
+      str(o, line);
+      first = 0;
+    }
+    free(text);
+    fputs("]}", o);
+  }
+  fputc(']', o);
+}
+
+/* The analysis of one snapshot as one JSON object (the format is in
+   docs/ocaml-memprof.md): the header, retained by root kind, the [top]
+   roots, the [top] sites with their [npaths] first retainer paths, and
+   with [pattern] the paths to the blocks of the matching sites. */
+static void write_json(FILE *o, analysis *a, const char *path, size_t top, size_t npaths,
+                       const char *pattern, json_writer str)
+{
+  hg_snapshot *s = &a->s;
+  fputs("{\"trace\":", o);
+  str(o, path);
+  fprintf(o, ",\"sampling_rate\":%.17g,\n\"snapshot\":{\"seq\":%llu,\"time_ns\":%llu,"
+          "\"pause_ns\":%llu,\"complete\":%s,\"blocks_missing\":%s,\"blocks\":%u,"
+          "\"edges\":%llu,\"weak_edges\":%llu,\"live_bytes\":%llu,\"outside_heap_bytes\":%llu},"
+          "\n\"snapshots\":[", a->rate, (unsigned long long)s->seq, (unsigned long long)s->time_ns,
+          (unsigned long long)s->pause_ns, s->complete ? "true" : "false",
+          s->end_flags & MPT_SNAP_INCOMPLETE ? "true" : "false", s->nblocks,
+          (unsigned long long)s->nedges_file, (unsigned long long)s->nweak,
+          (unsigned long long)a->live_bytes, (unsigned long long)a->ext_bytes);
+  for (size_t i = 0; i < a->nseen; i++)
+    fprintf(o, "%s[%llu,%llu]", i ? "," : "", (unsigned long long)a->seen[2 * i],
+            (unsigned long long)a->seen[2 * i + 1]);
+  fputs("],\n\"kinds\":[", o);
+  size_t nroots[HG_KINDS] = { 0 };
+  for (size_t i = 0; i < s->nroots; i++) nroots[s->roots[i].kind]++;
+  int first = 1;
+  for (uint32_t k = 0; k < HG_KINDS; k++) {
+    if (!nroots[k] && !a->retained[1 + k]) continue;
+    fprintf(o, "%s{\"kind\":\"%s\",\"retained\":%llu,\"roots\":%zu}", first ? "" : ",",
+            kind_names[k], (unsigned long long)a->retained[1 + k], nroots[k]);
+    first = 0;
+  }
+  fputs("],\n\"roots\":[", o);
+  ranked *r = xmalloc((s->nlabels ? s->nlabels : 1) * sizeof *r);
+  for (uint32_t l = 0; l < s->nlabels; l++) r[l] = (ranked){ l, a->retained[1 + HG_KINDS + l] };
+  qsort(r, s->nlabels, sizeof *r, by_ret);
+  for (size_t i = 0; i < s->nlabels && i < top; i++) {
+    fprintf(o, "%s{\"kind\":\"%s\",\"label\":", i ? "," : "", kind_names[s->label_kind[r[i].node]]);
+    str(o, a->label_text[r[i].node]);
+    fprintf(o, ",\"retained\":%llu}", (unsigned long long)r[i].ret);
+  }
+  free(r);
+  fputs("],\n\"sites\":[", o);
+  site_table t = { 0 };
+  sites_collect(a, &t);
+  qsort(t.rows, t.n, sizeof *t.rows, by_est);
+  uint32_t *parent = bfs_parents(s);
+  for (size_t i = 0; i < t.n && i < top; i++) {
+    const hg_alloc *al = &a->r->allocs[t.rows[i].alloc - 1];
+    const mpt_location *l = al->stack_len ? ti_location(a->r->t, a->r->stacks[al->stack_off]) : NULL;
+    fprintf(o, "%s\n{\"site\":", i ? "," : "");
+    str(o, t.rows[i].name);
+    fputs(",\"function\":", o);
+    str(o, l && l->n ? l->entries[0].function : "");
+    fprintf(o, ",\"estimate\":%.0f,\"stderr\":%.0f,\"sampled\":%llu,\"paths\":", t.rows[i].est,
+            sqrt(t.rows[i].var), (unsigned long long)t.rows[i].sampled);
+    path_set ps;
+    collect_paths(a, parent, match_site, t.rows[i].name, &ps);
+    json_paths(o, &ps, npaths, str);
+    path_set_free(&ps);
+    fputc('}', o);
+  }
+  fputc(']', o);
+  free(t.rows);
+  strpool_free(t.keys);
+  if (pattern) {
+    path_set ps;
+    collect_paths(a, parent, match_pattern, pattern, &ps);
+    fputs(",\n\"paths\":{\"pattern\":", o);
+    str(o, pattern);
+    fprintf(o, ",\"blocks\":%zu,\"distinct\":%zu,\"paths\":", ps.matched, ps.nrows);
+    json_paths(o, &ps, npaths, str);
+    fputc('}', o);
+    path_set_free(&ps);
+  }
+  free(parent);
+  fputs("}\n", o);
+}
+
 /* ---- driver ---- */
 
 /* Load snapshot [which] (0: the last) of [path] into *a, analysed; with
    [evolution], print a line for every snapshot on the way.  0, or 1
-   after a message. */
-static int load(hg_reader *r, const char *path, uint64_t which, int evolution, analysis *a)
+   after a message; with [quiet_none], 2 without a message when the trace
+   has no snapshot. */
+static int load(hg_reader *r, const char *path, uint64_t which, int evolution,
+                int quiet_none, analysis *a)
 {
   if (hg_open(r, path) != 0) { msg("%s\n", r->error); return 1; }
   memset(a, 0, sizeof *a);
@@ -571,6 +721,9 @@ static int load(hg_reader *r, const char *path, uint64_t which, int evolution, a
   hg_snapshot s;
   while ((k = hg_next(r, &s)) == 1) {
     count++;
+    grow_array((void **)&a->seen, &a->seen_cap, 2 * a->nseen + 2, sizeof *a->seen);
+    a->seen[2 * a->nseen] = s.seq;
+    a->seen[2 * a->nseen++ + 1] = s.time_ns;
     if (evolution) {
       analysis e = { .r = r, .s = s, .rate = a->rate };
       if (analyse(&e) != 0) { hg_snapshot_free(&s); return 1; }
@@ -584,6 +737,7 @@ static int load(hg_reader *r, const char *path, uint64_t which, int evolution, a
     have = 1;
     if (which) break;
   }
+  if (k < 0 || evolution || !have) { free(a->seen); a->seen = NULL; }
   if (k < 0) {
     msg("%s: malformed trace: %s\n", path, r->error);
     if (have) hg_snapshot_free(&a->s);
@@ -594,6 +748,7 @@ static int load(hg_reader *r, const char *path, uint64_t which, int evolution, a
     return 0;
   }
   if (!have) {
+    if (quiet_none && !which) return 2;
     if (which && count) msg("%s: no snapshot %llu (the trace has %llu)\n", path,
                             (unsigned long long)which, (unsigned long long)count);
     else msg("%s: no heap snapshot in this trace (take one with "
@@ -606,12 +761,25 @@ static int load(hg_reader *r, const char *path, uint64_t which, int evolution, a
   return analyse(a) == 0 ? 0 : 1;
 }
 
+int retainers_json(FILE *o, const char *trace, size_t top, size_t npaths, json_writer str)
+{
+  hg_reader r;
+  analysis a;
+  int rc = load(&r, trace, 0, 0, 1, &a);
+  if (rc == 0) {
+    write_json(o, &a, trace, top, npaths, NULL, str);
+    analysis_free(&a);
+  }
+  hg_close(&r);
+  return rc;
+}
+
 int cmd_retainers(int argc, char **argv)
 {
   const char *trace = NULL, *site = NULL, *diff = NULL, *export = NULL;
   uint64_t which = 0;
   size_t top = 10, npaths = 5;
-  int evolution = 0;
+  int evolution = 0, json = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     char *end;
@@ -635,6 +803,8 @@ int cmd_retainers(int argc, char **argv)
       evolution = 1;
     } else if (strcmp(a, "--bytes") == 0) {
       exact_bytes = 1;
+    } else if (strcmp(a, "--json") == 0) {
+      json = 1;
     } else if (a[0] == '-' && a[1]) {
       return cli_unknown_option(a);
     } else if (trace) {
@@ -644,19 +814,20 @@ int cmd_retainers(int argc, char **argv)
     }
   }
   if (!trace) return cli_usage_error("a TRACE is needed");
+  if (json && (diff || evolution)) return cli_usage_error("--json goes with neither --diff nor --evolution");
   hg_reader r;
   analysis a;
   if (evolution) {
-    int rc = load(&r, trace, 0, 1, &a);
+    int rc = load(&r, trace, 0, 1, 0, &a);
     hg_close(&r);
     return rc;
   }
-  if (load(&r, trace, which, 0, &a) != 0) { hg_close(&r); return 1; }
+  if (load(&r, trace, which, 0, 0, &a) != 0) { hg_close(&r); return 1; }
   int rc = 0;
   if (diff) {
     hg_reader r2;
     analysis b;
-    if (load(&r2, diff, 0, 0, &b) != 0) { analysis_free(&a); hg_close(&r); hg_close(&r2); return 1; }
+    if (load(&r2, diff, 0, 0, 0, &b) != 0) { analysis_free(&a); hg_close(&r); hg_close(&r2); return 1; }
     char b1[32], b2[32];
     printf("before: %s snapshot %llu, live %s; after: %s snapshot %llu, live %s\n",
            trace, (unsigned long long)a.s.seq, size_text((double)a.live_bytes, b1, sizeof b1),
@@ -671,6 +842,8 @@ int cmd_retainers(int argc, char **argv)
     free(roots); free(sites); strpool_free(rk); strpool_free(sk);
     analysis_free(&b);
     hg_close(&r2);
+  } else if (json) {
+    write_json(stdout, &a, trace, top, npaths, site, json_str);
   } else {
     print_header(&a);
     print_kinds(&a);

@@ -99,6 +99,7 @@ static const optset sets_retainers[] = {
   { "--evolution", IN, NULL },
   { "--diff", IN, IN, NULL },
   { "--snapshot", "1", "--heapsnapshot", OUT, IN, NULL },
+  { "--json", "--site", "a", "-n", "3", IN, NULL },
 };
 
 #define SETS(n) { #n, sets_##n, sizeof sets_##n / sizeof sets_##n[0] }

@@ -19,6 +19,12 @@
 // only its key nodes (root, branch points, nodes with samples), and the
 // flame graph and icicle stop below one pixel, so their cost follows what
 // is visible.  All sums are estimates as in the CLI: samples / rate x word.
+//
+// Speed: nothing in an update reads layout sizes (they are read once, then
+// on resize and scroll), the sites table holds only its visible rows, the
+// arrays of millions of entries are pooled (see pooled), and the data is
+// inflated by the page's own inflate.  The retention view draws
+// D.snapshots (retainers --json), independent of the filters.
 'use strict';
 var D = JSON.parse(document.getElementById('data').textContent);
 var $ = function (id) { return document.getElementById(id); };
@@ -81,25 +87,136 @@ var domains = [], allAllocCum;
 // The blob: base64 of zlib-deflated LEB128 arrays (cmd_report.c), decoded
 // into typed arrays: counts of samples may pass 2^31, the rest are ids.
 var FLOAT_ARRAYS = { samples: 1, blocks: 1, promoted: 1, objects: 1 };
-async function loadBlob() {
+function loadBlob() {
   var raw = atob(D.blob), n0 = raw.length, bin = new Uint8Array(n0);
   for (var i = 0; i < n0; i++) bin[i] = raw.charCodeAt(i);
-  var buf = new Uint8Array(await new Response(new Blob([bin]).stream()
-    .pipeThrough(new DecompressionStream('deflate'))).arrayBuffer());
-  var pos = 0, A = {};
-  D.blob_arrays.forEach(function (na) {
-    var n = na[1], out = FLOAT_ARRAYS[na[0]] ? new Float64Array(n) : new Int32Array(n);
-    for (var k = 0; k < n; k++) {
-      var b = buf[pos++], v = b & 127;
-      if (b & 128) {
-        var mul = 128;
-        do { b = buf[pos++]; v += (b & 127) * mul; mul *= 128; } while (b & 128);
-      }
-      out[k] = v;
-    }
-    A[na[0]] = out;
-  });
+  var buf = inflate(bin, D.blob_bytes), pos = 0, A = {}, arrays = D.blob_arrays;
+  for (var a = 0; a < arrays.length; a++) {
+    var n = arrays[a][1], out = FLOAT_ARRAYS[arrays[a][0]] ? new Float64Array(n) : new Int32Array(n);
+    pos = varints(buf, pos, out, n);
+    A[arrays[a][0]] = out;
+  }
   return A;
+}
+// [n] LEB128 values from buf[pos] into out; the position after them.
+// (A small function of its own: V8 optimises its loop sooner.)
+function varints(buf, pos, out, n) {
+  for (var k = 0; k < n; k++) {
+    var b = buf[pos++], v = b & 127;
+    if (b & 128) {
+      var mul = 128;
+      do { b = buf[pos++]; v += (b & 127) * mul; mul *= 128; } while (b & 128);
+    }
+    out[k] = v;
+  }
+  return pos;
+}
+
+// Inflate (RFC 1950/1951) of a zlib stream into [size] bytes.  Written
+// here rather than through DecompressionStream, whose chunked promises
+// took 150-450 ms for 3 MB on a loaded machine (this loop: about 20).
+// Huffman codes are read through one lookup table per code (indexed by
+// the next maxbits bits, reversed as deflate packs them), entries
+// symbol << 4 | length.
+var LBASE = [3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258];
+var LEXTRA = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0];
+var DBASE = [1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577];
+var DEXTRA = [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13];
+var CLORDER = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
+// The table covers codes of up to 10 bits (a 15-bit table per block cost
+// more to fill than the block to decode); the rare longer codes, whose
+// entries stay 0, are decoded bit by bit from the counts (slowSym).
+function huffTable(lens, n) {
+  var max = 0, count = new Int32Array(16), next = new Int32Array(16), offs = new Int32Array(17), sym = new Int32Array(n);
+  for (var i = 0; i < n; i++) { count[lens[i]]++; if (lens[i] > max) max = lens[i]; }
+  count[0] = 0;
+  for (var b = 1, code = 0; b < 16; b++) { code = (code + count[b - 1]) << 1; next[b] = code; offs[b + 1] = offs[b] + count[b]; }
+  for (var s0 = 0; s0 < n; s0++) if (lens[s0]) sym[offs[lens[s0]]++] = s0;
+  var P = Math.min(max, 10), t = new Int32Array(1 << P);
+  for (var s = 0; s < n; s++) {
+    var L = lens[s]; if (!L) continue;
+    var c = next[L]++, r = 0;
+    if (L > P) continue;
+    for (var j = 0; j < L; j++) { r = (r << 1) | (c & 1); c >>= 1; }
+    for (var k = r; k < t.length; k += 1 << L) t[k] = s << 4 | L;
+  }
+  return { t: t, mask: (1 << P) - 1, count: count, sym: sym };
+}
+// Canonical decoding of the next code in bb (at least 15 bits), as a
+// table entry.
+function slowSym(h, bb) {
+  var code = 0, first = 0, index = 0, cnt = h.count;
+  for (var len = 1; len < 16; len++) {
+    code |= bb & 1; bb >>>= 1;
+    var c = cnt[len];
+    if (code - c < first) return h.sym[index + (code - first)] << 4 | len;
+    index += c; first += c; first <<= 1; code <<= 1;
+  }
+  throw new Error('bad deflate code');
+}
+// The bit buffer (bb, bc bits) lives in locals of one function: helper
+// closures over it were several times slower.
+function inflate(src, size) {
+  var out = new Uint8Array(size || src.length * 4), o = 0, pos = 2, bb = 0, bc = 0, sl = src.length;
+  var fixedL = null, fixedD = null, last = 0, hl, hd, t, e, x, n;
+  function room(n) { var bigger = new Uint8Array(Math.max(2 * out.length, o + n)); bigger.set(out); out = bigger; }
+  while (!last) {
+    while (bc < 3) { bb |= (pos < sl ? src[pos] : 0) << bc; pos++; bc += 8; }
+    last = bb & 1; var type = bb >>> 1 & 3; bb >>>= 3; bc -= 3;
+    if (type === 0) {
+      pos -= bc >> 3; bb = 0; bc = 0;      // whole bytes read ahead given back, then the byte boundary
+      var len = src[pos] | src[pos + 1] << 8; pos += 4;
+      if (o + len > out.length) room(len);
+      out.set(src.subarray(pos, pos + len), o); o += len; pos += len;
+      continue;
+    }
+    if (type === 1) {
+      if (!fixedL) {
+        var fl = new Uint8Array(288), fd = new Uint8Array(30).fill(5);
+        for (var i = 0; i < 288; i++) fl[i] = i < 144 ? 8 : i < 256 ? 9 : i < 280 ? 7 : 8;
+        fixedL = huffTable(fl, 288); fixedD = huffTable(fd, 30);
+      }
+      hl = fixedL; hd = fixedD;
+    } else if (type === 2) {
+      while (bc < 14) { bb |= (pos < sl ? src[pos] : 0) << bc; pos++; bc += 8; }
+      var nl = (bb & 31) + 257, nd = (bb >>> 5 & 31) + 1, nc = (bb >>> 10 & 15) + 4; bb >>>= 14; bc -= 14;
+      var cl = new Uint8Array(19), lens = new Uint8Array(nl + nd);
+      for (var i2 = 0; i2 < nc; i2++) {
+        while (bc < 3) { bb |= (pos < sl ? src[pos] : 0) << bc; pos++; bc += 8; }
+        cl[CLORDER[i2]] = bb & 7; bb >>>= 3; bc -= 3;
+      }
+      var hc = huffTable(cl, 19);
+      for (var k = 0; k < nl + nd;) {
+        while (bc < 16) { bb |= (pos < sl ? src[pos] : 0) << bc; pos++; bc += 8; }
+        e = hc.t[bb & hc.mask] || slowSym(hc, bb); bb >>>= e & 15; bc -= e & 15; x = e >> 4;
+        if (x < 16) { lens[k++] = x; continue; }
+        var rep, v = 0;
+        if (x === 16) { rep = 3 + (bb & 3); bb >>>= 2; bc -= 2; v = lens[k - 1]; }
+        else if (x === 17) { rep = 3 + (bb & 7); bb >>>= 3; bc -= 3; }
+        else { rep = 11 + (bb & 127); bb >>>= 7; bc -= 7; }
+        while (rep--) lens[k++] = v;
+      }
+      hl = huffTable(lens.subarray(0, nl), nl); hd = huffTable(lens.subarray(nl), nd);
+    } else throw new Error('bad deflate block');
+    var lt = hl.t, lm = hl.mask, dt = hd.t, dm = hd.mask;
+    for (;;) {
+      // 24 bits cover a length code (15) and its extra bits (5)
+      while (bc < 24) { bb |= (pos < sl ? src[pos] : 0) << bc; pos++; bc += 8; }
+      e = lt[bb & lm] || slowSym(hl, bb); bb >>>= e & 15; bc -= e & 15; x = e >> 4;
+      if (x < 256) { if (o >= out.length) room(1); out[o++] = x; continue; }
+      if (x === 256) break;
+      x -= 257;
+      n = LBASE[x];
+      if (LEXTRA[x]) { n += bb & ((1 << LEXTRA[x]) - 1); bb >>>= LEXTRA[x]; bc -= LEXTRA[x]; }
+      while (bc < 16) { bb |= (pos < sl ? src[pos] : 0) << bc; pos++; bc += 8; }
+      e = dt[bb & dm] || slowSym(hd, bb); bb >>>= e & 15; bc -= e & 15; x = e >> 4;
+      while (bc < 16) { bb |= (pos < sl ? src[pos] : 0) << bc; pos++; bc += 8; }
+      var dist = DBASE[x] + (bb & ((1 << DEXTRA[x]) - 1)); bb >>>= DEXTRA[x]; bc -= DEXTRA[x];
+      if (o + n > out.length) room(n);
+      for (t = o + n; o < t; o++) out[o] = out[o - dist];
+    }
+  }
+  return out.subarray(0, o);
 }
 function setup(A) {
   NC = A.node.length; NN = A.node_up.length;
@@ -125,7 +242,7 @@ function setup(A) {
 function freshState() {
   return { alloc: null, live: null, coll: null, never: false, life: null, size: null, doms: null,
            focus: '', ignore: '', hide: '', presets: [], metric: 'alloc', tab: 'sites',
-           sort: 'alloc', search: '', site: null };
+           sort: 'alloc', search: '', site: null, rtrace: 0, rsite: 0 };
 }
 var S = freshState();
 
@@ -149,44 +266,86 @@ var FT = null;   // { n, parent, name, first, next, keyBelow, keyUp, keys }
 function hidePatterns() { return (S.hide ? [S.hide] : []).concat(S.presets); }
 // Two keys: the stack filters (focus, ignore) only set per-cell flags;
 // hiding frames changes sites and the frame tree.
-var hideKey = null, stackFlagKey = null, cStack = null, plainStacks = null;
+var hideKey = null, stackFlagKey = null, cStack = null, flagBuf = null;
+// Typed arrays of millions of entries are reused, not reallocated, from one
+// hidden-frames change to the next: allocating them made V8 collect its
+// whole heap each time (their memory counts towards its GC trigger).
+// Pool 0 holds the state without hidden frames (kept: see prepStacks),
+// pool 1 that of the current hidden frames.
+var pools = [{}, {}];
+function pooled(key, Ctor, n) {
+  var P = pools[hideKey === '[]' ? 0 : 1], a = P[key];
+  if (!a || a.length < n) a = P[key] = new Ctor(Math.ceil(n * 1.25) + 16);
+  return a;
+}
+// Pool 1 is given pool 0's sizes while the page is idle, once the first
+// frame tree is built, and written once (so that its memory pages exist):
+// the first hidden-frames change then neither allocates nor faults pages
+// in (allocating took 130 ms more on the ocamlopt trace).  A state cached
+// in stacksOf keeps the arrays it had.
+function reserveHidden() {
+  Object.keys(pools[0]).forEach(function (k) {
+    var a = pools[0][k], b = pools[1][k];
+    if (!b || b.length < a.length) pools[1][k] = new a.constructor(a.length).fill(0);
+  });
+}
+// The stacks state (sites per cell and node, frame tree) per hidden-frames
+// key: kept for '[]' (going back to no hidden frames is common, and its
+// frame tree is the costly part) and for the one hidden key whose arrays
+// are those of pool 1.  While the page is idle after the first paint, the
+// frame tree is built, then the Stdlib preset's state is computed
+// (warmUp): the first flame graph and ticking the preset are then
+// immediate, and any other pattern runs code already compiled.
+var stacksOf = {};
 function prepStacks() {
   var hk = JSON.stringify(hidePatterns());
   if (hk !== hideKey) {
-    // the state without hidden frames is kept: going back to it is common
-    // (a preset toggled off) and rebuilding its frame tree is the costly part
-    if (hideKey === '[]') plainStacks = { cSite: cSite, FT: FT, ftOf: ftOf, ftSize: ftSize, ftHidden: ftHidden };
-    hideKey = hk;
     zoom.flame = 0; zoom.icicle = [];
-    if (hk === '[]' && plainStacks) {
-      nVis = nSite = null; cSite = plainStacks.cSite; FT = plainStacks.FT; ftOf = plainStacks.ftOf;
-      ftSize = plainStacks.ftSize; ftHidden = plainStacks.ftHidden;
-      return prepStackFlags();
-    }
-    var rh = hidePatterns().map(re).filter(Boolean), hidden = new Uint8Array(NLOC), nf = 0;
-    for (var l = 1; l < NLOC; l++) {
-      for (var k = 0; k < rh.length; k++) if (locMatches(l, rh[k])) { hidden[l] = 1; break; }
-      if (locOff[l + 1] === locOff[l]) hidden[l] = 1;
-    }
-    if (!rh.length) {
-      // nothing hidden: each node is its own visible node (no pass over
-      // the whole call tree, which deep stacks make large, at first paint)
-      nVis = nSite = null; nf = -1;
-    } else {
-      nVis = new Int32Array(NN); nSite = new Int32Array(NN);
-      nSite[0] = NOBT;
-      for (var n = 1; n < NN; n++) {        // parents come first
-        var p = nParent[n], l2 = nLoc[n];
-        nVis[n] = hidden[l2] ? nVis[p] : n;
-        nSite[n] = hidden[l2] ? nSite[p] : fFn[locOff[l2]];
-        if (!hidden[l2]) nf += locOff[l2 + 1] - locOff[l2];
-      }
-    }
-    cSite = new Int32Array(NC);
-    for (var i = 0; i < NC; i++) cSite[i] = siteOf(cNode[i]);
-    FT = null; ftSize = nf; ftHidden = hidden;
+    switchStacks(hk, hidePatterns());
   }
   prepStackFlags();
+}
+function switchStacks(hk, patterns) {
+  if (hideKey !== null) stacksOf[hideKey] = { cSite: cSite, FT: FT, ftOf: ftOf, ftSize: ftSize, ftHidden: ftHidden, nVis: nVis, nSite: nSite };
+  hideKey = hk;
+  var st = stacksOf[hk];
+  if (st) {
+    cSite = st.cSite; FT = st.FT; ftOf = st.ftOf; ftSize = st.ftSize; ftHidden = st.ftHidden; nVis = st.nVis; nSite = st.nSite;
+    return;
+  }
+  // pool 1 is about to be written: the hidden state cached in it goes
+  if (hk !== '[]') Object.keys(stacksOf).forEach(function (k) { if (k !== '[]') delete stacksOf[k]; });
+  var rh = patterns.map(re).filter(Boolean), hidden = new Uint8Array(NLOC), nf = 0;
+  for (var l = 1; l < NLOC; l++) {
+    for (var k = 0; k < rh.length; k++) if (locMatches(l, rh[k])) { hidden[l] = 1; break; }
+    if (locOff[l + 1] === locOff[l]) hidden[l] = 1;
+  }
+  if (!rh.length) {
+    // nothing hidden: each node is its own visible node (no pass over
+    // the whole call tree, which deep stacks make large, at first paint)
+    nVis = nSite = null; nf = -1;
+  } else {
+    nVis = pooled('nVis', Int32Array, NN); nSite = pooled('nSite', Int32Array, NN);
+    nSite[0] = NOBT;
+    for (var n = 1; n < NN; n++) {        // parents come first
+      var p = nParent[n], l2 = nLoc[n];
+      nVis[n] = hidden[l2] ? nVis[p] : n;
+      nSite[n] = hidden[l2] ? nSite[p] : fFn[locOff[l2]];
+      if (!hidden[l2]) nf += locOff[l2 + 1] - locOff[l2];
+    }
+  }
+  cSite = pooled('cSite', Int32Array, NC);
+  for (var i = 0; i < NC; i++) cSite[i] = siteOf(cNode[i]);
+  FT = null; ftSize = nf; ftHidden = hidden;
+}
+function idle(f) { (window.requestIdleCallback || setTimeout).call(window, f); }
+function warmUp() {
+  if (hideKey === '[]' && !FT) { frameTree(); idle(warmUp); return; }
+  var pv = Array.from(document.querySelectorAll('.preset')).map(function (p) { return p.value; })
+    .filter(function (v) { return /Stdlib/.test(v); }), pk = JSON.stringify(pv), cur = hideKey;
+  if (cur !== '[]' || stacksOf[pk] || !pv.length) return;
+  switchStacks(pk, pv); frameTree();
+  switchStacks(cur, null);
 }
 function prepStackFlags() {
   var sk = JSON.stringify([S.focus, S.ignore]);
@@ -195,13 +354,14 @@ function prepStackFlags() {
     var rf = re(S.focus), ri = re(S.ignore);
     cStack = null;                       // per cell: 1 focus matched, 2 ignore matched
     if (!rf && !ri) return;
-    var lf = new Uint8Array(NLOC), fl = new Uint8Array(NN);
+    if (!flagBuf) flagBuf = { fl: new Uint8Array(NN), cs: new Uint8Array(NC) };
+    var lf = new Uint8Array(NLOC), fl = flagBuf.fl;
     for (var l3 = 1; l3 < NLOC; l3++) {
       if (rf && locMatches(l3, rf)) lf[l3] |= 1;
       if (ri && locMatches(l3, ri)) lf[l3] |= 2;
     }
     for (var n2 = 1; n2 < NN; n2++) fl[n2] = fl[nParent[n2]] | lf[nLoc[n2]];
-    cStack = new Uint8Array(NC);
+    cStack = flagBuf.cs;
     for (var i2 = 0; i2 < NC; i2++) cStack[i2] = fl[cNode[i2]];
   }
 }
@@ -211,15 +371,15 @@ function frameTree() {
   if (FT) return FT;
   var nf = ftSize, hidden = ftHidden;
   if (nf < 0) for (var n0 = 1, nf = 0; n0 < NN; n0++) nf += locOff[nLoc[n0] + 1] - locOff[nLoc[n0]];
-  var cap = nf + NN + 2, par = new Int32Array(cap), name = new Int32Array(cap), first = new Int32Array(cap).fill(-1);
-  var next = new Int32Array(cap).fill(-1), m = 1;
-  name[0] = ALL; par[0] = -1;
+  var cap = nf + 2, par = pooled('par', Int32Array, cap), name = pooled('name', Int32Array, cap);
+  var first = pooled('first', Int32Array, cap), next = pooled('next', Int32Array, cap), m = 1;
+  name[0] = ALL; par[0] = -1; first[0] = -1; next[0] = -1;
   function child(q, nm) {
     for (var c = first[q]; c >= 0; c = next[c]) if (name[c] === nm) return c;
-    par[m] = q; name[m] = nm; next[m] = first[q]; first[q] = m;
+    par[m] = q; name[m] = nm; next[m] = first[q]; first[q] = m; first[m] = -1;
     return m++;
   }
-  ftOf = new Int32Array(NN);
+  ftOf = pooled('ftOf', Int32Array, NN);
   for (var n2 = 1; n2 < NN; n2++) {
     var l3 = nLoc[n2], q = ftOf[nParent[n2]];
     if (!hidden[l3]) for (var f = locOff[l3 + 1] - 1; f >= locOff[l3]; f--) q = child(q, fFn[f]);
@@ -228,7 +388,8 @@ function frameTree() {
   // Key nodes: the root, branch points and nodes with samples of their
   // own.  Any other node is on a chain and has the total of the key node
   // below it (keyBelow), so the per-update sums touch key nodes only.
-  var nch = new Int32Array(m), isKey = new Uint8Array(m), kb = new Int32Array(m), up = new Int32Array(m), keys = [];
+  var nch = pooled('nch', Int32Array, m).fill(0, 0, m), isKey = pooled('isKey', Uint8Array, m).fill(0, 0, m);
+  var kb = pooled('kb', Int32Array, m), up = pooled('up', Int32Array, m), keys = [];
   for (var i = 1; i < m; i++) nch[par[i]]++;
   for (var i2 = 0; i2 < m; i2++) if (nch[i2] !== 1) isKey[i2] = 1;
   isKey[0] = 1;
@@ -238,6 +399,7 @@ function frameTree() {
   for (var i5 = 0; i5 < m; i5++) if (isKey[i5]) keys.push(i5);
   FT = { n: m, parent: par, name: name, first: first, next: next,
          keyBelow: kb, keyUp: up, keys: Int32Array.from(keys) };
+  if (hideKey === '[]') idle(reserveHidden);
   return FT;
 }
 
@@ -369,7 +531,7 @@ function ftValues() {
   if (R.ft) return R.ft;
   frameTree();
   // two buffers per frame tree, reused (a million nodes on deep stacks)
-  if (!FT.self) { FT.self = new Float64Array(FT.n); FT.tot = new Float64Array(FT.n); }
+  if (!FT.self) { FT.self = pooled('self', Float64Array, FT.n); FT.tot = pooled('tot', Float64Array, FT.n); }
   var self = FT.self, tot = FT.tot, keys = FT.keys, up = FT.keyUp, nk = keys.length;
   for (var j = 0; j < nk; j++) self[keys[j]] = 0;
   for (var k = 0; k < NCN; k++) { var v = metricOf(k); if (v > 0) self[ftOf[cnNode[k]]] += v; }
@@ -380,9 +542,9 @@ function ftValues() {
 }
 
 // ---------- timeline ----------
-var tl = { canvas: $('tlc'), drag: null, x0: 60, x1: 0 };
+var tl = { canvas: $('tlc'), drag: null, x0: 60, x1: 0, W: 0 };   // W: read once, then on resize
 function drawTimeline() {
-  var cv = tl.canvas, W = cv.clientWidth || 900, H = 260, dpr = window.devicePixelRatio || 1;
+  var cv = tl.canvas, W = tl.W || (tl.W = cv.clientWidth) || 900, H = 260, dpr = window.devicePixelRatio || 1;
   if (cv.width !== Math.round(W * dpr) || cv.height !== Math.round(H * dpr)) {
     cv.width = Math.round(W * dpr); cv.height = Math.round(H * dpr); cv.style.height = H + 'px';
   }
@@ -412,6 +574,15 @@ function drawTimeline() {
     var x = X(d[0]); g.fillStyle = d[3] ? '#080' : '#a00';
     g.beginPath(); g.moveTo(x, mid); g.lineTo(x - 4, mid + 7); g.lineTo(x + 4, mid + 7); g.fill();
     g.fillText((d[3] ? '+' : '−') + d[1], x + 3, mid + 2);
+  });
+  // heap snapshots: a diamond each, filled for the one the retention view shows
+  var nsnap = 0;
+  SNAPS.forEach(function (x) {
+    x.snapshots.forEach(function (q) {
+      var xs = X(q[1]), last = q[0] === x.snapshot.seq; nsnap++;
+      g.beginPath(); g.moveTo(xs, top - 8); g.lineTo(xs + 4, top - 4); g.lineTo(xs, top); g.lineTo(xs - 4, top - 4); g.closePath();
+      g.strokeStyle = '#077'; g.stroke(); if (last) { g.fillStyle = '#077'; g.fill(); }
+    });
   });
   // live heap (filled), site's live, GC heap (steps)
   function curve(arr, color, fill) {
@@ -456,7 +627,7 @@ function drawTimeline() {
     (R.siteLive ? '<span><i style="background:#e70"></i>live: ' + esc(NAMES[S.site]) + '</span>' : '') +
     '<span><i style="background:#2a2"></i>GC major heap</span><span><i style="background:#c84"></i>allocation rate</span>' +
     '<span>| major cycles ' + D.gc.major.length + '</span><span><i style="background:rgba(150,80,200,.5)"></i>compactions ' + D.gc.compactions.length + '</span>' +
-    '<span>▲ domain start/stop ' + D.gc.domains.length + '</span><span>bin ' + secs(bw) + '</span>';
+    '<span>▲ domain start/stop ' + D.gc.domains.length + '</span><span style="color:#077">◆ heap snapshots ' + nsnap + '</span><span>bin ' + secs(bw) + '</span>';
   $('tllegend').innerHTML = leg;
 }
 function binAt(ev) {
@@ -487,29 +658,46 @@ function hideTip() { tip.style.display = 'none'; }
 // ---------- sites table ----------
 var COLS = [['name', 'site', 0], ['file', 'file:line', 0], ['alloc', 'allocated', 1], ['pct', '%', 0], ['samples', 'samples', 1],
   ['blocks', 'blocks', 1], ['objects', 'objects', 1], ['liveB', 'live at end', 1], ['collB', 'collected', 1], ['promB', 'promoted', 1], ['flag', 'flag', 0]];
+// Only the rows in view are in the DOM (fixed row height, spacer rows
+// above and below): a table of thousands of sites lays out as fast as one
+// of forty, whatever the filters keep.
+var TROW = 20, table = { rows: [], top: 0, pending: false };
 function drawTable() {
   var rx = null, rows = R.rows;
   if (S.search) { rx = re(S.search); if (rx === undefined) rx = null; }
   if (rx) rows = rows.filter(function (r) { return rx.test(r.name) || rx.test(r.file); });
   var k = S.sort;
   rows = rows.slice().sort(function (a, b) { return k === 'name' ? (a.name < b.name ? -1 : 1) : (b[k] - a[k]) || (a.name < b.name ? -1 : 1); });
-  var tot = R.total, lim = Math.min(rows.length, 150), h = ['<table><thead><tr>'];
+  var tot = R.total, h = ['<table class="sites"><colgroup><col style="width:26%"><col style="width:17%"><col span="8"><col style="width:9%"></colgroup><thead><tr>'];
   COLS.forEach(function (c) { h.push('<th data-k="' + c[0] + '" class="' + (c[0] === 'name' || c[0] === 'file' ? 'name ' : '') + (c[0] === k ? 'sorted' : '') + '">' + c[1] + '</th>'); });
   h.push('</tr><tr id="totrow"><td class="name"><b>total</b> (' + R.rows.length + ' sites)</td><td></td><td data-v="' + tot.alloc + '">' + bytes(tot.alloc) + '</td><td>100</td><td data-v="' + tot.samples + '">' + num(tot.samples) +
-    '</td><td data-v="' + tot.blocks + '">' + num(tot.blocks) + '</td><td>' + num(tot.objects) + '</td><td data-v="' + tot.live + '">' + bytes(tot.live) + '</td><td>' + bytes(tot.coll) + '</td><td>' + bytes(tot.prom) + '</td><td></td></tr></thead><tbody>');
-  for (var i = 0; i < lim; i++) {
+    '</td><td data-v="' + tot.blocks + '">' + num(tot.blocks) + '</td><td>' + num(tot.objects) + '</td><td data-v="' + tot.live + '">' + bytes(tot.live) + '</td><td>' + bytes(tot.coll) + '</td><td>' + bytes(tot.prom) + '</td><td></td></tr></thead><tbody id="tbody"></tbody></table>');
+  if (table.top) { $('tablewrap').scrollTop = 0; table.top = 0; }
+  $('tablewrap').innerHTML = h.join('');
+  table.rows = rows;
+  paintRows();
+  $('tabinfo').textContent = rows.length + ' of ' + R.rows.length + ' sites';
+  drawRelations();
+}
+function paintRows() {
+  var rows = table.rows, tot = R.total, n = rows.length, vis = Math.ceil(window.innerHeight * 0.55 / TROW) + 10;
+  var a = Math.max(0, Math.min(n - vis, Math.floor(table.top / TROW) - 5)), b = Math.min(n, a + vis), h = [];
+  if (a > 0) h.push('<tr style="height:' + a * TROW + 'px"></tr>');
+  for (var i = a; i < b; i++) {
     var r = rows[i], fl = R.flags.get(r.id);
-    h.push('<tr data-id="' + r.id + '"' + (r.id === S.site ? ' class="sel"' : '') + '><td class="name">' + esc(r.name) + '</td><td class="file">' + esc(r.file) +
+    h.push('<tr data-id="' + r.id + '"' + (r.id === S.site ? ' class="sel"' : '') + '><td class="name" title="' + esc(r.name) + '">' + esc(r.name) + '</td><td class="file" title="' + esc(r.file) + '">' + esc(r.file) +
       '</td><td data-v="' + r.alloc + '">' + bytes(r.alloc) + '</td><td>' + (tot.alloc ? (100 * r.alloc / tot.alloc).toFixed(1) : '0') + '</td><td data-v="' + r.samples + '">' + num(r.samples) +
       '</td><td data-v="' + r.blocks + '">' + num(r.blocks) + '</td><td>' + num(r.objects) + '</td><td data-v="' + r.liveB + '">' + bytes(r.liveB) + '</td><td>' + bytes(r.collB) + '</td><td>' + bytes(r.promB) +
       '</td><td>' + (fl ? '<span class="flag ' + fl.kind + '" title="in flight ×' + fl.growth.toFixed(1) + ', ' + Math.round(100 * fl.died) + '% died while the site allocates">' + (fl.kind === 'race' ? 'allocation race' : 'leak') + '</span>' : '') + '</td></tr>');
   }
-  h.push('</tbody></table>');
-  if (rows.length > lim) h.push('<div class="note">' + (rows.length - lim) + ' more rows (search or sort to see them)</div>');
-  $('tablewrap').innerHTML = h.join('');
-  $('tabinfo').textContent = rows.length + ' of ' + R.rows.length + ' sites';
-  drawRelations();
+  if (b < n) h.push('<tr style="height:' + (n - b) * TROW + 'px"></tr>');
+  $('tbody').innerHTML = h.join('');
 }
+$('tablewrap').addEventListener('scroll', function () {
+  table.top = this.scrollTop;
+  if (table.pending) return;
+  table.pending = true; requestAnimationFrame(function () { table.pending = false; paintRows(); });
+});
 $('tablewrap').addEventListener('click', function (e) {
   var th = e.target.closest('th');
   if (th) { S.sort = th.dataset.k === 'pct' ? 'alloc' : th.dataset.k; drawTable(); return; }
@@ -521,15 +709,25 @@ $('tablewrap').addEventListener('click', function (e) {
 function drawRelations() {
   var el = $('rel');
   if (S.site === null) { el.innerHTML = '<div class="note">Click a row for its callers and callees, its live heap on the timeline and its lifetimes.</div>'; return; }
-  frameTree();
-  var f = S.site, callers = new Map(), callees = new Map(), total = 0, P = FT.parent, Nm = FT.name;
+  // one pass over the frame tree (parents first): inn[q] is the innermost
+  // node named f on the path to q, below[q] the node just inside it (-1
+  // when q is that node), so each kept stack costs O(1) however deep
+  var ft = frameTree(), f = S.site, P = ft.parent, Nm = ft.name, n = ft.n;
+  if (!ft.inn) { ft.inn = pooled('inn', Int32Array, n); ft.below = pooled('below', Int32Array, n); }
+  var inn = ft.inn, below = ft.below;
+  inn[0] = -1; below[0] = -1;
+  for (var q = 1; q < n; q++) {
+    var p = P[q];
+    if (Nm[q] === f) { inn[q] = q; below[q] = -1; }
+    else { inn[q] = inn[p]; below[q] = inn[p] >= 0 && below[p] < 0 ? q : below[p]; }
+  }
+  var callers = new Map(), callees = new Map(), total = 0;
   for (var k = 0; k < NCN; k++) {
     var v = R.kAlloc[k]; if (!v) continue;
-    var q = ftOf[cnNode[k]], inner = -2;
-    while (q > 0 && Nm[q] !== f) { inner = Nm[q]; q = P[q]; }
-    if (q <= 0) { if (f !== NOBT || ftOf[cnNode[k]] !== 0) continue; }
+    var q0 = ftOf[cnNode[k]], m = q0 > 0 ? inn[q0] : -1;
+    if (m < 0) { if (f !== NOBT || q0 !== 0) continue; }
     total += v;
-    var a = q > 0 && P[q] > 0 ? Nm[P[q]] : -1;
+    var a = m > 0 && P[m] > 0 ? Nm[P[m]] : -1, inner = m >= 0 && below[q0] >= 0 ? Nm[below[q0]] : -2;
     callers.set(a, (callers.get(a) || 0) + v); callees.set(inner, (callees.get(inner) || 0) + v);
   }
   function list(m, title) {
@@ -604,7 +802,7 @@ function icicleRects(W) {
   // group by the name at level d; items of a group whose next cursors are
   // equal merge, so a level costs at most its distinct frame-tree nodes.
   // Merging goes through stamps (one token per group) rather than maps.
-  if (!FT.stamp) { FT.stamp = new Int32Array(FT.n + 1); FT.slot = new Int32Array(FT.n + 1); FT.token = 0; }
+  if (!FT.stamp) { FT.stamp = pooled('stamp', Int32Array, FT.n + 1).fill(0, 0, FT.n + 1); FT.slot = pooled('slot', Int32Array, FT.n + 1); FT.token = 0; }
   var stamp = FT.stamp, slot = FT.slot;
   function rec(cur, val, d, x, w, sum) {
     var groups = new Map();
@@ -631,20 +829,37 @@ function icicleRects(W) {
 // The graph can be thousands of pixels tall (deep stacks): the canvas only
 // covers the visible part of its scrolling box (sticky at its top, over a
 // spacer as tall as the graph) and is repainted on scroll.
+// Sizes and scroll offsets are read once (then on resize and scroll
+// events), never in an update: reading them after the table changed would
+// lay the page out once more in the middle of the script.
+var fg = { flame: { top: 0, raf: 0 }, icicle: { top: 0, raf: 0 } };
+function fgSize(kind) {
+  var f = fg[kind];
+  if (!f.W) { var cv = $(kind + 'c'); f.W = cv.clientWidth; f.VH = cv.parentNode.parentNode.clientHeight; }
+  return f;
+}
+function fgScroll(kind, top) {
+  var f = fg[kind];
+  if (f.top === top) return;
+  f.top = top;
+  if (!f.raf) f.raf = requestAnimationFrame(function () { f.raf = 0; $(kind + 'c').parentNode.parentNode.scrollTop = f.top; });
+}
 function drawFlame(kind) {
-  var cv = $(kind + 'c'), wrap = cv.parentNode.parentNode, W = cv.clientWidth || 1000, RH = 17, inv = kind === 'icicle';
+  var cv = $(kind + 'c'), sz = fgSize(kind), W = sz.W || 1000, RH = 17, inv = kind === 'icicle';
   var res = inv ? icicleRects(W) : flameRects(W), rects = res.rects, maxd = 0;
   for (var i = 0; i < rects.length; i++) if (rects[i][1] > maxd) maxd = rects[i][1];
   var H = (maxd + 1) * RH + 4;
   cv.parentNode.style.height = H + 'px';
   drawn[kind] = { rects: rects, y: function (d) { return inv ? d * RH : H - (d + 1) * RH; }, RH: RH, total: res.total, W: W, H: H };
   // the flame graph's root is at the bottom: show it first
-  if (!inv) wrap.scrollTop = H;
+  var VH = Math.min(H, sz.VH || 800);
+  if (!inv) fgScroll(kind, Math.max(0, H - VH));
+  else if (sz.top > H - VH) fgScroll(kind, Math.max(0, H - VH));
   paintFlame(kind);
 }
 function paintFlame(kind) {
-  var cv = $(kind + 'c'), wrap = cv.parentNode.parentNode, d = drawn[kind], W = d.W, RH = d.RH;
-  var top = wrap.scrollTop, VH = Math.max(1, Math.min(d.H, wrap.clientHeight || 800)), dpr = window.devicePixelRatio || 1;
+  var cv = $(kind + 'c'), d = drawn[kind], W = d.W, RH = d.RH;
+  var top = fg[kind].top, VH = Math.max(1, Math.min(d.H, fg[kind].VH || 800)), dpr = window.devicePixelRatio || 1;
   if (cv.width !== Math.round(W * dpr) || cv.height !== Math.round(VH * dpr)) {
     cv.width = Math.round(W * dpr); cv.height = Math.round(VH * dpr); cv.style.height = VH + 'px';
   }
@@ -671,7 +886,7 @@ function paintFlame(kind) {
 }
 function flameHit(kind, e) {
   var cv = $(kind + 'c'), r = cv.getBoundingClientRect(), dd = drawn[kind];
-  var x = e.clientX - r.left, y = e.clientY - r.top + cv.parentNode.parentNode.scrollTop;
+  var x = e.clientX - r.left, y = e.clientY - r.top + fg[kind].top;
   if (!dd.rects) return null;
   for (var i = 0; i < dd.rects.length; i++) { var q = dd.rects[i], yy = dd.y(q[1]); if (x >= q[0] && x < q[0] + q[2] && y >= yy && y < yy + dd.RH) return q; }
   return null;
@@ -679,6 +894,8 @@ function flameHit(kind, e) {
 ['flame', 'icicle'].forEach(function (kind) {
   var cv = $(kind + 'c'), pending = false;
   cv.parentNode.parentNode.addEventListener('scroll', function () {
+    if (fg[kind].raf) return;              // ours, not yet applied
+    fg[kind].top = this.scrollTop;
     if (pending || !drawn[kind].rects) return;
     pending = true; requestAnimationFrame(function () { pending = false; paintFlame(kind); });
   });
@@ -823,17 +1040,74 @@ function drawLife() {
 }
 
 // ---------- retention ----------
-// The retention view needs heap snapshots (retainer graph and dominator
-// tree), which the trace format does not carry yet: D.snapshots is null
-// until it does, and this view says so instead of guessing.
+// From the heap snapshots: D.snapshots has one entry per trace, null or
+// the trace's last snapshot analysed by the same code as `ocaml-memprof
+// retainers --json` (dominator tree: retained bytes by root kind and by
+// root; live bytes by allocation site estimated from the sampled blocks,
+// with their standard error; each site's shortest retainer paths).  The
+// figures are shown as they are: they do not depend on the filters, which
+// select samples, not heap blocks.
+var SNAPS = (D.snapshots || []).filter(Boolean);
+function pct(v, t) { return t ? (100 * v / t).toFixed(1) + '%' : ''; }
+function bar(v, max, color) { return '<span class="bar" style="width:' + (max ? Math.max(1, Math.round(120 * v / max)) : 0) + 'px;background:' + color + '"></span>'; }
 function drawRetention() {
-  $('retention').innerHTML = D.snapshots ? '<div class="err">This report carries heap snapshots in a form this page cannot show yet.</div>' :
-    '<h3>Retention</h3><p class="note">Which objects keep the live heap alive (dominator / retainer tree beside the flame graph) needs heap snapshots in the trace. ' +
-    'This trace has none, so this view is empty: the sites table, flame graph and lifetimes above describe allocations, not retainers.</p>';
+  var el = $('retention');
+  if (!SNAPS.length) {
+    el.innerHTML = '<h3>Retention</h3><p class="note" id="nosnap"><b>This trace has no heap snapshot</b>, so there is nothing to show here: which roots keep the heap alive needs one. ' +
+      'Take one with <code>OCAMLRUNPARAM=memprof=PATH,memprof_snapshot_at_exit=1</code> (or <code>memprof_snapshot_signal=SIG</code>, <code>memprof_snapshot_every_s=N</code>, ' +
+      '<code>memprof_snapshot_every_cycles=N</code>, <code>Gc.Memprof_trace.snapshot ()</code>) and write the report again. The other views describe allocations, not retainers.</p>';
+    return;
+  }
+  var X = SNAPS[Math.min(S.rtrace || 0, SNAPS.length - 1)], sn = X.snapshot, live = sn.live_bytes, h = [];
+  h.push('<h3>Retention <span class="note">heap snapshot ' + sn.seq + (X.snapshots.length > 1 ? ' (the last of ' + X.snapshots.length + ')' : '') + ' of ' + esc(X.trace) + ' at ' + secs(sn.time_ns) + ': ' +
+    num(sn.blocks) + ' blocks, ' + num(sn.edges) + ' pointers, live ' + bytes(live) + (sn.outside_heap_bytes ? ' + ' + bytes(sn.outside_heap_bytes) + ' outside the heap' : '') +
+    (sn.complete ? ', pause ' + secs(sn.pause_ns) : ', cut short by the end of the trace') + (sn.blocks_missing ? ', <span class="err">blocks missing (the runtime ran out of memory)</span>' : '') + '</span></h3>');
+  if (SNAPS.length > 1) h.push('<div class="tools">trace: <select id="rtrace">' + SNAPS.map(function (x, i) { return '<option value="' + i + '"' + (i === (S.rtrace || 0) ? ' selected' : '') + '>' + esc(x.trace) + '</option>'; }).join('') + '</select></div>');
+  h.push('<div class="note">Retained bytes of a root: what would be freed if that root alone were cleared (dominator tree). Same figures as <code>ocaml-memprof retainers --json ' + esc(X.trace) + '</code>; the filters do not apply here.</div>');
+  var kmax = 0; X.kinds.forEach(function (k) { kmax = Math.max(kmax, k.retained); });
+  var rmax = X.roots.length ? X.roots[0].retained : 0, smax = 0; X.sites.forEach(function (x) { smax = Math.max(smax, x.estimate); });
+  h.push('<div id="retgrid"><div><h3>Retained by root kind</h3><table id="rkinds"><tr><th class="name">kind</th><th>retained</th><th>%</th><th>roots</th></tr>' +
+    X.kinds.map(function (k) { return '<tr><td class="name">' + esc(k.kind) + '</td><td data-v="' + k.retained + '">' + bar(k.retained, kmax, '#69c') + ' ' + bytes(k.retained) + '</td><td>' + pct(k.retained, live) + '</td><td>' + num(k.roots) + '</td></tr>'; }).join('') + '</table>');
+  h.push('<h3>Roots by retained size</h3><table id="rroots"><tr><th>retained</th><th>%</th><th class="name">kind</th><th class="name">root</th></tr>' +
+    X.roots.map(function (r) { return '<tr><td data-v="' + r.retained + '">' + bar(r.retained, rmax, '#c84') + ' ' + bytes(r.retained) + '</td><td>' + pct(r.retained, live) + '</td><td class="name">' + esc(r.kind) + '</td><td class="name">' + esc(r.label) + '</td></tr>'; }).join('') + '</table></div>');
+  // the site selected in the Sites table, when it is one of these
+  var sel = Math.min(S.rsite || 0, X.sites.length - 1);
+  if (S.site !== null && sel >= 0 && X.sites[sel].function !== NAMES[S.site])
+    X.sites.forEach(function (x, i) { if (x.function === NAMES[S.site] && X.sites[sel].function !== NAMES[S.site]) sel = i; });
+  h.push('<div><h3>Live bytes by allocation site <span class="note">(estimated from the sampled blocks: each weighted by 1 / its sampling probability; ± one standard error; click a row for its retainer paths)</span></h3>');
+  if (!X.sites.length) h.push('<div class="note">No sampled block is live in this snapshot (sample with memprof_rate to attribute the heap to allocation sites).</div>');
+  else h.push('<table id="rsites"><tr><th>live (est.)</th><th>± se</th><th>sampled</th><th class="name">site</th></tr>' +
+    X.sites.map(function (x, i) { return '<tr data-r="' + i + '"' + (i === sel ? ' class="sel"' : '') + '><td data-v="' + x.estimate + '">' + bar(x.estimate, smax, '#8a6') + ' ' + bytes(x.estimate) + '</td><td>' + bytes(x.stderr) + '</td><td>' + num(x.sampled) + '</td><td class="name">' + esc(x.site) + '</td></tr>'; }).join('') + '</table>');
+  if (sel >= 0) {
+    var st = X.sites[sel];
+    h.push('<h3>Retainer paths to the sampled blocks of ' + esc(st.site) + ' <span class="note">(shortest first; a step is a root or a block: tag, size, allocation site)</span></h3><div id="rpaths">');
+    if (!st.paths.length) h.push('<div class="note">none reachable</div>');
+    st.paths.forEach(function (p) {
+      h.push('<div class="rpath"><div class="note">' + num(p.blocks) + ' sampled block' + (p.blocks > 1 ? 's' : '') + ' (' + bytes(p.bytes) + '), ' + p.steps.length + ' steps</div><ol>' +
+        p.steps.map(function (t, i) { return '<li' + (i === 0 ? ' class="root"' : '') + '>' + esc(t) + '</li>'; }).join('') + '</ol></div>');
+    });
+    h.push('</div>');
+  }
+  h.push('</div></div>');
+  el.innerHTML = h.join('');
 }
+$('retention').addEventListener('click', function (e) {
+  var tr = e.target.closest('tr[data-r]'); if (!tr) return;
+  // and the Sites table's selection follows (its live heap on the timeline)
+  var X = SNAPS[Math.min(S.rtrace || 0, SNAPS.length - 1)], id = NAMES.indexOf(X.sites[+tr.dataset.r].function);
+  S.rsite = +tr.dataset.r;
+  if (id >= 0 && id < NOBT) { S.site = id; update(); } else { drawRetention(); saveHash(); }
+});
+$('retention').addEventListener('change', function (e) {
+  if (e.target.id === 'rtrace') { S.rtrace = +e.target.value; S.rsite = 0; drawRetention(); saveHash(); }
+});
 
 // ---------- controls ----------
-function opt(sel, items, val) { sel.innerHTML = items.map(function (t, i) { return '<option value="' + i + '"' + (i === val ? ' selected' : '') + '>' + esc(t) + '</option>'; }).join(''); }
+// options written once, then only selected
+function opt(sel, items, val) {
+  if (sel.options.length !== items.length) sel.innerHTML = items.map(function (t, i) { return '<option value="' + i + '">' + esc(t) + '</option>'; }).join('');
+  sel.selectedIndex = val;
+}
 function syncControls() {
   opt($('lifelo'), lifeNames, S.life ? S.life[0] : 0);
   opt($('lifehi'), lifeNames.map(function (n, i) { return i + 1 < NLIFE ? '< ' + secs(D.life_lo[i + 1]) : '∞'; }), S.life ? S.life[1] : NLIFE - 1);
@@ -872,7 +1146,7 @@ $('filters').addEventListener('click', function (e) { var c = e.target.dataset &
 $('reset').onclick = function () { var t = S.tab; S = freshState(); S.tab = t; zoom.flame = 0; zoom.icicle = []; syncControls(); update(); };
 $('search').addEventListener('input', function () { S.search = this.value; drawTable(); if (S.tab === 'flame' || S.tab === 'icicle') drawView(); });
 $('tabs').addEventListener('click', function (e) { var b = e.target.closest('button'); if (!b) return; S.tab = b.dataset.tab; syncControls(); drawView(); saveHash(); });
-window.addEventListener('resize', function () { drawTimeline(); drawView(); });
+window.addEventListener('resize', function () { tl.W = fg.flame.W = fg.icicle.W = 0; drawTimeline(); drawView(); paintRows(); });
 
 // The same selection on the command line: time windows on bin bounds,
 // classes on their bounds (exact), regexes as given.
@@ -916,7 +1190,15 @@ function update() {
   saveHash();
   return dt;
 }
+// The state goes into the address (a link reopens the same view) once
+// the user pauses: history.replaceState costs milliseconds, and browsers
+// throttle it.
+var hashTimer = null;
 function saveHash() {
+  clearTimeout(hashTimer);
+  hashTimer = setTimeout(writeHash, 300);
+}
+function writeHash() {
   if (location.hash.indexOf('#selftest') === 0) return;
   var st = {}, f = freshState();
   Object.keys(S).forEach(function (k) { if (JSON.stringify(S[k]) !== JSON.stringify(f[k])) st[k] = S[k]; });
@@ -936,7 +1218,7 @@ var lifeNames = [], sizeNames = [];
 for (var c0 = 0; c0 < NLIFE; c0++) lifeNames.push(c0 ? secs(D.life_lo[c0]) : '0');
 for (var s0 = 0; s0 < 32; s0++) sizeNames.push(s0 ? bytes(Math.pow(2, s0 + 3)) : '0 B');
 var timings = { parsed: performance.now() };
-loadBlob().then(function (A) {
+Promise.resolve().then(loadBlob).then(function (A) {
   timings.inflated = performance.now();
   setup(A);
   timings.setup = performance.now();
@@ -946,6 +1228,7 @@ loadBlob().then(function (A) {
   syncControls();
   update();
   window.firstPaintMs = timings.firstPaint = performance.now();
+  setTimeout(function () { idle(warmUp); }, 500);   // after the first frames
   if (location.hash.indexOf('#selftest=') === 0) selftest();
   document.body.setAttribute('data-ready', '1');
 }).catch(function (e) { errors.push(String(e)); $('status').innerHTML = '<div class="err">cannot read the data: ' + esc(e) + '</div>'; document.body.setAttribute('data-ready', 'error'); });
@@ -968,6 +1251,11 @@ function selftest() {
   out.views.flame.rects = drawn.flame.rects.length; out.views.icicle.rects = drawn.icicle.rects.length;
   out.views.flame.names = drawn.flame.rects.slice(0, 400).map(function (q) { return [NAMES[q[3]], q[1]]; });
   S.tab = 'graph'; syncControls(); drawView(); out.views.graph.nodes = document.querySelectorAll('.cgnode').length;
+  // the retention view as drawn: its tables' cells and the paths shown
+  S.tab = 'retention'; syncControls(); drawView();
+  function cells(id) { return Array.from(document.querySelectorAll('#' + id + ' tr')).slice(1).map(function (tr) { return Array.from(tr.cells).map(function (td) { return td.dataset.v !== undefined ? +td.dataset.v : td.textContent; }); }); }
+  out.retention = { none: !!$('nosnap'), kinds: cells('rkinds'), roots: cells('rroots'), sites: cells('rsites'),
+                    paths: Array.from(document.querySelectorAll('#rpaths ol')).map(function (ol) { return Array.from(ol.children).map(function (li) { return li.textContent; }); }) };
   var t0 = performance.now(); S.search = 'a'; drawTable(); S.search = ''; drawTable(); out.searchMs = (performance.now() - t0) / 2;
   S.tab = 'sites'; syncControls();
   var upd = []; [{ alloc: [0, Math.floor(NB / 2)] }, { never: true }, { focus: 'a' }, { hide: 'Stdlib' }, {}].forEach(function (st) {

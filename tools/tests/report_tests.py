@@ -16,7 +16,15 @@ bytecode program under ocamlrun.  For each report:
   screenshots of the timeline, table, flame graph, icicle and call graph
   are not blank (several colours, some non-white area);
 - on report4: leak_step is flagged as a leak, race_step as an allocation
-  race, temp_step not at all.
+  race, temp_step not at all;
+- retention view: on traces with a heap snapshot (tests/gen_snapshot's
+  synthetic graph; testsuite/programs/snap_hashtbl.ml, a Hashtbl leak held
+  by a module global, traced), the view's tables (retained by root kind,
+  top roots, sites with their estimates) and the first site's retainer
+  paths equal `ocaml-memprof retainers --json`; the Hashtbl's global is
+  the top root, within 5 % of the program's own count, and the path to
+  the leaking strings starts at it; on traces without a snapshot the view
+  says so.
 Timings (first paint, filter updates, search, views) go to
 tests/out/report-timings.json and are printed."""
 import json
@@ -72,11 +80,50 @@ def compare(run_, top):
     return diffs
 
 
+def check_retention(check, tool_json, label, paths, D, ret, truth):
+    """The retention view drawn (ret: its tables' cells and paths, from
+    the page's self-test) against `retainers --json` on the first trace
+    with a snapshot (D: the report's data, one entry per trace)."""
+    snaps = [tool_json("retainers", "--json", "-n", "30", "--paths", "5", p)
+             for p, x in zip(paths, D["snapshots"]) if x]
+    if not snaps:
+        check("report %s: retention view says the trace has no heap snapshot" % label,
+              ret["none"] and not ret["roots"], str(ret)[:200])
+        return
+    j = snaps[0]
+    want = {"kinds": [[k["kind"], k["retained"]] for k in j["kinds"]],
+            "roots": [[r["retained"], r["kind"], r["label"]] for r in j["roots"]],
+            "sites": [[s["estimate"], s["site"]] for s in j["sites"]],
+            "paths": [p["steps"] for p in j["sites"][0]["paths"]] if j["sites"] else []}
+    got = {"kinds": [[k[0], k[1]] for k in ret["kinds"]],
+           "roots": [[r[0], r[2], r[3]] for r in ret["roots"]],
+           "sites": [[s[0], s[3]] for s in ret["sites"]],
+           "paths": ret["paths"]}
+    diffs = ["%s: page %s, retainers %s" % (k, json.dumps(got[k])[:150], json.dumps(want[k])[:150])
+             for k in want if got[k] != want[k]]
+    check("report %s: retention view = retainers --json (%d kinds, %d roots, %d sites, %d paths)" %
+          (label, len(want["kinds"]), len(want["roots"]), len(want["sites"]), len(want["paths"])),
+          not ret["none"] and not diffs, "; ".join(diffs))
+    if truth:
+        top = got["roots"][0] if got["roots"] else [0, "", ""]
+        check("report %s: the top root is global Snap_hashtbl, %d B retained, truth %d B (within 5 %%)" %
+              (label, top[0], truth), top[1:] == ["global", "Snap_hashtbl"] and abs(top[0] - truth) <= 0.05 * truth,
+              str(top))
+        p = got["paths"][0] if got["paths"] else []
+        check("report %s: the first retainer path goes from global Snap_hashtbl to a string from Bytes.make" % label,
+              p[:1] == ["global Snap_hashtbl"] and p[-1].startswith("string") and "Bytes.make" in p[-1], str(p))
+
+
 def test_report(check, tool, tool_json, run, out_dir, here, gen):
     traces = []
     synth = os.path.join(out_dir, "report-synth.mpt")
     gen("memprof", synth)
     traces.append(("synthetic", synth))
+    snap = os.path.join(out_dir, "report-snap-small.mpt")
+    r = run([os.path.join(here, "..", os.environ.get("TOOLS_BUILD", "build"), "gen_snapshot"), "small", snap])
+    check("report: gen_snapshot small", r.returncode == 0, r.stderr)
+    traces.append(("snapshot-synthetic", snap))
+    truths = {}
     bindir = os.environ.get("OCAMLMEMPROF_BIN", os.path.join(here, "..", "..", "_install", "bin"))
     ocamlopt = os.path.join(bindir, "ocamlopt")
     work = os.path.join(out_dir, "report")
@@ -98,6 +145,18 @@ def test_report(check, tool, tool_json, run, out_dir, here, gen):
                 traces.append(("4-domain", t4))
                 # several traces merged, as from a build (OCAMLRUNPARAM=memprof=dir/t-%p.trace)
                 traces.append(("merged", [topt, t4]))
+        # a leak held by a module global, with a snapshot at its end
+        shutil.copy(os.path.join(here, "..", "..", "testsuite", "programs", "snap_hashtbl.ml"), work)
+        r = run([ocamlopt, "-g", "snap_hashtbl.ml", "-o", "snap_hashtbl.exe"], cwd=work)
+        th = os.path.join(work, "hashtbl.trace")
+        if r.returncode == 0:
+            env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-3,memprof_seed=7" % th)
+            r = run([os.path.join(work, "snap_hashtbl.exe")], cwd=work, env=env)
+            check("report: traced run of snap_hashtbl.exe (Hashtbl leak, snapshot)", r.returncode == 0,
+                  r.stderr[-300:])
+            if r.returncode == 0:
+                traces.append(("hashtbl", th))
+                truths["hashtbl"] = int(r.stdout.split()[1])
         ocamlc = os.path.join(bindir, "ocamlc")
         tb = os.path.join(work, "bytecode.trace")
         r = run([ocamlc, "-g", "report4.ml", "-o", "report4.byte"], cwd=work)
@@ -167,7 +226,8 @@ def test_report(check, tool, tool_json, run, out_dir, here, gen):
                   json.dumps(v)[:300])
             blank = []
             for tab, sel in (("sites", "#tl"), ("sites", "#v-sites"), ("flame", "#v-flame"),
-                             ("icicle", "#v-icicle"), ("graph", "#v-graph"), ("life", "#v-life")):
+                             ("icicle", "#v-icicle"), ("graph", "#v-graph"), ("life", "#v-life"),
+                             ("retention", "#v-retention")):
                 page.eval("S.tab=%s;syncControls();drawView();1" % json.dumps(tab))
                 png = os.path.join(out_dir, "report-%s-%s%s.png" % (label, tab, sel == "#tl" and "-timeline" or ""))
                 page.screenshot(png, sel, 0.25)
@@ -176,6 +236,7 @@ def test_report(check, tool, tool_json, run, out_dir, here, gen):
                     blank.append("%s: %d colours, %.1f%% ink" % (sel, colours, 100 * ink))
             check("report %s: screenshots of timeline and views are not blank" % label, not blank,
                   "; ".join(blank))
+            check_retention(check, tool_json, label, paths, D, o["retention"], truths.get(label))
             if label == "4-domain":
                 flags = {f[0]: f[1] for f in o["flags"]}
                 check("report 4-domain: leak_step a leak, race_step an allocation race, temp_step unflagged",
@@ -199,15 +260,18 @@ def test_report(check, tool, tool_json, run, out_dir, here, gen):
                   (k, t["bytes"], t["first_paint_ms"], t["filter_updates_ms"], t["search_ms"], t["views_ms"]))
 
 
-BENCH_SETTINGS = ["{alloc: [0, Math.floor(NB / 2)]}", "{never: true}", "{focus: 'a'}", "{hide: 'Stdlib'}",
+BENCH_SETTINGS = ["{alloc: [0, Math.floor(NB / 2)]}", "{never: true}", "{focus: 'a'}",
+                  "{presets: ['^Stdlib|^Camlinternal']}", "{hide: 'Stdlib'}",
                   "{}", "{live: [Math.floor(NB / 3), Math.floor(NB / 3)]}", "{size: [2, 4], life: [3, 12]}"]
 
 
 def bench(htmls):
     """`make -C tools bench`: in headless Chromium, each report's first paint
     (wall clock from navigation, and CPU time of the page's main thread),
-    then filter updates with the flame graph shown and a search, each as
-    wall time to the next painted frame and main-thread CPU time, in ms."""
+    then, a second later (the page's idle work done), filter updates with
+    the flame graph shown (the Stdlib preset before a hide regex) and a
+    search, each as wall time to the next painted frame and main-thread CPU
+    time, in ms."""
     chrome = shutil.which("chromium") or shutil.which("chromium-browser")
     with cdp.Browser(chrome) as b:
         for html in htmls:
@@ -218,6 +282,8 @@ def bench(htmls):
                       timeout=300)
             first = (page.eval("window.firstPaintMs"), 1000 * (page.thread_time() - t0))
             page.eval("S.tab = 'flame'; syncControls(); drawView(); 1")    # frame tree built once
+            # a second, as a reader takes to look: the page's idle work runs
+            page.eval("new Promise(function (ok) { setTimeout(ok, 1000); })")
             # wall time from the change to the next frame painted (the
             # canvases and the table are rasterised after the script)
             frame = ("new Promise(function (ok) { var t = performance.now(); %s; requestAnimationFrame("

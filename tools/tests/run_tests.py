@@ -900,6 +900,17 @@ def test_retainers():
           re.search(r"\s%d B\s.*leaky \(leak.ml:7\)" % round(est), out) is not None, out)
     check("retainers: retainer path finaliser -> ephemeron -> the site's block",
           "finaliser finalisers\n    -> abstract (3 words)\n    -> block tag 0 (4 words) from leaky (leak.ml:7)" in out, out)
+    j = tool_json("retainers", "--json", "--site", "leaky", small)
+    check("retainers --json: the tables in bytes (roots 160, 72, 16 B; live 264 B; site leaky %.0f B)" % est,
+          [[x["kind"], x["label"], x["retained"]] for x in j["roots"]][:3]
+          == [["global", "0x1000", 160], ["finaliser", "finalisers", 72], ["stack", "f (a.ml:3)", 16]]
+          and j["snapshot"]["live_bytes"] == 264 and j["snapshot"]["weak_edges"] == 1
+          and [(x["site"], x["function"], x["estimate"], x["sampled"]) for x in j["sites"]]
+          == [("leaky (leak.ml:7)", "leaky", round(est), 1)], json.dumps(j)[:400])
+    steps = ["finaliser finalisers", "abstract (3 words)", "block tag 0 (4 words) from leaky (leak.ml:7)"]
+    check("retainers --json: the site's paths and --site's paths, one step per string",
+          j["sites"][0]["paths"] == [{"blocks": 1, "bytes": 40, "steps": steps}]
+          and j["paths"]["paths"] == j["sites"][0]["paths"] and j["paths"]["blocks"] == 1, json.dumps(j)[-400:])
     hs = os.path.join(OUT, "snap-small.heapsnapshot")
     r = tool("retainers", "--heapsnapshot", hs, small)
     try:
@@ -938,7 +949,8 @@ def test_retainers():
                                ([os.path.join(OUT, "..", "..", "Makefile")], 1, "not a"),
                                (["--snapshot", "0", small], 2, "--snapshot"),
                                (["--snapshot", "9", small], 1, "no snapshot 9"),
-                               (["--bogus", small], 2, "--bogus")):
+                               (["--bogus", small], 2, "--bogus"),
+                               (["--json", "--evolution", small], 2, "--json")):
         r = tool("retainers", *args)
         check("retainers %s: exit %d, one line with '%s'" % (" ".join(args[:2]), status, text),
               r.returncode == status and len(r.stderr.splitlines()) == 1 and text in r.stderr,
