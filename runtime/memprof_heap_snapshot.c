@@ -74,12 +74,14 @@
    reads as live, as it is.  Statmemprof's own roots are not scanned (they
    are per-domain tables that their domain is updating at this moment).
 
-   Cost (bench/snapshot, 48 M blocks and 64 M edges, 1.28 GB live, on 2
-   shared cores at load average 6): pause 10.3 s (8 s per GiB; the walk is
-   bound by cache misses, about 2.5 times the CPU of marking the same heap;
-   6 M blocks: 0.54 s when less loaded, 3.4 s per GiB); side tables 16 bytes
-   per block (768 MB there) plus the program's own heap; 3.3 bytes per block
-   and 1 per edge before LZ4 (a regular heap compresses to almost nothing).
+   Cost (make bench: bench/snapshot, 48 M blocks and 64 M edges, 1.19 GiB
+   live, on 2 shared cores at load average 7): pause 3.1 s, 2.6 s per GiB
+   (12 M blocks, 0.3 GiB: 1 to 1.4 s per GiB).  The walk is bound by
+   memory latency: a cache and TLB miss per block (prefetched a few blocks
+   ahead), the header writes and, at the end, their restoration; about
+   280 instructions per block (callgrind).  Side tables 16 bytes per block
+   (768 MB there) plus the program's own heap; 3.3 bytes per block and 1
+   per edge before LZ4 (a regular heap compresses to almost nothing).
 
    Not recorded: statmemprof's roots (see Synchronisation), blocks held only
    by orphaned ephemerons of terminated domains (their lists are private to
