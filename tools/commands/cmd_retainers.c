@@ -204,6 +204,14 @@ typedef struct {
 
 typedef struct { site_row *rows; size_t n, cap; strpool *keys; } site_table;
 
+static int by_est(const void *x, const void *y)
+{
+  const site_row *a = x, *b = y;
+  return a->est < b->est ? 1 : a->est > b->est ? -1 : 0;
+}
+
+/* The snapshot's sampled blocks by allocation site, largest estimate
+   first. */
 static void sites_collect(analysis *a, site_table *t)
 {
   hg_snapshot *s = &a->s;
@@ -229,12 +237,7 @@ static void sites_collect(analysis *a, site_table *t)
     r->var += (1 - p) * bytes * bytes / (p * p);
     r->sampled++;
   }
-}
-
-static int by_est(const void *x, const void *y)
-{
-  const site_row *a = x, *b = y;
-  return a->est < b->est ? 1 : a->est > b->est ? -1 : 0;
+  if (t->n) qsort(t->rows, t->n, sizeof *t->rows, by_est);
 }
 
 /* ---- reports ---- */
@@ -244,6 +247,17 @@ static int by_ret(const void *x, const void *y)
 {
   const ranked *a = x, *b = y;
   return a->ret < b->ret ? 1 : a->ret > b->ret ? -1 : (a->node > b->node) - (a->node < b->node);
+}
+
+/* The snapshot's roots (labels), largest retained size first; the
+   caller frees the array. */
+static ranked *roots_ranked(analysis *a)
+{
+  hg_snapshot *s = &a->s;
+  ranked *r = xmalloc((s->nlabels ? s->nlabels : 1) * sizeof *r);
+  for (uint32_t l = 0; l < s->nlabels; l++) r[l] = (ranked){ l, a->retained[1 + HG_KINDS + l] };
+  if (s->nlabels) qsort(r, s->nlabels, sizeof *r, by_ret);
+  return r;
 }
 
 static void print_header(analysis *a)
@@ -279,9 +293,7 @@ static void print_kinds(analysis *a)
 static void print_roots(analysis *a, size_t top)
 {
   hg_snapshot *s = &a->s;
-  ranked *r = xmalloc((s->nlabels ? s->nlabels : 1) * sizeof *r);
-  for (uint32_t l = 0; l < s->nlabels; l++) r[l] = (ranked){ l, a->retained[1 + HG_KINDS + l] };
-  qsort(r, s->nlabels, sizeof *r, by_ret);
+  ranked *r = roots_ranked(a);
   char b1[32];
   printf("\nTop roots by retained size\n  %12s %7s  %-10s %s\n", "retained", "%", "kind", "root");
   for (size_t i = 0; i < s->nlabels && i < top; i++) {
@@ -299,7 +311,6 @@ static void print_sites(analysis *a, size_t top)
 {
   site_table t = { 0 };
   sites_collect(a, &t);
-  qsort(t.rows, t.n, sizeof *t.rows, by_est);
   char b1[32], b2[32];
   printf("\nLive sampled blocks by allocation site (estimated)\n"
          "  %12s %10s %8s  %s\n", "live", "+-se", "sampled", "site");
@@ -657,9 +668,7 @@ static void write_json(FILE *o, analysis *a, const char *path, size_t top, size_
     first = 0;
   }
   fputs("],\n\"roots\":[", o);
-  ranked *r = xmalloc((s->nlabels ? s->nlabels : 1) * sizeof *r);
-  for (uint32_t l = 0; l < s->nlabels; l++) r[l] = (ranked){ l, a->retained[1 + HG_KINDS + l] };
-  qsort(r, s->nlabels, sizeof *r, by_ret);
+  ranked *r = roots_ranked(a);
   for (size_t i = 0; i < s->nlabels && i < top; i++) {
     fprintf(o, "%s{\"kind\":\"%s\",\"label\":", i ? "," : "", kind_names[s->label_kind[r[i].node]]);
     str(o, a->label_text[r[i].node]);
@@ -669,7 +678,6 @@ static void write_json(FILE *o, analysis *a, const char *path, size_t top, size_
   fputs("],\n\"sites\":[", o);
   site_table t = { 0 };
   sites_collect(a, &t);
-  qsort(t.rows, t.n, sizeof *t.rows, by_est);
   uint32_t *parent = bfs_parents(s);
   for (size_t i = 0; i < t.n && i < top; i++) {
     const hg_alloc *al = &a->r->allocs[t.rows[i].alloc - 1];
