@@ -271,9 +271,8 @@ static int walk_ends_after(caml_memprof_callstack_cache *c,
    (when its previous stack is prev's, see prev_encoded).  When prev was
    cut (the stack had more than [max] frames), reaching its outermost
    frame with at least [max] + 1 frames in all is enough: this stack is
-   cut too.  The result
-   becomes prev: the shared part stays in place, the fresh frames are
-   copied after it. */
+   cut too.  The result becomes prev: the shared part stays in place, the
+   fresh frames are copied after it. */
 int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                    uint32_t *ids, uint32_t max,
                                    ptrdiff_t alloc_idx, int *truncated,
