@@ -148,7 +148,7 @@ static int info_many(const cli_inputs *in, int json)
     info_one_pass(in->traces[i].path, &ps[n]);
     n++;
   }
-  qsort(ps, n, sizeof *ps, cmp_proc);
+  if (n) qsort(ps, n, sizeof *ps, cmp_proc);
   FILE *o = stdout;
   int first = 1;
   if (json) fprintf(o, "{\"processes\": [");
