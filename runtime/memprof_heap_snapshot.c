@@ -72,10 +72,10 @@
    their own tracer and statmemprof cycle-end work, which reads the status
    of blocks they track: GARBAGE is not UNMARKED, so a visited block still
    reads as live, as it is.
-   Statmemprof's roots (Gc.Memprof's per-domain entry tables: tracker data
-   and callbacks held strongly, tracked blocks weakly) are updated by their
-   own domain in the same STW section, just before it calls this hook
-   (upstream's caml_memprof_after_major_gc, then ours).  So each domain,
+   Statmemprof's roots (Gc.Memprof's per-domain entry tables: tracker
+   data and trackers) are updated by their own domain in the same STW
+   section, just before it calls this hook (upstream's
+   caml_memprof_after_major_gc, then ours).  So each domain,
    on entering the hook, publishes with release "my tables are settled for
    cycle C" (C = caml_major_cycles_completed, which no domain can advance
    before the walker reaches the barrier after the walk); the walker waits
@@ -95,16 +95,20 @@
    (768 MB there) plus the program's own heap; 3.3 bytes per block and 1
    per edge before LZ4 (a regular heap compresses to almost nothing).
 
-   Statmemprof's roots are written as MPT_ROOT_MEMPROF roots flagged
-   non-retaining: "Gc.Memprof tracker data" (user data returned by the
-   tracker's callbacks, and its callbacks) and "sampled blocks (weak)"
-   (the weak references to the blocks Gc.Memprof and the tracer track:
-   upstream's scan calls the tracer's, caml_memprof_tracer_scan_weak).  Tools count as held by the
-   profiler only what no real root reaches.
+   Statmemprof's strong roots are written as MPT_ROOT_MEMPROF roots
+   flagged non-retaining, labelled "Gc.Memprof tracker data" (the values
+   its trackers' callbacks returned, and the trackers themselves).  Tools
+   count as held by the profiler only what no other root reaches.  Its
+   weak references (the tracked blocks) are not roots: Gc.Memprof's own
+   point to live blocks only, reached anyway, but the tracer's, which
+   upstream's weak scan includes (caml_memprof_tracer_scan_weak), still
+   name the blocks that died in this cycle until the tracer's cycle-end
+   work, which runs after the snapshot: the walk must never enter them.
 
-   Not recorded: blocks held only by orphaned ephemerons of terminated domains (their lists are private to
-   major_gc.c; such an ephemeron is a plain block without edges), and
-   natdynlink'ed modules' globals are labelled as C global roots.
+   Not recorded: blocks held only by orphaned ephemerons of terminated
+   domains (their lists are private to major_gc.c; such an ephemeron is
+   a plain block without edges), and natdynlink'ed modules' globals are
+   labelled as C global roots.
 
    Triggers (OCAMLRUNPARAM keys, parsed by memprof_tracer.c)
    memprof_snapshot_at_exit=1, memprof_snapshot_signal=SIG,
@@ -241,7 +245,6 @@ typedef struct {
   int incomplete;               /* out of memory: no new block named */
   status visited;               /* the GARBAGE status, marking visited blocks */
   addr_map young, samples, ephemerons;
-  addr_map memprof_strong;      /* statmemprof's strong root slots */
   /* labels: key (a pointer or a small code) -> string id */
   addr_map labels; uint32_t nlabels;
   uint64_t nedges;
@@ -292,7 +295,7 @@ static uint32_t label_id(walk *w, uintnat key, const char *text)
 
 /* Fixed labels are keyed by small codes (never block addresses). */
 enum { L_LOCAL = 1, L_C_GLOBAL, L_FINAL, L_THREADS, L_REGISTERS,
-       L_BYTECODE_STACK, L_GLOBAL_DATA, L_MEMPROF_DATA, L_MEMPROF_TRACKED };
+       L_BYTECODE_STACK, L_GLOBAL_DATA, L_MEMPROF_DATA };
 
 static inline entry *entry_at(entry *const *chunks, uint64_t id)
 {
@@ -567,22 +570,8 @@ static void scan_domain_roots(walk *w, caml_domain_state *d)
   caml_final_do_roots(root_fixed, 0, w, d, 1);
 }
 
-/* Statmemprof's roots of domain [d]: the strong ones, then the weak ones
-   (the same scan with weak references included, minus the slots already
-   seen).  Waits for [d] to have settled its tables for [cycle]. */
-static void root_memprof_strong(void *data, value v, volatile value *p)
-{
-  walk *w = data;
-  if (!map_put(&w->memprof_strong, (uintnat)p, 1)) w->incomplete = 1;
-  emit_root(w, v, w->label);
-}
-
-static void root_memprof_weak(void *data, value v, volatile value *p)
-{
-  walk *w = data;
-  if (!map_get(&w->memprof_strong, (uintnat)p)) emit_root(w, v, w->label);
-}
-
+/* Statmemprof's strong roots of domain [d], once [d] has settled its
+   tables for [cycle] (see Synchronisation). */
 static void scan_memprof_roots(walk *w, caml_domain_state *d, uintnat cycle)
 {
   while (atomic_load_acquire(&memprof_settled[d->id]) != cycle + 1)
@@ -590,10 +579,7 @@ static void scan_memprof_roots(walk *w, caml_domain_state *d, uintnat cycle)
   w->detail = (uint64_t)d->id;
   w->kind = MPT_ROOT_MEMPROF;
   w->label = label_id(w, L_MEMPROF_DATA, "Gc.Memprof tracker data");
-  caml_memprof_scan_roots(root_memprof_strong, 0, w, d, false);
-  w->label = label_id(w, L_MEMPROF_TRACKED, "sampled blocks (weak)");
-  caml_memprof_scan_roots(root_memprof_weak, 0, w, d, true);
-  map_free(&w->memprof_strong);
+  caml_memprof_scan_roots(root_fixed, 0, w, d, false);
 }
 
 /* ------------------------------------------------------------------ */
@@ -792,7 +778,6 @@ static void take_snapshot(caml_domain_state *self)
   for (size_t c = 0; c < w->nchunks; c++) free(w->chunks[c]);
   free(w->chunks);
   map_free(&w->young); map_free(&w->samples); map_free(&w->ephemerons);
-  map_free(&w->memprof_strong);
   map_free(&w->labels);
 #ifdef NATIVE_CODE
   free(w->frames); free(w->globals);

@@ -4,8 +4,13 @@
    records (the blocks kept in [kept]) with a tracker whose callbacks
    return, as tracking data, a 1000-byte buffer per record: the buffers
    are held by statmemprof alone.  Two worker domains do the same while
-   the main domain takes the snapshot (they go on allocating untracked
-   garbage during it).  With "plain", no Gc.Memprof.
+   the main domain takes the snapshot.  They go on allocating garbage
+   during it, among it 3-field records that live a while in a ring (so
+   they reach the major heap) and that the tracker also tracks (with the
+   empty buffer, a constant outside the heap): their entries die in every
+   major cycle, so each domain's statmemprof tables change in every
+   cycle-end section, where the snapshot's walker reads them.  With
+   "plain", no Gc.Memprof.
 
    Prints "held B" (the bytes of the buffers alive at the snapshot,
    headers included) and "kept B" (what the module global's lists
@@ -14,6 +19,7 @@
    the same with and without Gc.Memprof. *)
 
 type record = { a : int; b : int; c : int; d : int }
+type garbage = { x : int; y : int; z : int }
 
 let per_domain = 2000
 let kept : record list Atomic.t array = Array.init 3 (fun _ -> Atomic.make [])
@@ -24,8 +30,9 @@ let tracker =
   let track (info : Gc.Memprof.allocation) =
     if info.size = 4 then begin
       Atomic.incr live_buffers; Some (Bytes.create 1000)
-    end else None in
-  let release _ = Atomic.decr live_buffers in
+    end else if info.size = 3 then Some Bytes.empty
+    else None in
+  let release b = if Bytes.length b > 0 then Atomic.decr live_buffers in
   { Gc.Memprof.alloc_minor = track; alloc_major = track;
     promote = (fun b -> Some b);
     dealloc_minor = release; dealloc_major = release }
@@ -34,7 +41,9 @@ let[@inline never] keep slot i =
   let r = { a = i; b = i + 1; c = i + 2; d = i + 3 } in
   Atomic.set kept.(slot) (r :: Atomic.get kept.(slot))
 
-let[@inline never] churn () = ignore (Sys.opaque_identity (Array.make 9 0))
+let[@inline never] churn ring i =
+  ignore (Sys.opaque_identity (Array.make 9 0));
+  ring.(i land 4095) <- { x = i; y = 2; z = 3 }
 
 let () =
   let with_memprof = Array.length Sys.argv > 1 && Sys.argv.(1) = "memprof" in
@@ -44,10 +53,12 @@ let () =
   let worker slot () =
     for i = 1 to per_domain do keep slot i done;
     Atomic.incr ready;
-    while not (Atomic.get stop) do churn () done in
+    let ring = Array.make 4096 { x = 0; y = 0; z = 0 } and i = ref 0 in
+    while not (Atomic.get stop) do churn ring !i; incr i done in
   let workers = [ Domain.spawn (worker 1); Domain.spawn (worker 2) ] in
   for i = 1 to per_domain do keep 0 i done;
-  while Atomic.get ready < 2 do churn () done;
+  let ring = Array.make 4096 { x = 0; y = 0; z = 0 } in
+  while Atomic.get ready < 2 do churn ring 0 done;
   Gc.full_major ();
   let held = Atomic.get live_buffers * buffer_bytes in
   let kept_bytes = Obj.reachable_words (Obj.repr kept) * (Sys.word_size / 8) in

@@ -289,8 +289,8 @@ static void print_kinds(analysis *a)
            nroots[k]);
   }
   if (nroots[MPT_ROOT_MEMPROF])
-    printf("  (memprof: Gc.Memprof's tracker data and the sampled blocks, weakly; it\n"
-           "   retains only what no root of the program reaches)\n");
+    printf("  (memprof: Gc.Memprof's tracker data; it retains only what no root of\n"
+           "   the program reaches)\n");
 }
 
 static void print_roots(analysis *a, size_t top)
