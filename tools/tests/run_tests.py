@@ -576,6 +576,125 @@ def test_runtime_follow(ocamlopt, work):
           "%s of %s samples" % (first["total"]["samples"], final["total"]["samples"]))
 
 
+def lz4_frame_ends(data):
+    """Offsets where the LZ4 frames of a 5.3.0+memprof file end."""
+    ends, off = [], 0
+    while off + 7 <= len(data) and data[off:off + 4] == b"\x04\x22\x4d\x18":
+        flg = data[off + 4]
+        p = off + 7 + (8 if flg & 8 else 0) + (4 if flg & 1 else 0)
+        while True:
+            bs = int.from_bytes(data[p:p + 4], "little")
+            p += 4
+            if bs == 0:
+                break
+            p += (bs & 0x7FFFFFFF) + (4 if flg & 16 else 0)
+        p += 4 if flg & 4 else 0
+        ends.append(p)
+        off = p
+    return ends
+
+
+def follow_growing(label, data, cuts, writer, final_path):
+    """top --follow --stats on a file that grows by data[cuts[i]:cuts[i+1]]
+    every 0.25 s (the writer: the process whose pid is in the header, ended
+    by the caller at the end); returns (rc, last refresh JSON, per-refresh
+    (bytes, events), stderr)."""
+    path = os.path.join(OUT, "grow-" + label)
+    open(path, "wb").write(data[:cuts[0]])
+    p = subprocess.Popen([TOOL, "top", "--follow", "--stats", "--interval", "100ms", "--json",
+                          "-n", "0", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    import time
+    for a, b in zip(cuts, cuts[1:]):
+        time.sleep(0.25)
+        with open(path, "ab") as f:
+            f.write(data[a:b])
+    time.sleep(0.25)
+    writer()
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    docs = out.split("--- refresh ")
+    last = docs[-1].split("\n", 1)[1] if len(docs) > 1 else docs[-1]
+    try:
+        got = json.loads(last)
+    except ValueError:
+        got = None
+    work = [(int(b), int(e)) for b, e in
+            re.findall(r"refresh: (\d+) bytes read, (\d+) events decoded", err)]
+    return p.returncode, got, work, err
+
+
+def test_follow_incremental():
+    """--follow reads only what was appended: synthetic traces (LZ4 frames,
+    raw chunks, CTF packets) grow in pieces cut inside records; each
+    refresh reads no more than the bytes appended since the previous one,
+    every byte is read once, every event decoded once, and the last refresh
+    equals top on the whole file.  The LZ4 pieces end in the middle of a
+    frame and the next piece completes it and starts the next frame; a
+    trace whose writer dies without an end record is read to its last
+    complete record."""
+    import time
+    for label, fmt, extra in (("lz4.mpt", "memprof", ["--compress"]), ("raw.mpt", "memprof", []),
+                              ("ctf", "ctf", [])):
+        src = os.path.join(OUT, "grow-src-" + label)
+        # The writer: a process that ends with the file (CTF has no end
+        # record: its end is seen when the writer has gone).
+        sleeper = subprocess.Popen(["sleep", "60"])
+        gen(fmt, src, "--steps", "200000", "--pid", str(sleeper.pid), *extra)
+        data = open(src, "rb").read()
+        if label == "lz4.mpt":
+            ends = lz4_frame_ends(data)
+            mids = [(a + b) // 2 for a, b in zip(ends, ends[1:])]
+            cuts = mids[::max(1, len(mids) // 10)] + [len(data)]
+        else:
+            cuts = [len(data) * k // 11 + 7 for k in range(1, 11)] + [len(data)]
+        def kill():
+            sleeper.kill()
+            sleeper.wait()
+        rc, got, work, err = follow_growing(label, data, cuts, kill, src)
+        final = tool_json("top", "--json", "-n", "0", src)
+        info = tool_json("info", "--json", src)
+        nevents = sum(info["events"].values())
+        piece = max(b - a for a, b in zip(cuts, cuts[1:]))
+        # CTF is read a packet (up to 32 KiB) at a time.
+        bound = 2 * piece if fmt == "memprof" else piece + 32768
+        check("--follow on a growing %s trace (%d pieces, cut inside records): exit 0, last"
+              " refresh = top on the whole file" % (label, len(cuts)),
+              rc == 0 and got is not None and got["rows"] == final["rows"]
+              and got["total"] == final["total"], "rc=%d %s" % (rc, err[-200:]))
+        check("--follow on a growing %s trace: every byte read once (%d = %d), every event"
+              " decoded once (%d = %d), at most %d bytes per refresh (bound %d; old"
+              " behaviour: the whole file, %d, at each refresh)"
+              % (label, sum(b for b, _ in work), len(data), sum(e for _, e in work), nevents,
+                 max([b for b, _ in work] or [0]), bound, len(data)),
+              sum(b for b, _ in work) == len(data) and sum(e for _, e in work) == nevents
+              and max([b for b, _ in work] or [0]) <= bound
+              and len([b for b, _ in work if b]) >= 3, str(work)[:300])
+    # A writer that dies: pid of a short-lived process, no end record.
+    sleeper = subprocess.Popen(["sleep", "60"])
+    src = os.path.join(OUT, "grow-src-killed.mpt")
+    gen("memprof", src, "--steps", "200000", "--pid", str(sleeper.pid), "--compress")
+    data = open(src, "rb").read()
+    ends = lz4_frame_ends(data)
+    cut = (ends[-4] + ends[-3]) // 2
+    short = os.path.join(OUT, "grow-src-killed-cut.mpt")
+    open(short, "wb").write(data[:cut])
+    cuts = [len(data) // 4, len(data) // 2, cut]
+
+    def kill():
+        sleeper.kill()
+        sleeper.wait()
+    rc, got, work, err = follow_growing("killed.mpt", data, cuts, kill, short)
+    final = tool_json("top", "--json", "-n", "0", short)
+    check("--follow: writer killed before its end record: exit 0, last refresh = top on the"
+          " cut file (read to its last complete frame)",
+          rc == 0 and got is not None and got["rows"] == final["rows"]
+          and got["total"] == final["total"] and sum(b for b, _ in work) == cut,
+          "rc=%d %s %s" % (rc, str(work), err[-300:]))
+
+
 def test_runtime_marshal(ocamlopt, work):
     """Unmarshalled blocks that are promoted (tests/marshal.ml): the CTF
     export keeps every allocation, promotion and collection, as counted by
@@ -983,6 +1102,7 @@ def main():
     test_robustness(files)
     test_cli_table(files["memprof"])
     test_many(files)
+    test_follow_incremental()
     report_tests.test_report(check, tool, tool_json, run, OUT, HERE, gen)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
