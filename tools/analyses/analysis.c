@@ -434,9 +434,28 @@ double an_objects(const an_ctx *c, double nsamples, uint64_t wosize)
 
 /* ---------------- location matching and naming ---------------- */
 
+static int location_matches(const mpt_location *l, const regex_t *re);
+
 int an_loc_matches(an_ctx *c, uint32_t loc, const regex_t *re)
 {
-  const mpt_location *l = an_location(c, loc);
+  return location_matches(an_location(c, loc), re);
+}
+
+int an_filter_active(const an_filter *f)
+{
+  return f->alloc.on || f->live.on || f->collected.on || f->ndomains || f->sources ||
+         f->min_size || f->max_size != UINT64_MAX || f->min_life ||
+         f->max_life != UINT64_MAX || f->nfocus || f->nignore || f->nhide;
+}
+
+int an_filter_hides(const an_filter *f, const mpt_location *l)
+{
+  for (int i = 0; i < f->nhide; i++) if (location_matches(l, &f->hide[i])) return 1;
+  return 0;
+}
+
+static int location_matches(const mpt_location *l, const regex_t *re)
+{
   if (!l) return 0;
   for (uint32_t i = 0; i < l->n; i++) {
     const mpt_loc_entry *e = &l->entries[i];

@@ -55,6 +55,10 @@ void an_filter_free(an_filter *f);
    0 otherwise. */
 int an_filter_option(an_filter *f, int argc, char **argv, int *i, char *err, size_t errlen);
 extern const char an_filter_help[];
+/* Does [f] filter anything (some option given)? */
+int an_filter_active(const an_filter *f);
+/* Does --hide remove location [l] from stacks? */
+int an_filter_hides(const an_filter *f, const mpt_location *l);
 
 /* Parse "1.5", "1.5s", "300ms", "20us", "10ns", "2m": a duration in ns. */
 int parse_time(const char *s, uint64_t *ns);

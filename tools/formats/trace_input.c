@@ -101,6 +101,7 @@ static void fill_from_ctf(ti_trace *t)
   h->command_line = "";
   h->runtime_params = c->runtime_params;
   h->context = c->context;
+  h->initial_domain = c->initial_domain;
 }
 
 /* Common checks on the header the analyses divide by. */

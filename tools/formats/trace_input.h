@@ -52,6 +52,7 @@ typedef struct {
   const char *command_line;     /* "" when unknown (CTF) */
   const char *runtime_params;   /* CTF: OCAMLRUNPARAM summary, else "" */
   const char *context;          /* CTF v2+: context string, else "" */
+  uint32_t initial_domain;      /* CTF v3: packet 0's domain, else 0 */
 } ti_header;
 
 typedef struct ti_trace ti_trace;
