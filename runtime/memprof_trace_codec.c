@@ -17,6 +17,10 @@
    - Location and string ids are per stream (each domain defines what it
      uses, with no cross-domain synchronisation in the runtime); the decoder
      merges them into one global, content-deduplicated location table.
+   - A decoder can follow a file while it is written (mpt_reader_follow):
+     an LZ4 frame cut by the current end of the file stays open, its
+     decoder context and output so far kept, and goes on with the bytes
+     appended later; a cut chunk waits in the decoded buffer.
 
    Nothing here knows about the OCaml runtime: it is compiled into the
    runtime, the tools and the tests alike. */

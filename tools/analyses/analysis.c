@@ -13,7 +13,12 @@
    - Live table: livetab.h, block id -> a compact 20-byte record; a
      collection completes the sample and frees the record; samples still
      live at the end are completed with t_collect = AN_NEVER.
-   Filters are evaluated on completed samples (see analysis.h). */
+   Filters are evaluated on completed samples (see analysis.h).
+   Traces are read one after the other (an_run), or, when followed while
+   they are written (an_follow_*), each keeps its reader, location map,
+   live table and latest time in a `followed` record, swapped into the
+   context's fields while it is read; a refresh completes the samples
+   still live provisionally, saving and restoring the statistics. */
 
 #include "analysis.h"
 

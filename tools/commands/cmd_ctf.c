@@ -1,14 +1,18 @@
-/* cmd_ctf.c: `ocaml-memprof ctf`: export any trace as memtrace CTF v2.
+/* cmd_ctf.c: `ocaml-memprof ctf`: export any trace as memtrace CTF v2 or v3.
 
-   Streams events straight from the reader to ctf_writer; all domains are
-   merged into the single v2 stream.  What the conversion must repair so
+   Streams events straight from the reader to ctf_writer; in version 2 all
+   domains are merged into the single stream, in version 3 each has its
+   own and a block's promotion and collection go in its allocating
+   domain's stream.  With filters, a first pass finds the allocations that
+   pass (kept_allocations).  What the conversion must repair so
    that memtrace and memtrace_viewer accept the result (spec section 16):
-   - ids: the writer numbers allocations 0,1,2...; a map from input id to
-     a small live record (output id, source, promoted) translates
+   - ids: the writer numbers allocations (0,1,2... in version 2, from
+     per-domain ranges in version 3); a map from input id to a small live
+     record (output id, domain, source, promoted) translates
      promotions and collections, and drops those of unknown blocks;
    - time: merged streams are not globally ordered, so times are clamped
-     to be non-decreasing, which keeps every collection after its
-     allocation;
+     to be non-decreasing (per stream: over the file in version 2), which
+     keeps every collection after its allocation;
    - promotions only of minor blocks, at most once; collections once;
    - location codes: the location's address when it is usable (non-zero,
      below 2^62, not already taken), else a synthetic code; so a CTF input
@@ -169,16 +173,22 @@ static uint64_t *kept_allocations(const char *path, const an_filter *f, int *rc)
 }
 
 static const char usage[] =
-  "usage: ocaml-memprof ctf [FILTERS] -o OUT.ctf TRACE\n"
-  "Write TRACE as a memtrace CTF version-2 file (one stream, all domains\n"
-  "merged), readable by released memtrace tools and memtrace_viewer.\n"
+  "usage: ocaml-memprof ctf [--format-version 2|3] [FILTERS] -o OUT.ctf TRACE\n"
+  "Write TRACE as a memtrace CTF file.\n"
+  "  --format-version 2  (default) one stream, all domains merged (a domain's\n"
+  "                    time moved later where it would go backwards): read by\n"
+  "                    released memtrace tools and memtrace_viewer\n"
+  "  --format-version 3  one stream per domain (domains and times kept): read\n"
+  "                    by memtrace master and memtrace_viewer built on it only\n"
   "Kept: every allocation (length, samples, source, backtrace with inlined\n"
   "frames), promotion and collection.  memtrace cannot represent, so left\n"
   "out: minor/major GC, compaction, heap statistics, domain start/stop,\n"
-  "tracing start/stop, fork and lost-sample events; the OCaml version; the\n"
-  "domain of each event (streams are merged).  The marshal source becomes\n"
-  "minor when the block is promoted later, else major; the command line\n"
-  "becomes the context string.  Times are rounded down to microseconds.\n"
+  "tracing start/stop, fork and lost-sample events, heap snapshots; the\n"
+  "OCaml version; version 2: the domain of each event; version 3: the domain\n"
+  "that recorded a promotion or collection (written in the allocating\n"
+  "domain's stream).  The marshal source becomes minor when the block is\n"
+  "promoted later, else major; the command line becomes the context string.\n"
+  "Times are rounded down to microseconds.\n"
   "With filters, only the allocations that pass them are written, with their\n"
   "promotions and collections; --hide removes the matching frames from the\n"
   "backtraces.\n";
