@@ -938,10 +938,12 @@ static int snap_target(mpt_reader *r, uint64_t *out)
 {
   int64_t d = mpt_unzigzag(snap_var(r));
   uint64_t next = r->snap.assigned + 1;
+  /* Negated in unsigned arithmetic: d may be INT64_MIN in a corrupt file. */
+  uint64_t back = d < 0 ? 0 - (uint64_t)d : 0;
   if (r->failed) return MPT_ERR;
-  if (d > 0 || (d < 0 && (uint64_t)-d >= next))
+  if (d > 0 || back >= next)
     return fail(r, "snapshot edge or root names a block id out of range");
-  *out = next + (uint64_t)d;
+  *out = next - back;
   if (*out == next) r->snap.assigned = next;
   return MPT_OK;
 }

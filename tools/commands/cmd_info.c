@@ -170,7 +170,7 @@ static int info_many(const cli_inputs *in, const an_filter *f, const char *fdesc
     info_one_pass(in->traces[i].path, f, &ps[n]);
     n++;
   }
-  qsort(ps, n, sizeof *ps, cmp_proc);
+  if (n) qsort(ps, n, sizeof *ps, cmp_proc);
   FILE *o = stdout;
   int first = 1;
   if (json) {

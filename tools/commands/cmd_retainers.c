@@ -423,7 +423,7 @@ static void collect_paths(analysis *a, const uint32_t *parent, path_match *match
     ps->rows[k].count++;
     ps->rows[k].bytes += hg_block_bytes(s, b);
   }
-  qsort(ps->rows, ps->nrows, sizeof *ps->rows, by_len);
+  if (ps->nrows) qsort(ps->rows, ps->nrows, sizeof *ps->rows, by_len);
   free(key); free(chain);
 }
 
@@ -579,7 +579,7 @@ static void add_growth(growth **g, size_t *n, size_t *cap, strpool *keys,
 static void print_growth(const char *title, growth *g, size_t n, size_t top)
 {
   char b1[32], b2[32], b3[32];
-  qsort(g, n, sizeof *g, by_growth);
+  if (n) qsort(g, n, sizeof *g, by_growth);
   printf("\n%s\n  %12s %12s %12s  %s\n", title, "before", "after", "growth", "name");
   for (size_t i = 0; i < n && i < top; i++) {
     double d = g[i].after - g[i].before;

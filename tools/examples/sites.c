@@ -62,7 +62,7 @@ int main(int argc, char **argv)
     if (k == n) rows[n++].fn = fn;
     rows[k].samples += per_loc[id];
   }
-  qsort(rows, n, sizeof *rows, by_samples);
+  if (n) qsort(rows, n, sizeof *rows, by_samples);
   for (size_t k = 0; k < n && k < 10; k++)
     printf("%12.0f bytes  %s\n", rows[k].samples / h->sampling_rate * h->word_bytes, rows[k].fn);
   free(rows);

@@ -81,7 +81,7 @@ int elf_symbols_load(elf_symbols *e, const char *path, uint64_t anchor)
   free(d);
   if (!found) { elf_symbols_free(e); return -1; }
   e->bias = anchor - globals;
-  qsort(e->syms, e->n, sizeof *e->syms, by_value);
+  if (e->n) qsort(e->syms, e->n, sizeof *e->syms, by_value);
   return 0;
 }
 
