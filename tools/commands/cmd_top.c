@@ -144,6 +144,7 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
     } else if (a[0] == '-' && a[1]) return cli_unknown_option(a);
     else cli_inputs_add(in, a);
   }
+  if (t->stats && !t->follow) return cli_usage_error("--stats goes with --follow");
   if (t->follow && !strcmp(t->live_arg, "peak"))
     return cli_usage_error("--follow and --live-at peak: the peak is known at the end only");
   if (t->follow) return in->nargs ? -1 : cli_usage_error("no TRACE given");
@@ -429,13 +430,16 @@ static int follow(topt *t, cli_inputs *args, FILE *o)
     struct timespec ts = { (time_t)t->interval, (long)((t->interval - (time_t)t->interval) * 1e9) };
     nanosleep(&ts, NULL);
   }
+  /* As for a plain read: exit status 1 when no trace could be read. */
+  uint64_t read = 0;
   for (size_t k = 0; k < ng; k++) {
+    read += an_traces_read(gs[k].c);
     nodeagg_free(&gs[k].agg);
     an_close(gs[k].c);
     free(gs[k].name);
   }
   free(gs);
-  return 0;
+  return read ? 0 : 1;
 }
 
 int cmd_top(int argc, char **argv)

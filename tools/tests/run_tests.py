@@ -1033,6 +1033,13 @@ def test_many(files):
           ex.get("ocamlopt", {}).get("processes") == 2
           and ex["ocamlopt"]["samples"] == one["child1.mpt"]["samples"] + one["child2.mpt"]["samples"],
           json.dumps(j["executables"]))
+    j = tool_json("info", "--json", "--source", "major", d)
+    want = {f: tool_json("top", "--json", "--source", "major", os.path.join(d, f))["total"]["samples"]
+            for f, *_ in procs}
+    check("info --source major DIR: says so, samples per process = top --source major's",
+          j.get("filter") == "--source major"
+          and {os.path.basename(p["file"]): p["samples"] for p in j["processes"]} == want,
+          json.dumps(j)[:300])
     r = tool("info", "--top", "3", d)
     check("info --top 3 DIR: the process tree, then top sites per executable",
           r.returncode == 0 and r.stdout.startswith("PID") and "== build ==" in r.stdout
