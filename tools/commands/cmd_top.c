@@ -323,7 +323,7 @@ typedef struct {
   nodeagg agg;                 /* completed samples (collected, or of
                                   traces that are done) */
   size_t npaths;
-  const char *path;            /* the trace, when it is one */
+  char *path;                  /* the trace, when it is one */
 } fgroup;
 
 static void fgroup_sample(void *u, an_ctx *c, const an_sample *s)
@@ -366,10 +366,13 @@ static int follow(topt *t, cli_inputs *args, FILE *o)
   fgroup *gs = NULL;
   size_t ng = 0;
   uint64_t bytes0 = 0, events0 = 0;
+  cli_inputs prev;              /* the previous refresh's, for its headers */
+  cli_inputs_init(&prev);
   for (unsigned n = 0;;) {
     double cpu0 = cpu_ms();
     cli_inputs in;
     cli_inputs_init(&in);
+    in.known = &prev;
     in.have_pid = args->have_pid; in.pid = args->pid;
     in.exe = args->exe; in.group_exe = args->group_exe;
     for (size_t i = 0; i < args->nargs; i++) cli_inputs_add(&in, args->args[i]);
@@ -386,7 +389,8 @@ static int follow(topt *t, cli_inputs *args, FILE *o)
         if (an_follow_read(g->c, cg->paths[i], &cb) < 0 || !an_follow_done(g->c, cg->paths[i]))
           done = 0;
       g->npaths = cg->n;
-      g->path = cg->n == 1 ? cg->paths[0] : NULL;
+      free(g->path);
+      g->path = cg->n == 1 ? xstrdup(cg->paths[0]) : NULL;
     }
     /* Print every group that has a readable trace. */
     for (size_t k = 0; k < ng; k++) {
@@ -425,11 +429,13 @@ static int follow(topt *t, cli_inputs *args, FILE *o)
       msg("waiting for the trace to appear\n");
       waited = 1;
     }
-    cli_inputs_free(&in);
+    cli_inputs_free(&prev);
+    prev = in;
     if (shown && done) break;
     struct timespec ts = { (time_t)t->interval, (long)((t->interval - (time_t)t->interval) * 1e9) };
     nanosleep(&ts, NULL);
   }
+  cli_inputs_free(&prev);
   /* As for a plain read: exit status 1 when no trace could be read. */
   uint64_t read = 0;
   for (size_t k = 0; k < ng; k++) {
@@ -437,6 +443,7 @@ static int follow(topt *t, cli_inputs *args, FILE *o)
     nodeagg_free(&gs[k].agg);
     an_close(gs[k].c);
     free(gs[k].name);
+    free(gs[k].path);
   }
   free(gs);
   return read ? 0 : 1;
