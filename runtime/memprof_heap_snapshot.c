@@ -71,8 +71,20 @@
    exchange, a periodic one by domain 0 only.  Other domains meanwhile run
    their own tracer and statmemprof cycle-end work, which reads the status
    of blocks they track: GARBAGE is not UNMARKED, so a visited block still
-   reads as live, as it is.  Statmemprof's own roots are not scanned (they
-   are per-domain tables that their domain is updating at this moment).
+   reads as live, as it is.
+   Statmemprof's roots (Gc.Memprof's per-domain entry tables: tracker data
+   and callbacks held strongly, tracked blocks weakly) are updated by their
+   own domain in the same STW section, just before it calls this hook
+   (upstream's caml_memprof_after_major_gc, then ours).  So each domain,
+   on entering the hook, publishes with release "my tables are settled for
+   cycle C" (C = caml_major_cycles_completed, which no domain can advance
+   before the walker reaches the barrier after the walk); the walker waits
+   for that mark (acquire) of every domain before scanning that domain's
+   tables with upstream's caml_memprof_scan_roots.  The owner does not
+   touch them again before that barrier; the set of domains is that of
+   the STW section (the tracer registers a domain, and forgets it, under
+   the lock that also changes STW participation), so the wait ends.  The
+   mark is one store per domain and major cycle, snapshot or not.
 
    Cost (make bench: bench/snapshot, 48 M blocks and 64 M edges, 1.19 GiB
    live, on 2 shared cores at load average 7): pause 3.1 s, 2.6 s per GiB
@@ -83,8 +95,14 @@
    (768 MB there) plus the program's own heap; 3.3 bytes per block and 1
    per edge before LZ4 (a regular heap compresses to almost nothing).
 
-   Not recorded: statmemprof's roots (see Synchronisation), blocks held only
-   by orphaned ephemerons of terminated domains (their lists are private to
+   Statmemprof's roots are written as MPT_ROOT_MEMPROF roots flagged
+   non-retaining: "Gc.Memprof tracker data" (user data returned by the
+   tracker's callbacks, and its callbacks) and "sampled blocks (weak)"
+   (the weak references to the blocks Gc.Memprof and the tracer track:
+   upstream's scan calls the tracer's, caml_memprof_tracer_scan_weak).  Tools count as held by the
+   profiler only what no real root reaches.
+
+   Not recorded: blocks held only by orphaned ephemerons of terminated domains (their lists are private to
    major_gc.c; such an ephemeron is a plain block without edges), and
    natdynlink'ed modules' globals are labelled as C global roots.
 
@@ -98,6 +116,7 @@
 
 #define CAML_INTERNALS
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,8 +136,10 @@
 #include "caml/globroots.h"
 #include "caml/major_gc.h"
 #include "caml/memory.h"
+#include "caml/memprof.h"
 #include "caml/minor_gc.h"
 #include "caml/mlvalues.h"
+#include "caml/platform.h"
 #include "caml/roots.h"
 #include "caml/shared_heap.h"
 #include "caml/weak.h"
@@ -139,6 +160,10 @@ static int periodic;                      /* every_s or every_cycles    */
 static uintnat cycles_seen;               /* domain 0's cycle ends      */
 static uint64_t last_snapshot_us;
 static uint64_t snapshot_seq;
+
+/* Per domain id: 1 + the major cycle for which the domain's statmemprof
+   tables are settled (see Synchronisation); 0 before its first cycle end. */
+static atomic_uintnat memprof_settled[Max_domains_max];
 
 #define BUF_BYTES (256 * 1024)
 
@@ -216,6 +241,7 @@ typedef struct {
   int incomplete;               /* out of memory: no new block named */
   status visited;               /* the GARBAGE status, marking visited blocks */
   addr_map young, samples, ephemerons;
+  addr_map memprof_strong;      /* statmemprof's strong root slots */
   /* labels: key (a pointer or a small code) -> string id */
   addr_map labels; uint32_t nlabels;
   uint64_t nedges;
@@ -266,7 +292,7 @@ static uint32_t label_id(walk *w, uintnat key, const char *text)
 
 /* Fixed labels are keyed by small codes (never block addresses). */
 enum { L_LOCAL = 1, L_C_GLOBAL, L_FINAL, L_THREADS, L_REGISTERS,
-       L_BYTECODE_STACK, L_GLOBAL_DATA };
+       L_BYTECODE_STACK, L_GLOBAL_DATA, L_MEMPROF_DATA, L_MEMPROF_TRACKED };
 
 static inline entry *entry_at(entry *const *chunks, uint64_t id)
 {
@@ -541,6 +567,35 @@ static void scan_domain_roots(walk *w, caml_domain_state *d)
   caml_final_do_roots(root_fixed, 0, w, d, 1);
 }
 
+/* Statmemprof's roots of domain [d]: the strong ones, then the weak ones
+   (the same scan with weak references included, minus the slots already
+   seen).  Waits for [d] to have settled its tables for [cycle]. */
+static void root_memprof_strong(void *data, value v, volatile value *p)
+{
+  walk *w = data;
+  if (!map_put(&w->memprof_strong, (uintnat)p, 1)) w->incomplete = 1;
+  emit_root(w, v, w->label);
+}
+
+static void root_memprof_weak(void *data, value v, volatile value *p)
+{
+  walk *w = data;
+  if (!map_get(&w->memprof_strong, (uintnat)p)) emit_root(w, v, w->label);
+}
+
+static void scan_memprof_roots(walk *w, caml_domain_state *d, uintnat cycle)
+{
+  while (atomic_load_acquire(&memprof_settled[d->id]) != cycle + 1)
+    cpu_relax();
+  w->detail = (uint64_t)d->id;
+  w->kind = MPT_ROOT_MEMPROF;
+  w->label = label_id(w, L_MEMPROF_DATA, "Gc.Memprof tracker data");
+  caml_memprof_scan_roots(root_memprof_strong, 0, w, d, false);
+  w->label = label_id(w, L_MEMPROF_TRACKED, "sampled blocks (weak)");
+  caml_memprof_scan_roots(root_memprof_weak, 0, w, d, true);
+  map_free(&w->memprof_strong);
+}
+
 /* ------------------------------------------------------------------ */
 /* Blocks                                                              */
 
@@ -700,6 +755,8 @@ static void take_snapshot(caml_domain_state *self)
   w->detail = 0;
   caml_scan_global_roots(root_c_global, w);
   for (int i = 0; i < ndoms; i++) scan_domain_roots(w, doms[i]);
+  for (int i = 0; i < ndoms; i++)
+    scan_memprof_roots(w, doms[i], caml_major_cycles_completed);
   /* Breadth first: blocks are written in id order, each naming its
      targets (and thereby queueing the new ones).  The walk is bound by
      cache misses: two stages of prefetching, the block PREFETCH_BLOCK
@@ -735,6 +792,7 @@ static void take_snapshot(caml_domain_state *self)
   for (size_t c = 0; c < w->nchunks; c++) free(w->chunks[c]);
   free(w->chunks);
   map_free(&w->young); map_free(&w->samples); map_free(&w->ephemerons);
+  map_free(&w->memprof_strong);
   map_free(&w->labels);
 #ifdef NATIVE_CODE
   free(w->frames); free(w->globals);
@@ -749,6 +807,7 @@ static uint64_t now_us(void) { return mono_ns() / 1000; }
 
 void caml_heap_snapshot_at_cycle_end(caml_domain_state *s)
 {
+  atomic_store_release(&memprof_settled[s->id], caml_major_cycles_completed + 1);
   if (!atomic_load_explicit(&requested, memory_order_relaxed) && !signalled
       && !periodic)
     return;

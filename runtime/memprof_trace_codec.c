@@ -407,6 +407,7 @@ typedef struct {               /* per stream: ids are local to a stream */
   uint32_t nloc;
   char **strings;              /* local string id -> string (NULL: undefined)   */
   uint32_t nstr;
+  uint32_t nloc_defined, nstr_defined;  /* for the density rule of ids */
   uint64_t last_time, last_alloc_id, last_gc_id;
   uint32_t *stack; uint32_t stack_len;  /* previous allocation's global ids */
   uint64_t last_loc_address;   /* version 2: addresses are differences   */
@@ -854,7 +855,10 @@ static int define_string(mpt_reader *r, stream_state *st)
   uint64_t id = get_var(r);
   char *s = get_str(r);
   if (r->failed) return MPT_ERR;
-  if (id == 0 || id > 16u << 20) { free(s); return fail(r, "string id out of range"); }
+  if (id == 0 || id > 16u << 20 || id > (uint64_t)st->nstr_defined + MPT_ID_SLACK) {
+    free(s); return fail(r, "string id out of range");
+  }
+  st->nstr_defined++;
   if (id >= st->nstr) {
     uint32_t n = (uint32_t)id * 2;
     char **a = realloc(st->strings, n * sizeof *a);
@@ -886,7 +890,8 @@ static int define_location(mpt_reader *r, stream_state *st)
     l.address = st->last_loc_address += (uint64_t)mpt_unzigzag(l.address);
   uint64_t n = get_var(r);
   if (r->failed) return MPT_ERR;
-  if (id == 0 || id > 16u << 20) return fail(r, "location id out of range");
+  if (id == 0 || id > 16u << 20 || id > (uint64_t)st->nloc_defined + MPT_ID_SLACK)
+    return fail(r, "location id out of range");
   if (n > MPT_MAX_INLINED) return fail(r, "location has too many inlined entries");
   mpt_loc_entry *en = calloc(n ? n : 1, sizeof *en);
   if (!en) return fail(r, "out of memory");
@@ -912,6 +917,7 @@ static int define_location(mpt_reader *r, stream_state *st)
   }
   if (st->loc_map[id]) return fail(r, "location id defined twice");
   st->loc_map[id] = g;
+  st->nloc_defined++;
   return MPT_OK;
 }
 
@@ -972,7 +978,9 @@ static int snap_string(mpt_reader *r)
   uint64_t id = get_var(r);
   char *str = get_str(r);
   if (r->failed) return MPT_ERR;
-  if (id == 0 || id > 16u << 20) { free(str); return fail(r, "snapshot string id out of range"); }
+  if (id == 0 || id > 16u << 20 || id > (uint64_t)r->snap.nowned + MPT_ID_SLACK) {
+    free(str); return fail(r, "snapshot string id out of range");
+  }
   if (r->snap.nowned == r->snap.owned_cap) {
     size_t cap = r->snap.owned_cap ? 2 * r->snap.owned_cap : 256;
     char **o = realloc(r->snap.owned, cap * sizeof *o);

@@ -32,7 +32,7 @@ root_retained() {
 within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= p / 100 * b) }'; }
 
 cd "$W"
-for p in snap_hashtbl snap_retention snap_domains; do
+for p in snap_hashtbl snap_retention snap_domains snap_memprof; do
   ocamlopt -g -o "$p" "$here/programs/$p.ml" > "$p.build" 2>&1 || ko "build $p" "$(head -3 "$p.build")"
 done
 ocamlopt -g -I +unix unix.cmxa -o snap_signal "$here/programs/snap_signal.ml" > snap_signal.build 2>&1 || ko "build snap_signal"
@@ -87,6 +87,31 @@ weak=$(sed -n 's/.*edges (\([0-9]*\) weak).*/\1/p' r.ret)
 check "retention: the live ephemeron's key edge is weak ($weak weak edges)" [ "${weak:-0}" -ge 1 ]
 live=$(awk '/^heap snapshot/ { for (i = 1; i <= NF; i++) if ($i == "live") { print $(i + 1), $(i + 2); exit } }' r.ret | tr -d ',')
 check "retention: the dead key's ephemeron data (2.4 MB) is gone (live $live)" [ "$(bytes $live)" -lt 3500000 ]
+
+# ---- what statmemprof holds: Gc.Memprof's tracker data in 3 domains ----
+# kind_retained OUTPUT KIND: exact retained bytes of a root kind (--bytes)
+kind_retained() { awk -v k="$2" '/^Retained by root kind/ { on = 1 } on && $1 == k { print $2; exit }' "$1"; }
+for m in memprof plain; do
+  OCAMLRUNPARAM="memprof=$W/m-$m.trace,memprof_rate=1e-3,memprof_seed=7" ./snap_memprof $m > m-$m.out 2> m-$m.err
+  check "memprof roots ($m): runs, nothing on stderr" [ $? -eq 0 -a ! -s m-$m.err ]
+  "$MP" retainers --bytes -n 200 "$W/m-$m.trace" > m-$m.ret 2>&1
+done
+held=$(awk '$1 == "held" { print $2 }' m-memprof.out)
+got=$(kind_retained m-memprof.ret memprof)
+# Before statmemprof's roots were scanned, the buffers were missing from
+# the snapshot and the memprof kind retained nothing.
+check "memprof roots: the memprof kind retains the 3 domains' tracker buffers: $got B, truth $held B, within 5 %" \
+  within "${got:-0}" "$held" 5
+first=$(awk '/^Top roots/ { getline; getline; print $3, $4, $5, $6; exit }' m-memprof.ret)
+check "memprof roots: the top root is 'memprof Gc.Memprof tracker data' ('$first')" [ "$first" = "memprof Gc.Memprof tracker data" ]
+# (--bytes: the first column is the exact byte count)
+global_bytes() { awk '/^Top roots/ { on = 1 } on && $3 == "global" && $4 == "Snap_memprof" { print $1; exit }' "$1"; }
+g1=$(global_bytes m-memprof.ret); g0=$(global_bytes m-plain.ret)
+kept=$(awk '$1 == "kept" { print $2 }' m-plain.out)
+check "memprof roots: the module global retains the same with and without Gc.Memprof ($g1 B, $g0 B; its lists $kept B)" \
+  [ -n "$g0" ] && [ "$g1" = "$g0" -a "$g0" -ge "$kept" ]
+check "memprof roots: without Gc.Memprof, the memprof kind (the tracer's weak references) retains nothing" \
+  [ "$(kind_retained m-plain.ret memprof)" = 0 ]
 
 # ---- several domains allocating during the snapshots ----
 OCAMLRUNPARAM="memprof=$W/d.trace,memprof_rate=1e-3,memprof_seed=7" ./snap_domains > d.out 2> d.err

@@ -94,7 +94,8 @@ build_prog() { # NAME LIBS...: as testsuite/run.sh builds them
     { ko "build $1 with the TSan compiler" "$(head -c 300 "$W/$1.build")"; return 1; }
 }
 built=""
-for p in keepalive orphans domains "threads_alloc unix.cmxa threads.cmxa" "spawner unix.cmxa"; do
+for p in keepalive orphans domains "threads_alloc unix.cmxa threads.cmxa" "spawner unix.cmxa" \
+         snap_domains snap_memprof; do
   # shellcheck disable=SC2086
   build_prog $p && built="$built ${p%% *}"
 done
@@ -110,7 +111,7 @@ fi
 # frame is never suppressed, even when an upstream frame of the same report
 # matches an entry of tsan.supp (TSan's own suppressions would hide it).
 SUPP=$here/tsan.supp
-TRACER_RE='memprof_tracer\.c|memprof_trace_writer\.c|memprof_trace_codec\.c|caml_memprof_tracer_|caml_trace_writer_'
+TRACER_RE='memprof_tracer\.c|memprof_trace_writer\.c|memprof_trace_codec\.c|memprof_heap_snapshot\.c|caml_memprof_tracer_|caml_trace_writer_|caml_heap_snapshot_'
 export TSAN_OPTIONS="detect_deadlocks=0 history_size=4 second_deadlock_stack=1 halt_on_error=0 exitcode=0"
 # classify FILES...: one line per report, "tracer|known ENTRY|unknown" TAB
 # the report's summary line TAB the file; an entry of tsan.supp matches
@@ -191,6 +192,10 @@ progs() { # MODE: every program, as testsuite/run.sh runs them (smaller keepaliv
     TRACEFILE=$W/threads-$r.trace TRACE="memprof=$W/threads-$r.trace,memprof_rate=1e-4,memprof_seed=$r$f" run threads_alloc-$r $mode threads_alloc
     TRACEFILE=$W/spawn-$r.trace TRACE="memprof=$W/spawn-$r.trace,memprof_rate=1e-3$f" run spawner-$r $mode spawner
     TRACEFILE="" TRACE="memprof=$W/exec-$r.trace,memprof_rate=1e-3$f" run spawner-exec-$r $mode spawner exec
+    # heap snapshots while other domains allocate; the walker reads the
+    # other domains' statmemprof tables (snap_memprof runs Gc.Memprof)
+    TRACEFILE=$W/snapd-$r.trace TRACE="memprof=$W/snapd-$r.trace,memprof_rate=1e-3$f" run snap_domains-$r $mode snap_domains
+    TRACEFILE=$W/snapm-$r.trace TRACE="memprof=$W/snapm-$r.trace,memprof_rate=1e-3$f" run snap_memprof-$r $mode snap_memprof memprof
   done
 }
 progs untraced

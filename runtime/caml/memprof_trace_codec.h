@@ -37,6 +37,10 @@ extern "C" {
 #define MPT_MAX_FRAMES 4096              /* upper bound on captured frames */
 #define MPT_MAX_STRING 4096              /* longest string in a trace      */
 #define MPT_MAX_INLINED 64               /* entries of one location        */
+/* Ids are dense: a stream's writer numbers its strings and locations 1, 2,
+   3...  A decoder rejects an id more than this above the number the stream
+   has defined, so that a corrupt id cannot make it allocate a huge table. */
+#define MPT_ID_SLACK 65536
 
 enum mpt_chunk_type {
   MPT_CHUNK_HEADER = 1,                  /* once, first                    */

@@ -5,7 +5,16 @@
    arrives every label node is known and the node numbering is fixed:
    block edges are appended in node numbering as they are decoded, the
    synthetic nodes' edges first.  A root after the first block is
-   rejected as malformed. */
+   rejected as malformed.
+
+   Non-retaining roots (statmemprof's: MPT_ROOT_NONRETAINING) must not
+   change what the program's own roots retain, yet what only they reach
+   is live and must be counted somewhere.  So once the graph is read,
+   held_by_profiler_only keeps, under the memprof kind node, just the
+   blocks that no retaining root reaches: memprof root edges to blocks
+   reached otherwise are dropped, and so are the edges from profiler-held
+   blocks into blocks reached otherwise.  The retained sizes of the
+   other roots are then those of the same heap without the profiler. */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,8 +134,7 @@ static void start_blocks(builder *b)
   s->base = 1 + HG_KINDS + s->nlabels;
   ensure_blocks(b, 1);
   s->off[0] = 0;
-  for (uint32_t k = 0; k < HG_KINDS; k++)
-    if (k != MPT_ROOT_MEMPROF) push_adj(b, 1 + k);
+  for (uint32_t k = 0; k < HG_KINDS; k++) push_adj(b, 1 + k);
   for (uint32_t k = 0; k < HG_KINDS; k++) {
     s->off[1 + k] = s->nadj;
     for (uint32_t l = 0; l < s->nlabels; l++)
@@ -144,6 +152,43 @@ static void start_blocks(builder *b)
     s->adj[first + count[rt->label]++] = s->base + (uint32_t)rt->target - 1;
   }
   free(count);
+}
+
+/* See the comment at the top.  Edges are removed by compacting adj in
+   place; reachability is a bitmap and a stack of nodes. */
+static void held_by_profiler_only(hg_snapshot *s)
+{
+  uint32_t n = s->n, held = 1 + MPT_ROOT_MEMPROF;
+  uint8_t *seen = xcalloc(n, 1);
+  uint32_t *stack = xmalloc((size_t)n * sizeof *stack);
+  size_t sp = 0;
+  seen[0] = seen[held] = 1;
+  stack[sp++] = 0;
+  while (sp) {
+    uint32_t v = stack[--sp];
+    for (uint64_t e = s->off[v]; e < s->off[v + 1]; e++) {
+      uint32_t t = s->adj[e];
+      if (!seen[t]) { seen[t] = 1; stack[sp++] = t; }
+    }
+  }
+  /* seen: the retaining roots' closure, plus the memprof kind node.  The
+     memprof label nodes and the blocks outside keep only edges to
+     nodes outside. */
+  uint64_t w = 0, from = 0;
+  for (uint32_t v = 0; v < n; v++) {
+    int outside = !seen[v] || (v > HG_KINDS && v < s->base
+                               && s->label_kind[v - 1 - HG_KINDS] == MPT_ROOT_MEMPROF);
+    uint64_t end = s->off[v + 1];
+    s->off[v] = w;
+    for (uint64_t e = from; e < end; e++) {
+      uint32_t t = s->adj[e];
+      if (!outside || !seen[t]) s->adj[w++] = t;
+    }
+    from = end;
+  }
+  s->off[n] = w;
+  s->nadj = w;
+  free(seen); free(stack);
 }
 
 int hg_next(hg_reader *r, hg_snapshot *s)
@@ -185,8 +230,7 @@ int hg_next(hg_reader *r, hg_snapshot *s)
         s->label_str[label] = str;
         u64map_put(&b.label_of, key, label);
       }
-      /* Non-retaining roots (memprof's) get a label, no edge. */
-      if (ev.snap.flags & MPT_ROOT_NONRETAINING) break;
+      if (ev.snap.flags & MPT_ROOT_NONRETAINING) s->nheld_roots++;
       grow_array((void **)&s->roots, &b.roots_cap, s->nroots + 1, sizeof *s->roots);
       s->roots[s->nroots++] = (hg_root){ ev.snap.root_kind, ev.snap.flags, label,
                                          ev.snap.detail, ev.snap.target };
@@ -263,6 +307,7 @@ int hg_next(hg_reader *r, hg_snapshot *s)
     s->off[s->n] = s->nadj;
     s->nblocks = nb;
   }
+  if (s->nheld_roots) held_by_profiler_only(s);
   rc = 1;
  done:
   u64map_free(&b.label_of);

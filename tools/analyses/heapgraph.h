@@ -7,8 +7,10 @@
      next nlabels nodes         one per distinct (kind, label) of roots
      nodes base..base+nblocks-1 the blocks, block id b at node base+b-1
    with edges 0 -> kind -> label -> root targets -> strong block edges.
-   Weak edges (ephemeron keys) and non-retaining roots (memprof's) are
-   counted but not in the graph, so dominators give what is retained.
+   Weak edges (ephemeron keys) are counted but not in the graph, so
+   dominators give what is retained.  Non-retaining roots (statmemprof's)
+   reach, under the memprof kind node, only the blocks that no other root
+   reaches: what is held by the profiler alone.
    Allocation events met on the way are remembered (id -> stack, samples,
    size), so blocks carrying a sample id know their allocation site.
 
@@ -56,6 +58,7 @@ typedef struct {
   uint32_t *adj;
   uint64_t nadj, nweak, nedges_file;
   hg_root *roots; size_t nroots;
+  size_t nheld_roots;           /* of which non-retaining (memprof's) */
 } hg_snapshot;
 
 typedef struct {

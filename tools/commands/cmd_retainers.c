@@ -288,6 +288,9 @@ static void print_kinds(analysis *a)
            a->live_bytes ? 100.0 * (double)a->retained[1 + k] / (double)a->live_bytes : 0,
            nroots[k]);
   }
+  if (nroots[MPT_ROOT_MEMPROF])
+    printf("  (memprof: Gc.Memprof's tracker data and the sampled blocks, weakly; it\n"
+           "   retains only what no root of the program reaches)\n");
 }
 
 static void print_roots(analysis *a, size_t top)

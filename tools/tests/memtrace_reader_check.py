@@ -27,29 +27,11 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOOLS = os.path.dirname(HERE)
-TOOL = os.path.join(TOOLS, "ocaml-memprof")
-SHARED = os.environ.get("SHARED_DIR", os.path.join(TOOLS, "..", "..", "shared"))
-UP = os.path.join(SHARED, "testdata", "memtrace-upstream")
+import run_tests
+from run_tests import check, run
+
+HERE, TOOL, UP = run_tests.HERE, run_tests.TOOL, run_tests.UP
 READER_MODULES = ["buf", "backtrace_codec", "location_codec", "trace"]
-
-passed = failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("ok   " + name)
-    else:
-        failed += 1
-        print("FAIL " + name + (": " + detail if detail else ""))
-
-
-def run(args, **kw):
-    return subprocess.run(args, capture_output=True, text=True, **kw)
-
 
 def build_counter(src, prefix, work):
     files = []
@@ -173,8 +155,8 @@ def main():
     for label, trace in traces:
         compare(counter, label, trace, work)
     shutil.rmtree(work)
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    print("%d passed, %d failed" % (run_tests.passed, run_tests.failed))
+    sys.exit(1 if run_tests.failed else 0)
 
 
 if __name__ == "__main__":
