@@ -17,6 +17,10 @@
    - Location and string ids are per stream (each domain defines what it
      uses, with no cross-domain synchronisation in the runtime); the decoder
      merges them into one global, content-deduplicated location table.
+   - A decoder can follow a file while it is written (mpt_reader_follow):
+     an LZ4 frame cut by the current end of the file stays open, its
+     decoder context and output so far kept, and goes on with the bytes
+     appended later; a cut chunk waits in the decoded buffer.
 
    Nothing here knows about the OCaml runtime: it is compiled into the
    runtime, the tools and the tests alike. */
@@ -420,7 +424,14 @@ struct mpt_reader {
   int compressed;
   LZ4F_dctx *dctx;
   uint8_t *plain; size_t plain_len, plain_pos, plain_cap; /* decoded stream */
-  int input_done;
+  /* LZ4 frame being decoded: its output so far sits after plain_len and
+     joins the stream only once the frame is complete */
+  int frame_open; size_t frame_len; uint64_t frame_in;
+  int input_done;              /* the end of the input was met (for now,
+                                  when following) */
+  int follow;                  /* the file is being written: its end is
+                                  not the trace's (mpt_reader_follow) */
+  uint64_t in_pos;             /* bytes of input consumed */
   /* current chunk */
   const uint8_t *cp, *cend; uint32_t cstream;
   uint64_t chunk_base_time;
@@ -457,11 +468,19 @@ static int fail(mpt_reader *r, const char *msg)
 /* Read up to [n] more bytes of the file into r->raw at [at]. */
 static size_t read_input(mpt_reader *r, uint8_t *at, size_t n)
 {
-  if (r->file) return fread(at, 1, n, r->file);
-  size_t k = r->mem_len - r->mem_pos;
-  if (k > n) k = n;
-  memcpy(at, r->mem + r->mem_pos, k);
-  r->mem_pos += k;
+  size_t k;
+  if (r->file) {
+    k = fread(at, 1, n, r->file);
+    /* stdio's end-of-file is sticky: clear it so that a later read sees
+       what the writer appends meanwhile. */
+    if (k < n && r->follow) clearerr(r->file);
+  } else {
+    k = r->mem_len - r->mem_pos;
+    if (k > n) k = n;
+    memcpy(at, r->mem + r->mem_pos, k);
+    r->mem_pos += k;
+  }
+  r->in_pos += k;
   return k;
 }
 
@@ -476,44 +495,53 @@ static int grow(uint8_t **buf, size_t *cap, size_t need)
   return 1;
 }
 
-/* Decode exactly one LZ4 frame, appending its output to r->plain.  A frame
-   cut short by the end of the file is dropped whole (truncation): only
-   complete frames count.  Returns 1, 0 at end of input, -1 on error. */
+/* Decode one LZ4 frame, appending its output to r->plain.  A frame cut
+   short by the end of the file is dropped whole (truncation): only
+   complete frames count.  When following a file being written, a frame cut
+   by the current end of the file stays open (decoder context and output so
+   far kept) and the next call goes on with the bytes appended meanwhile.
+   Returns 1 (a frame completed), 0 at the end of the input, -1 on error. */
 static int decode_frame(mpt_reader *r)
 {
-  size_t start_len = r->plain_len, consumed = 0;
   uint8_t in[65536];
-  LZ4F_resetDecompressionContext(r->dctx);
+  if (!r->frame_open) {
+    LZ4F_resetDecompressionContext(r->dctx);
+    r->frame_open = 1; r->frame_len = 0; r->frame_in = 0;
+  }
   for (;;) {
     size_t k = read_input(r, in, sizeof in);
     if (k == 0) {
       r->input_done = 1;
-      if (consumed) r->truncated = 1;
-      r->plain_len = start_len;
+      if (r->follow) return 0;
+      if (r->frame_in) r->truncated = 1;
+      r->frame_open = 0; r->frame_len = 0;
       return 0;
     }
     size_t off = 0;
     while (off < k) {
-      if (r->plain_len - start_len > ((size_t)64 << 20))
+      if (r->frame_len > ((size_t)64 << 20))
         return fail(r, "an LZ4 frame decodes to more than 64 MiB"), -1;
-      if (!grow(&r->plain, &r->plain_cap, r->plain_len + 65536))
+      if (!grow(&r->plain, &r->plain_cap, r->plain_len + r->frame_len + 65536))
         return fail(r, "out of memory"), -1;
-      size_t dst = r->plain_cap - r->plain_len, src = k - off;
-      size_t hint = LZ4F_decompress(r->dctx, r->plain + r->plain_len, &dst,
-                                    in + off, &src, NULL);
+      uint8_t *at = r->plain + r->plain_len + r->frame_len;
+      size_t dst = r->plain_cap - r->plain_len - r->frame_len, src = k - off;
+      size_t hint = LZ4F_decompress(r->dctx, at, &dst, in + off, &src, NULL);
       if (LZ4F_isError(hint)) {
         char m[200];
         snprintf(m, sizeof m, "corrupt LZ4 frame: %s", LZ4F_getErrorName(hint));
         return fail(r, m), -1;
       }
-      r->plain_len += dst; off += src; consumed += src;
+      r->frame_len += dst; off += src; r->frame_in += src;
       if (hint == 0) {              /* frame complete: give back the rest */
         if (off < k) {
           if (r->file) {
             if (fseek(r->file, -(long)(k - off), SEEK_CUR) != 0)
               return fail(r, "cannot seek in trace file"), -1;
           } else r->mem_pos -= k - off;
+          r->in_pos -= k - off;
         }
+        r->plain_len += r->frame_len;
+        r->frame_open = 0; r->frame_len = 0;
         return 1;
       }
     }
@@ -526,11 +554,12 @@ static int want(mpt_reader *r, size_t need)
 {
   while (r->plain_len - r->plain_pos < need) {
     if (r->input_done) {
-      if (r->plain_len > r->plain_pos) r->truncated = 1;
+      if (r->plain_len > r->plain_pos && !r->follow) r->truncated = 1;
       return 0;
     }
-    if (r->plain_pos) {
-      memmove(r->plain, r->plain + r->plain_pos, r->plain_len - r->plain_pos);
+    if (r->plain_pos) {           /* (with an open frame's output) */
+      memmove(r->plain, r->plain + r->plain_pos,
+              r->plain_len + r->frame_len - r->plain_pos);
       r->plain_len -= r->plain_pos; r->plain_pos = 0;
     }
     if (r->compressed) {
@@ -668,6 +697,7 @@ static mpt_reader *open_common(mpt_reader *r, char *err, size_t errlen)
   /* Give the four bytes back to the byte source. */
   if (r->file) { if (fseek(r->file, 0, SEEK_SET) != 0) k = 0; }
   else r->mem_pos = 0;
+  r->in_pos = 0;
   if (k < 4) {
     snprintf(err, errlen, "not a 5.3.0+memprof trace (file shorter than 4 bytes)");
     mpt_reader_close(r); return NULL;
@@ -712,6 +742,13 @@ mpt_reader *mpt_reader_open_mem(const uint8_t *data, size_t len,
 const mpt_trace_info *mpt_reader_info(const mpt_reader *r) { return &r->info; }
 const char *mpt_reader_error(const mpt_reader *r) { return r->error; }
 int mpt_reader_truncated(const mpt_reader *r) { return r->truncated || !r->ended; }
+uint64_t mpt_reader_bytes_read(const mpt_reader *r) { return r->in_pos; }
+
+void mpt_reader_follow(mpt_reader *r, int on)
+{
+  r->follow = on;
+  r->input_done = 0;
+}
 uint32_t mpt_reader_location_count(const mpt_reader *r) { return r->nlocs - 1; }
 
 const mpt_location *mpt_reader_location(const mpt_reader *r, uint32_t id)
@@ -1068,6 +1105,7 @@ static int snap_record(mpt_reader *r, mpt_event *ev)
 int mpt_reader_next(mpt_reader *r, mpt_event *ev)
 {
   if (r->failed) return MPT_ERR;
+  if (r->follow) r->input_done = 0;  /* look again for appended bytes */
   for (;;) {
     if (r->cp >= r->cend) {
       if (r->ended) return MPT_END;

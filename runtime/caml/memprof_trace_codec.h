@@ -341,6 +341,15 @@ const char *mpt_reader_error(const mpt_reader *r);
 /* Non-zero once the reader has met a cut-off end (no END chunk, or an
    incomplete last frame/chunk). */
 int mpt_reader_truncated(const mpt_reader *r);
+/* Bytes of the file consumed so far (LZ4 frames as stored). */
+uint64_t mpt_reader_bytes_read(const mpt_reader *r);
+/* Following a file while it is written: with [on], the current end of the
+   file is not the end of the trace.  A chunk or LZ4 frame cut by it is kept
+   (not truncation): mpt_reader_next returns MPT_END meaning "nothing more
+   yet", and a later call decodes only what was appended since.  With [on]
+   0 (the writer has gone), the next call reads to the end once more and a
+   cut at the end is truncation again. */
+void mpt_reader_follow(mpt_reader *r, int on);
 /* From the END chunk, when present. */
 int mpt_reader_end_info(const mpt_reader *r, uint64_t *end_time_ns,
                         uint64_t *total_samples, uint64_t *lost_samples);

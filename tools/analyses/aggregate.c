@@ -47,6 +47,15 @@ void nodeagg_add(nodeagg *a, const an_sample *s)
   if (s->promoted) n->promoted_samples += s->nsamples;
 }
 
+void nodeagg_copy(nodeagg *dst, const nodeagg *src)
+{
+  *dst = *src;
+  dst->idx = src->idx_cap ? xmalloc(src->idx_cap * sizeof *src->idx) : NULL;
+  dst->v = src->cap ? xmalloc(src->cap * sizeof *src->v) : NULL;
+  if (src->idx_cap) memcpy(dst->idx, src->idx, src->idx_cap * sizeof *src->idx);
+  if (src->n) memcpy(dst->v, src->v, src->n * sizeof *src->v);
+}
+
 nstat nodeagg_get(const nodeagg *a, uint32_t i)
 {
   nstat z;

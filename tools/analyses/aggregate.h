@@ -39,6 +39,8 @@ typedef struct {
 
 void nodeagg_init(nodeagg *a, uint64_t live_at);
 void nodeagg_add(nodeagg *a, const an_sample *s);
+/* [dst] (uninitialised) becomes a copy of [src]. */
+void nodeagg_copy(nodeagg *dst, const nodeagg *src);
 /* Stats of node i (zeroes when never touched). */
 nstat nodeagg_get(const nodeagg *a, uint32_t i);
 void nodeagg_free(nodeagg *a);

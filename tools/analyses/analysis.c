@@ -13,11 +13,18 @@
    - Live table: livetab.h, block id -> a compact 20-byte record; a
      collection completes the sample and frees the record; samples still
      live at the end are completed with t_collect = AN_NEVER.
-   Filters are evaluated on completed samples (see analysis.h). */
+   Filters are evaluated on completed samples (see analysis.h).
+   Traces are read one after the other (an_run), or, when followed while
+   they are written (an_follow_*), each keeps its reader, location map,
+   live table and latest time in a `followed` record, swapped into the
+   context's fields while it is read; a refresh completes the samples
+   still live provisionally, saving and restoring the statistics. */
 
 #include "analysis.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <signal.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +43,17 @@ typedef struct {
   mpt_location l;
   mpt_loc_entry *e;
 } gloc;
+
+/* A trace followed while it is written: what is kept between reads. */
+typedef struct {
+  char *path;
+  ti_trace *t;                 /* NULL until its header could be read */
+  uint32_t *lmap;
+  size_t lmap_cap;
+  livetab live;
+  uint64_t end_time;
+  int done;                    /* read to its end, or dropped */
+} followed;
 
 struct an_ctx {
   const char *const *paths;    /* the traces, read one after the other */
@@ -75,6 +93,14 @@ struct an_ctx {
   size_t prev_len, prev_cap;
 
   livetab live;
+  const char *cur_path;        /* the trace being read, for messages */
+  uint64_t events_read;
+
+  /* an_follow_open: every followed trace's reader and state, swapped into
+     the fields above (t, lmap, live, st.end_time) while it is read. */
+  followed *fl;
+  size_t nfl, fl_cap;
+  uint64_t bytes_done;         /* read from followed traces now closed */
 };
 
 /* ---------------- filters and option parsing ---------------- */
@@ -260,6 +286,9 @@ static const char *intern(an_ctx *c, const char *s)
   return r;
 }
 
+static an_ctx *ctx_new(const an_filter *f);
+static void set_header(an_ctx *c, ti_trace *t);
+
 an_ctx *an_open(const char *const *paths, size_t npaths, const an_filter *f)
 {
   char err[512];
@@ -272,22 +301,21 @@ an_ctx *an_open(const char *const *paths, size_t npaths, const an_filter *f)
     msg("%s\n", err);
     return NULL;
   }
-  an_ctx *c = xcalloc(1, sizeof *c);
+  an_ctx *c = ctx_new(f);
   c->paths = paths;
   c->npaths = npaths;
-  c->t = t;
+  c->cur_path = paths[0];
+  set_header(c, t);
+  return c;
+}
+
+static an_ctx *ctx_new(const an_filter *f)
+{
+  an_ctx *c = xcalloc(1, sizeof *c);
   c->f = f;
   c->strs = strpool_new();
   c->lockeys = strpool_new();
-  c->hdr = *ti_get_header(t);
-  c->hdr.executable = intern(c, c->hdr.executable);
-  c->hdr.hostname = intern(c, c->hdr.hostname);
-  c->hdr.ocaml_version = intern(c, c->hdr.ocaml_version);
-  c->hdr.command_line = intern(c, c->hdr.command_line);
-  c->hdr.runtime_params = intern(c, c->hdr.runtime_params);
-  c->hdr.context = intern(c, c->hdr.context);
   c->h = &c->hdr;
-  c->bytes_per_sample = c->h->word_bytes / c->h->sampling_rate;
   c->nodes_cap = 1024;
   c->nodes = xmalloc(c->nodes_cap * sizeof *c->nodes);
   c->links = xcalloc(c->nodes_cap, sizeof *c->links);
@@ -296,6 +324,20 @@ an_ctx *an_open(const char *const *paths, size_t npaths, const an_filter *f)
   u64map_init(&c->children, 16);
   livetab_init(&c->live);
   return c;
+}
+
+/* The first trace [t] becomes current and gives the header. */
+static void set_header(an_ctx *c, ti_trace *t)
+{
+  c->t = t;
+  c->hdr = *ti_get_header(t);
+  c->hdr.executable = intern(c, c->hdr.executable);
+  c->hdr.hostname = intern(c, c->hdr.hostname);
+  c->hdr.ocaml_version = intern(c, c->hdr.ocaml_version);
+  c->hdr.command_line = intern(c, c->hdr.command_line);
+  c->hdr.runtime_params = intern(c, c->hdr.runtime_params);
+  c->hdr.context = intern(c, c->hdr.context);
+  c->bytes_per_sample = c->h->word_bytes / c->h->sampling_rate;
 }
 
 void an_close(an_ctx *c)
@@ -316,6 +358,14 @@ void an_close(an_ctx *c)
   strpool_free(c->strs);
   free(c->prev);
   free(c->path);
+  for (size_t i = 0; i < c->nfl; i++) {
+    followed *t = &c->fl[i];
+    ti_close(t->t);
+    free(t->lmap);
+    livetab_free(&t->live);
+    free(t->path);
+  }
+  free(c->fl);
   free(c);
 }
 
@@ -389,9 +439,28 @@ double an_objects(const an_ctx *c, double nsamples, uint64_t wosize)
 
 /* ---------------- location matching and naming ---------------- */
 
+static int location_matches(const mpt_location *l, const regex_t *re);
+
 int an_loc_matches(an_ctx *c, uint32_t loc, const regex_t *re)
 {
-  const mpt_location *l = an_location(c, loc);
+  return location_matches(an_location(c, loc), re);
+}
+
+int an_filter_active(const an_filter *f)
+{
+  return f->alloc.on || f->live.on || f->collected.on || f->ndomains || f->sources ||
+         f->min_size || f->max_size != UINT64_MAX || f->min_life ||
+         f->max_life != UINT64_MAX || f->nfocus || f->nignore || f->nhide;
+}
+
+int an_filter_hides(const an_filter *f, const mpt_location *l)
+{
+  for (int i = 0; i < f->nhide; i++) if (location_matches(l, &f->hide[i])) return 1;
+  return 0;
+}
+
+static int location_matches(const mpt_location *l, const regex_t *re)
+{
   if (!l) return 0;
   for (uint32_t i = 0; i < l->n; i++) {
     const mpt_loc_entry *e = &l->entries[i];
@@ -598,9 +667,10 @@ static void complete(an_ctx *c, const an_callbacks *cb, const an_sample *s)
 }
 
 /* The completed sample of a live record. */
-static an_sample unpack(const an_live *r, uint64_t t_collect)
+static an_sample unpack(const an_live *r, uint64_t id, uint64_t t_collect)
 {
   an_sample s;
+  s.id = id;
   s.node = an_live_node(r);
   s.nsamples = r->nsamples;
   s.wosize = r->wosize;
@@ -617,10 +687,10 @@ typedef struct {
   const an_callbacks *cb;
 } end_walk;
 
-static void complete_live(void *u, const an_live *r)
+static void complete_live(void *u, uint64_t id, const an_live *r)
 {
   end_walk *w = u;
-  an_sample s = unpack(r, AN_NEVER);
+  an_sample s = unpack(r, id, AN_NEVER);
   complete(w->c, w->cb, &s);
 }
 
@@ -657,16 +727,17 @@ static void progress_tick(an_ctx *c, progress *p)
   p->shown = 1;
 }
 
-/* Read the current trace to its end.  0, or 1 after a malformed record
+/* Read the current trace as far as it goes (its end, or for a followed
+   trace what has been written so far).  0, or 1 after a malformed record
    (message printed). */
-static int run_trace(an_ctx *c, const an_callbacks *cb, progress *pg)
+static int read_events(an_ctx *c, const an_callbacks *cb, progress *pg)
 {
   mpt_event ev;
   int k;
-  uint64_t end_time = 0;
   while ((k = ti_next(c->t, &ev)) == TI_OK) {
+    c->events_read++;
     if (ev.kind >= 1 && ev.kind <= MPT_EV_LOST) c->st.events[ev.kind]++;
-    if (ev.time_ns > end_time) end_time = ev.time_ns;
+    if (ev.time_ns > c->st.end_time) c->st.end_time = ev.time_ns;
     if (cb->on_event) cb->on_event(cb->u, c, &ev);
     /* Without a sample consumer (info), lifetimes are not needed: skip the
        call tree and the live table, leaving a pure decode-and-count loop. */
@@ -692,7 +763,7 @@ static int run_trace(an_ctx *c, const an_callbacks *cb, progress *pg)
     case MPT_EV_COLLECT: {
       an_live r;
       if (!livetab_del(&c->live, ev.id, &r)) { c->st.unknown_collect++; break; }
-      an_sample s = unpack(&r, ev.time_ns);
+      an_sample s = unpack(&r, ev.id, ev.time_ns);
       complete(c, cb, &s);
       break;
     }
@@ -703,10 +774,17 @@ static int run_trace(an_ctx *c, const an_callbacks *cb, progress *pg)
   }
   if (k == TI_ERR) {
     if (pg->shown) { fprintf(stderr, "\r%50s\r", ""); pg->shown = 0; }
-    msg("%s%s: malformed trace: %s\n", c->npaths > 1 ? "warning: skipped " : "",
-            c->paths[c->cur], ti_error(c->t));
+    msg("%s%s: malformed trace: %s\n", c->npaths != 1 ? "warning: skipped " : "",
+            c->cur_path, ti_error(c->t));
     return 1;
   }
+  return 0;
+}
+
+/* The current trace has been read to its end: count it, and complete its
+   samples still live. */
+static void finish_trace(an_ctx *c, const an_callbacks *cb)
+{
   c->traces_read++;
   if (ti_truncated(c->t)) {
     c->traces_truncated++;
@@ -716,16 +794,14 @@ static int run_trace(an_ctx *c, const an_callbacks *cb, progress *pg)
   uint64_t end_ns, total, lost;
   if (ti_end_info(c->t, &end_ns, &total, &lost)) {
     c->traces_ended++;
-    if (end_ns > end_time) end_time = end_ns;
+    if (end_ns > c->st.end_time) c->st.end_time = end_ns;
   }
   /* Lifetimes of blocks live at the end run to this trace's end. */
-  c->st.end_time = end_time;
-  if (end_time > c->st.max_end_time) c->st.max_end_time = end_time;
+  if (c->st.end_time > c->st.max_end_time) c->st.max_end_time = c->st.end_time;
   /* Blocks still live at the end, in memory order (ring, then the older
      ones in id order). */
   end_walk w = { c, cb };
   livetab_each(&c->live, complete_live, &w);
-  return 0;
 }
 
 /* Make the next trace current; 0, or -1 when none is left.  With several
@@ -752,6 +828,8 @@ static int next_trace(an_ctx *c)
     }
     ti_close(c->t);
     c->t = t;
+    c->cur_path = c->paths[c->cur];
+    c->st.end_time = 0;
     /* Per-trace state: location map, previous stack, live table. */
     if (c->lmap) memset(c->lmap, 0, c->lmap_cap * sizeof *c->lmap);
     c->prev_len = 0;
@@ -768,9 +846,11 @@ int an_run(an_ctx *c, const an_callbacks *cb)
   if (pg.tty) pg.t0 = pg.last = now_s();
   int rc = 0;
   do {
-    if (run_trace(c, cb, &pg)) {
+    if (read_events(c, cb, &pg)) {
       if (c->npaths == 1) return 1;
       c->traces_skipped++;
+    } else {
+      finish_trace(c, cb);
     }
   } while (next_trace(c) == 0);
   if (pg.shown) fprintf(stderr, "\r%50s\r", "");
@@ -782,6 +862,136 @@ int an_run(an_ctx *c, const an_callbacks *cb)
     rc = 1;
   }
   return rc;
+}
+
+/* ---------------- following traces while they are written ---------------- */
+
+an_ctx *an_follow_open(const an_filter *f)
+{
+  an_ctx *c = ctx_new(f);
+  livetab_free(&c->live);      /* each followed trace has its own */
+  return c;
+}
+
+static followed *find_followed(const an_ctx *c, const char *path)
+{
+  for (size_t i = 0; i < c->nfl; i++)
+    if (!strcmp(c->fl[i].path, path)) return &c->fl[i];
+  return NULL;
+}
+
+/* Make followed trace [t] current (its reader and state in the context's
+   fields) or put it back. */
+static void follow_load(an_ctx *c, followed *t)
+{
+  c->t = t->t;
+  c->lmap = t->lmap;
+  c->lmap_cap = t->lmap_cap;
+  c->live = t->live;
+  c->st.end_time = t->end_time;
+  c->cur_path = t->path;
+  c->prev_len = 0;
+}
+
+static void follow_store(an_ctx *c, followed *t)
+{
+  t->lmap = c->lmap;
+  t->lmap_cap = c->lmap_cap;
+  t->live = c->live;
+  t->end_time = c->st.end_time;
+  c->t = NULL;
+  c->lmap = NULL;
+  c->lmap_cap = 0;
+  memset(&c->live, 0, sizeof c->live);
+}
+
+/* Has the process writing [h] gone (checked by pid on this host)? */
+static int writer_gone(const ti_header *h)
+{
+  if (h->pid == 0 || h->pid > INT32_MAX) return 1;
+  return kill((pid_t)h->pid, 0) != 0 && errno != EPERM;
+}
+
+int an_follow_read(an_ctx *c, const char *path, const an_callbacks *cb)
+{
+  followed *t = find_followed(c, path);
+  if (!t) {
+    grow_array((void **)&c->fl, &c->fl_cap, c->nfl + 1, sizeof *c->fl);
+    t = &c->fl[c->nfl++];
+    memset(t, 0, sizeof *t);
+    t->path = xstrdup(path);
+    livetab_init(&t->live);
+  }
+  if (t->done) return 0;
+  if (!t->t) {                  /* not open yet: is its header written? */
+    char err[512];
+    ti_trace *tr = ti_open(path, err, sizeof err);
+    if (!tr) return -1;
+    const ti_header *h = ti_get_header(tr);
+    if (!c->bytes_per_sample) set_header(c, tr);
+    else if (h->sampling_rate != c->h->sampling_rate || h->word_bytes != c->h->word_bytes) {
+      msg("warning: skipped %s: sampling rate %g or word size %u differs from the"
+          " first trace's (%g, %u)\n", path, h->sampling_rate, h->word_bytes * 8,
+          c->h->sampling_rate, c->h->word_bytes * 8);
+      ti_close(tr);
+      c->traces_skipped++;
+      t->done = 1;
+      return 1;
+    }
+    t->t = tr;
+    ti_follow(tr, 1);
+  }
+  /* Decided before reading, so that the last read gets everything. */
+  int last = writer_gone(ti_get_header(t->t));
+  if (last) ti_follow(t->t, 0);
+  follow_load(c, t);
+  progress pg = { 0, 0, 0, 0, 0 };
+  uint64_t end_ns, total, lost;
+  int rc = read_events(c, cb, &pg), finished = rc;
+  if (rc) c->traces_skipped++;
+  else if (last || ti_end_info(c->t, &end_ns, &total, &lost)) {
+    finish_trace(c, cb);
+    finished = 1;
+  }
+  follow_store(c, t);
+  if (finished) {               /* free its state */
+    c->bytes_done += ti_bytes_read(t->t);
+    ti_close(t->t);
+    t->t = NULL;
+    free(t->lmap);
+    t->lmap = NULL;
+    t->lmap_cap = 0;
+    livetab_free(&t->live);
+    t->done = 1;
+  }
+  return rc;
+}
+
+int an_follow_done(const an_ctx *c, const char *path)
+{
+  const followed *t = find_followed(c, path);
+  return t && t->done;
+}
+
+void an_follow_live(an_ctx *c, const an_callbacks *cb)
+{
+  an_stats saved = c->st;       /* provisional: counted in no statistic */
+  end_walk w = { c, cb };
+  for (size_t i = 0; i < c->nfl; i++) {
+    followed *t = &c->fl[i];
+    if (t->done || !t->t) continue;
+    c->st.end_time = t->end_time;
+    livetab_each(&t->live, complete_live, &w);
+  }
+  c->st = saved;
+}
+
+void an_follow_work(const an_ctx *c, uint64_t *bytes, uint64_t *events)
+{
+  *bytes = c->bytes_done;
+  for (size_t i = 0; i < c->nfl; i++)
+    if (c->fl[i].t) *bytes += ti_bytes_read(c->fl[i].t);
+  *events = c->events_read;
 }
 
 void an_print_hints(const an_ctx *c)

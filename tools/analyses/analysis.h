@@ -55,6 +55,10 @@ void an_filter_free(an_filter *f);
    0 otherwise. */
 int an_filter_option(an_filter *f, int argc, char **argv, int *i, char *err, size_t errlen);
 extern const char an_filter_help[];
+/* Does [f] filter anything (some option given)? */
+int an_filter_active(const an_filter *f);
+/* Does --hide remove location [l] from stacks? */
+int an_filter_hides(const an_filter *f, const mpt_location *l);
 
 /* Parse "1.5", "1.5s", "300ms", "20us", "10ns", "2m": a duration in ns. */
 int parse_time(const char *s, uint64_t *ns);
@@ -79,6 +83,7 @@ typedef struct {
 /* ---- completed samples ---- */
 
 typedef struct {
+  uint64_t id;                 /* the block's id in its trace */
   uint32_t node;               /* stack after --hide */
   uint32_t nsamples;
   uint64_t wosize;
@@ -99,6 +104,9 @@ typedef struct {
 
 typedef struct an_ctx an_ctx;
 
+/* A sample completed by a collection reaches on_sample right after its
+   COLLECT event reached on_event; the samples still live at the end of a
+   trace come after all its events. */
 typedef struct {
   void *u;
   void (*on_event)(void *u, an_ctx *c, const mpt_event *ev); /* every event */
@@ -120,6 +128,28 @@ an_ctx *an_open(const char *const *paths, size_t npaths, const an_filter *f);
    decode-and-count pass. */
 int an_run(an_ctx *c, const an_callbacks *cb);
 void an_close(an_ctx *c);
+
+/* ---- following traces while they are written (top --follow) ----
+   A context made by an_follow_open follows any number of traces, each
+   with its reader and state (location map, live samples) kept between
+   reads, so that a read costs what was appended since the previous one. */
+an_ctx *an_follow_open(const an_filter *f);
+/* Read what has been appended to trace [path] since the last call (the
+   first call opens it and makes its header the context's when it is the
+   first).  When its writer has gone (pid checked on this host, before
+   reading) or its end record is read, the trace is read to its end, its
+   samples still live are completed and its state freed: it is done and
+   later calls return 0 at once.  Returns 0; -1 when the file has no
+   readable header yet (try again later); 1 after a warning (malformed,
+   or another sampling rate or word size: the trace is dropped, done). */
+int an_follow_read(an_ctx *c, const char *path, const an_callbacks *cb);
+int an_follow_done(const an_ctx *c, const char *path);
+/* Give cb->on_sample the samples still live in the traces not done, as if
+   their traces ended now (at their latest event); they stay live, and the
+   statistics do not count them. */
+void an_follow_live(an_ctx *c, const an_callbacks *cb);
+/* Bytes read from the files and events decoded so far. */
+void an_follow_work(const an_ctx *c, uint64_t *bytes, uint64_t *events);
 /* After an_run: one note on stderr when the result is empty or mostly
    without source locations, saying why (no samples, filters, no -g). */
 void an_print_hints(const an_ctx *c);

@@ -162,16 +162,20 @@ int livetab_del(livetab *t, uint64_t id, an_live *out)
   return 1;
 }
 
-void livetab_each(livetab *t, void (*f)(void *u, const an_live *r), void *u)
+void livetab_each(livetab *t, void (*f)(void *u, uint64_t id, const an_live *r), void *u)
 {
+  /* Ring slot s holds the id of the window [base, base + WINDOW) that is
+     s modulo WINDOW. */
   for (size_t s = 0; s < LIVETAB_WINDOW; s++)
-    if (t->bits[s / 64] >> (s % 64) & 1) f(u, &t->ring[s]);
+    if (t->bits[s / 64] >> (s % 64) & 1)
+      f(u, t->base + ((s - t->base) & (LIVETAB_WINDOW - 1)), &t->ring[s]);
   for (size_t i = 0; i < t->nold; i++)
-    if (t->old[i].r.nsamples) f(u, &t->old[i].r);
+    if (t->old[i].r.nsamples) f(u, old_id(&t->old[i]), &t->old[i].r);
   /* Stray records in use are those the map points at. */
   for (size_t i = 0; i <= t->stray_idx.mask; i++)
-    if (t->stray_idx.e[i].key != UINT64_MAX) f(u, &t->stray[t->stray_idx.e[i].val]);
-  if (t->stray_idx.has_max) f(u, &t->stray[t->stray_idx.max_val]);
+    if (t->stray_idx.e[i].key != UINT64_MAX)
+      f(u, t->stray_idx.e[i].key, &t->stray[t->stray_idx.e[i].val]);
+  if (t->stray_idx.has_max) f(u, UINT64_MAX, &t->stray[t->stray_idx.max_val]);
 }
 
 size_t livetab_bytes(const livetab *t)

@@ -62,8 +62,8 @@ an_live *livetab_get(livetab *t, uint64_t id);
 an_live *livetab_put(livetab *t, uint64_t id, int *had);
 /* Remove [id]: 1 and its record in *out, or 0. */
 int livetab_del(livetab *t, uint64_t id, an_live *out);
-/* Call [f] on every record (ring, then old, then stray). */
-void livetab_each(livetab *t, void (*f)(void *u, const an_live *r), void *u);
+/* Call [f] on every record with its id (ring, then old, then stray). */
+void livetab_each(livetab *t, void (*f)(void *u, uint64_t id, const an_live *r), void *u);
 /* Bytes held, for measurements. */
 size_t livetab_bytes(const livetab *t);
 

@@ -232,6 +232,20 @@ static const char *base_name(const char *p)
   return s ? s + 1 : p;
 }
 
+/* The readable trace of [known] at [path], searched from *from on (paths
+   come in the same order from one resolution to the next). */
+static const cli_trace *known_trace(const cli_inputs *known, const char *path, size_t *from)
+{
+  for (size_t n = 0; n < known->ntraces; n++) {
+    size_t i = (*from + n) % known->ntraces;
+    if (!strcmp(known->traces[i].path, path)) {
+      *from = i + 1;
+      return known->traces[i].ok ? &known->traces[i] : NULL;
+    }
+  }
+  return NULL;
+}
+
 int cli_inputs_resolve(cli_inputs *in)
 {
   if (in->nargs == 0) return cli_usage_error("no TRACE given");
@@ -276,9 +290,18 @@ int cli_inputs_resolve(cli_inputs *in)
     msg("note: skipped %zu files that are not traces\n", skipped);
   /* Headers: needed to select or group, and to name processes. */
   int need = in->have_pid || in->exe || in->group_exe || in->headers || in->ntraces > 1;
+  size_t from = 0;              /* in->known: where the last match was */
   for (size_t i = 0; need && i < in->ntraces; i++) {
     char err[512];
     cli_trace *t = &in->traces[i];
+    const cli_trace *k = in->known ? known_trace(in->known, t->path, &from) : NULL;
+    if (k) {
+      t->ok = 1;
+      t->pid = k->pid;
+      t->ppid = k->ppid;
+      t->exe = xstrdup(k->exe);
+      continue;
+    }
     ti_trace *tr = ti_open(t->path, err, sizeof err);
     if (!tr) { t->exe = xstrdup("?"); continue; }
     const ti_header *h = ti_get_header(tr);

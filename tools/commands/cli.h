@@ -63,7 +63,7 @@ typedef struct {
   size_t n;
 } cli_group;
 
-typedef struct {
+typedef struct cli_inputs {
   char **args;                  /* as given */
   size_t nargs, args_cap;
   int have_pid;
@@ -71,6 +71,9 @@ typedef struct {
   const char *exe;
   int group_exe;
   int headers;                  /* read the headers even for one trace */
+  const struct cli_inputs *known; /* or NULL: a previous resolution whose
+                                  headers are reused for the same paths
+                                  (top --follow resolves every refresh) */
   /* after cli_inputs_resolve: */
   cli_trace *traces;
   size_t ntraces;

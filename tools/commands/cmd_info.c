@@ -22,13 +22,32 @@ typedef struct {
   uint64_t samples;
 } dom_counts;
 
+/* What passes the filters (counted on completed samples). */
+typedef struct {
+  uint64_t blocks, samples, promoted, collected, live_end;
+  uint64_t samples_by_source[MPT_SRC_COUNT];
+} kept_counts;
+
 typedef struct {
   dom_counts *doms;
   size_t ndoms, cap;
   uint64_t samples_by_source[MPT_SRC_COUNT];
   uint64_t words_by_source[MPT_SRC_COUNT];
   uint64_t lost;
+  kept_counts kept;
 } info_acc;
+
+static void on_sample(void *u, an_ctx *c, const an_sample *s)
+{
+  (void)c;
+  kept_counts *k = &((info_acc *)u)->kept;
+  k->blocks++;
+  k->samples += s->nsamples;
+  k->samples_by_source[s->source < MPT_SRC_COUNT ? s->source : 0] += s->nsamples;
+  k->promoted += s->promoted;
+  if (s->t_collect == AN_NEVER) k->live_end++;
+  else k->collected++;
+}
 
 static void on_event(void *u, an_ctx *c, const mpt_event *ev)
 {
@@ -55,7 +74,7 @@ static void on_event(void *u, an_ctx *c, const mpt_event *ev)
 }
 
 static const char usage[] =
-  "usage: ocaml-memprof info [--json | --top N] [--pid N] [--exe NAME] TRACE...\n"
+  "usage: ocaml-memprof info [--json | --top N] [--pid N] [--exe NAME] [FILTERS] TRACE...\n"
   "For one trace: the header, event counts by kind and domain, the estimated\n"
   "total allocated bytes and whether the file was truncated.\n"
   "For several traces (files, directories, glob patterns): the process tree\n"
@@ -67,7 +86,10 @@ static const char usage[] =
   "  --json            machine-readable output\n"
   "  --top N           after the process tree, the N top allocation sites of\n"
   "                    each executable (as `top --group exe -n N`)\n"
-  "  --pid N, --exe NAME   only the traces of process N / executable NAME\n";
+  "  --pid N, --exe NAME   only the traces of process N / executable NAME\n"
+  "With filters, the output says so and counts the sampled blocks that pass:\n"
+  "blocks, samples, estimated bytes, promoted, collected and live at the end\n"
+  "(for several traces: the samples and bytes of each process).\n";
 
 /* ---- several traces: the process tree ---- */
 
@@ -118,18 +140,18 @@ static void print_proc(FILE *o, proc *ps, size_t n, size_t i, int depth, int jso
       print_proc(o, ps, n, k, depth + 1, json, first);
 }
 
-static void info_one_pass(const char *path, proc *p)
+static void info_one_pass(const char *path, const an_filter *f, proc *p)
 {
-  an_filter f;
-  an_filter_init(&f);
   const char *paths[1] = { path };
-  an_ctx *c = an_open(paths, 1, &f);
+  an_ctx *c = an_open(paths, 1, f);
   if (!c) { p->failed = 1; return; }
   info_acc a;
   memset(&a, 0, sizeof a);
-  an_callbacks cb = { &a, on_event, NULL };
+  int filtered = an_filter_active(f);
+  an_callbacks cb = { &a, on_event, filtered ? on_sample : NULL };
   if (an_run(c, &cb)) p->failed = 1;
   for (int s = 0; s < MPT_SRC_COUNT; s++) p->samples += a.samples_by_source[s];
+  if (filtered) p->samples = a.kept.samples;
   p->bytes = an_bytes(c, (double)p->samples);
   p->seconds = an_get_stats(c)->max_end_time / 1e9;
   p->truncated = an_truncated(c);
@@ -138,22 +160,32 @@ static void info_one_pass(const char *path, proc *p)
   an_close(c);
 }
 
-static int info_many(const cli_inputs *in, int json)
+static int info_many(const cli_inputs *in, const an_filter *f, const char *fdesc, int json)
 {
   proc *ps = xcalloc(in->ntraces, sizeof *ps);
   size_t n = 0;
   for (size_t i = 0; i < in->ntraces; i++) {
     if (!in->traces[i].selected) continue;
     ps[n].t = &in->traces[i];
-    info_one_pass(in->traces[i].path, &ps[n]);
+    info_one_pass(in->traces[i].path, f, &ps[n]);
     n++;
   }
   if (n) qsort(ps, n, sizeof *ps, cmp_proc);
   FILE *o = stdout;
   int first = 1;
-  if (json) fprintf(o, "{\"processes\": [");
-  else fprintf(o, "%-8s %8s %10s %9s %10s  %s\n", "PID", "PPID", "SECONDS", "SAMPLES",
-               "ALLOCATED", "EXECUTABLE  FILE");
+  if (json) {
+    fprintf(o, "{");
+    if (fdesc[0]) { fprintf(o, "\"filter\": "); json_str(o, fdesc); fprintf(o, ", "); }
+    fprintf(o, "\"processes\": [");
+  } else {
+    if (fdesc[0]) {
+      fputs("filter: ", o);
+      cli_put_safe(o, fdesc);
+      fputs(" (samples and bytes of the sampled blocks that pass)\n", o);
+    }
+    fprintf(o, "%-8s %8s %10s %9s %10s  %s\n", "PID", "PPID", "SECONDS", "SAMPLES",
+            "ALLOCATED", "EXECUTABLE  FILE");
+  }
   /* Roots: processes whose parent has no trace here. */
   for (size_t i = 0; i < n; i++) {
     int has_parent = 0;
@@ -205,74 +237,93 @@ static int info_many(const cli_inputs *in, int json)
   return out_close(stdout, NULL);
 }
 
+static int info_one(const char *path, const an_filter *f, const char *fdesc, int json);
+
 int cmd_info(int argc, char **argv)
 {
-  int json = 0;
+  int json = 0, rc = -1;
   const char *top = NULL;
   cli_inputs in;
   cli_inputs_init(&in);
-  for (int i = 1; i < argc; i++) {
-    int k = cli_inputs_option(&in, 0, argc, argv, &i);
-    if (k < 0) { cli_inputs_free(&in); return 2; }
-    if (k) continue;
-    if (cli_is_help(argv[i])) {
-      print_usage(stdout, usage, 0);
-      cli_inputs_free(&in);
-      return 0;
-    } else if (!strcmp(argv[i], "--json")) json = 1;
+  an_filter f;
+  an_filter_init(&f);
+  /* The filter options as given, for the output and for --top. */
+  char **fargs = xcalloc((size_t)argc + 1, sizeof *fargs);
+  int nf = 0;
+  char fdesc[2048] = "";
+  size_t fdlen = 0;
+  for (int i = 1; i < argc && rc < 0; i++) {
+    int from = i, k = cli_option(&f, NULL, 0, argc, argv, &i);
+    if (k > 0) {
+      for (int j = from; j <= i; j++) {
+        fargs[nf++] = argv[j];
+        int w = snprintf(fdesc + fdlen, sizeof fdesc - fdlen, "%s%s", fdlen ? " " : "", argv[j]);
+        if (w > 0) fdlen = fdlen + (size_t)w < sizeof fdesc ? fdlen + (size_t)w : sizeof fdesc - 1;
+      }
+      continue;
+    }
+    if (k == 0) k = cli_inputs_option(&in, 0, argc, argv, &i);
+    if (k < 0) rc = 2;
+    else if (k) continue;
+    else if (cli_is_help(argv[i])) { print_usage(stdout, usage, 1); rc = 0; }
+    else if (!strcmp(argv[i], "--json")) json = 1;
     else if (!strcmp(argv[i], "--top")) {
       const char *v = cli_value(argc, argv, &i);
       long n;
-      if (!v) { cli_inputs_free(&in); return 2; }
-      if (parse_count(v, &n) < 0 || n == 0) {
-        cli_inputs_free(&in);
-        return cli_bad_value("--top", v, "a number of sites per executable (>= 1)");
-      }
+      if (!v) rc = 2;
+      else if (parse_count(v, &n) < 0 || n == 0)
+        rc = cli_bad_value("--top", v, "a number of sites per executable (>= 1)");
       top = v;
     }
-    else if (argv[i][0] == '-' && argv[i][1]) { cli_inputs_free(&in); return cli_unknown_option(argv[i]); }
+    else if (argv[i][0] == '-' && argv[i][1]) rc = cli_unknown_option(argv[i]);
     else cli_inputs_add(&in, argv[i]);
   }
-  if (top && json) {
-    cli_inputs_free(&in);
-    return cli_usage_error("--top is for text output (use `top --group exe --json`)");
-  }
+  if (rc < 0 && top && json)
+    rc = cli_usage_error("--top is for text output (use `top --group exe --json`)");
   in.headers = top != NULL;
-  int rc = cli_inputs_resolve(&in);
-  if (rc) { cli_inputs_free(&in); return rc; }
+  if (rc >= 0) goto done;
+  rc = cli_inputs_resolve(&in);
+  if (rc) goto done;
+  const char *desc = fdesc;
   if (top) {                    /* the tree, then top sites per executable */
-    rc = info_many(&in, 0);
+    rc = info_many(&in, &f, desc, 0);
     if (!rc) {
       fflush(stdout);
       putchar('\n');
-      char **av = xcalloc(in.npaths + 6, sizeof *av);
+      char **av = xcalloc(in.npaths + (size_t)nf + 6, sizeof *av);
       int ac = 0;
       av[ac++] = "top"; av[ac++] = "--group"; av[ac++] = "exe"; av[ac++] = "-n";
       av[ac++] = (char *)top;
+      for (int i = 0; i < nf; i++) av[ac++] = fargs[i];
       for (size_t i = 0; i < in.npaths; i++) av[ac++] = (char *)in.paths[i];
       rc = cmd_top(ac, av);
       free(av);
     }
-    cli_inputs_free(&in);
-    return rc;
+  } else if ((in.ntraces > 1 || in.have_pid || in.exe) && (in.npaths > 1 || in.ntraces > 1)) {
+    rc = info_many(&in, &f, desc, json);
+  } else {
+    rc = info_one(in.paths[0], &f, desc, json);
   }
-  if (in.ntraces > 1 || in.have_pid || in.exe) {
-    if (in.npaths > 1 || in.ntraces > 1) {
-      rc = info_many(&in, json);
-      cli_inputs_free(&in);
-      return rc;
-    }
-  }
-  const char *path = in.paths[0];
-  an_filter f;
-  an_filter_init(&f);
-  an_ctx *c = an_open(in.paths, 1, &f);
-  if (!c) { cli_inputs_free(&in); return 1; }
+done:
+  free(fargs);
+  an_filter_free(&f);
+  cli_inputs_free(&in);
+  return rc;
+}
+
+/* One trace: the header and the counts, then what passes the filters. */
+static int info_one(const char *path, const an_filter *f, const char *fdesc, int json)
+{
+  const char *paths[1] = { path };
+  an_ctx *c = an_open(paths, 1, f);
+  if (!c) return 1;
   info_acc a;
   memset(&a, 0, sizeof a);
-  an_callbacks cb = { &a, on_event, NULL };
-  rc = an_run(c, &cb);
-  if (rc) { an_close(c); free(a.doms); cli_inputs_free(&in); return rc; }
+  int filtered = an_filter_active(f);
+  an_callbacks cb = { &a, on_event, filtered ? on_sample : NULL };
+  int rc = an_run(c, &cb);
+  if (rc) { an_close(c); free(a.doms); return rc; }
+  if (filtered) an_print_hints(c);
 
   const ti_header *h = an_header(c);
   const an_stats *st = an_get_stats(c);
@@ -339,6 +390,19 @@ int cmd_info(int argc, char **argv)
     printf(",\n  \"locations\": %u", ti_location_count(an_trace(c)));
     printf(",\n  \"unknown_promotions\": %llu", (unsigned long long)st->unknown_promote);
     printf(",\n  \"unknown_collections\": %llu", (unsigned long long)st->unknown_collect);
+    if (filtered) {
+      const kept_counts *k = &a.kept;
+      printf(",\n  \"filter\": {\"options\": "); json_str(stdout, fdesc);
+      printf(", \"blocks\": %llu, \"samples\": %llu, \"samples_by_source\": {",
+             (unsigned long long)k->blocks, (unsigned long long)k->samples);
+      for (int s = 0; s < MPT_SRC_COUNT; s++)
+        printf("%s\"%s\": %llu", s ? ", " : "", ti_source_name(s),
+               (unsigned long long)k->samples_by_source[s]);
+      printf("}, \"estimated_allocated_bytes\": %.0f, \"promoted_blocks\": %llu, "
+             "\"collected_blocks\": %llu, \"live_at_end_blocks\": %llu}",
+             an_bytes(c, (double)k->samples), (unsigned long long)k->promoted,
+             (unsigned long long)k->collected, (unsigned long long)k->live_end);
+    }
     if (cs) {
       printf(",\n  \"ctf\": {\"packets\": %llu, \"location_packets\": %llu, "
              "\"skipped_packets\": %llu, \"location_events\": %llu, "
@@ -397,9 +461,22 @@ int cmd_info(int argc, char **argv)
              (unsigned long long)cs->skipped_packets, (unsigned long long)cs->verified_packets,
              (unsigned long long)cs->largest_packet, (unsigned long long)cs->location_events,
              cs->max_backtrace);
+    if (filtered) {
+      const kept_counts *k = &a.kept;
+      printf("filter:        "); cli_put_safe(stdout, fdesc);
+      printf("\n  passing:     %llu of %llu sampled blocks (%llu promoted, %llu collected,"
+             " %llu live at end)\n", (unsigned long long)k->blocks,
+             (unsigned long long)st->events[MPT_EV_ALLOC], (unsigned long long)k->promoted,
+             (unsigned long long)k->collected, (unsigned long long)k->live_end);
+      printf("  samples:     %llu (", (unsigned long long)k->samples);
+      for (int s = 0; s < MPT_SRC_COUNT; s++)
+        printf("%s%s=%llu", s ? ", " : "", ti_source_name(s),
+               (unsigned long long)k->samples_by_source[s]);
+      printf(")\n  allocated:   %s estimated\n",
+             human_bytes(an_bytes(c, (double)k->samples), b1, sizeof b1));
+    }
   }
   an_close(c);
   free(a.doms);
-  cli_inputs_free(&in);
   return out_close(stdout, NULL);
 }

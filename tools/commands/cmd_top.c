@@ -8,8 +8,6 @@
    Live volume is measured at --live-at (end, peak or a time); "peak" costs
    a first pass over the file (aggregate.c). */
 
-#include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -71,7 +69,10 @@ static const char usage[] =
   "  -n N              rows to print (20; 0 = all)\n"
   "  --group exe       one table per executable (default: all traces merged)\n"
   "  --follow          read the traces while they are written and refresh the\n"
-  "                    table every --interval (1s) until their processes end\n"
+  "                    table every --interval (1s) until their processes end;\n"
+  "                    each refresh reads only what was appended\n"
+  "  --stats           with --follow: bytes read, events decoded and CPU time\n"
+  "                    of each refresh, on stderr\n"
   "  --json, --csv     machine-readable output\n"
   "  -o FILE           write to FILE\n";
 
@@ -100,7 +101,7 @@ typedef struct {
   matcher m;
   int follow;
   double interval;             /* s between refreshes with --follow */
-  uint64_t ended;              /* traces read to their end record */
+  int stats;                   /* --stats: work per refresh on stderr */
 } topt;
 
 static int parse(int argc, char **argv, topt *t, cli_inputs *in)
@@ -133,6 +134,7 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
       }
       t->rel = a[7] == 'r' ? 1 : 2;     /* --callers, --callees */
     } else if (!strcmp(a, "--follow")) t->follow = 1;
+    else if (!strcmp(a, "--stats")) t->stats = 1;
     else if (!strcmp(a, "--interval")) {
       uint64_t ns;
       if (!(v = cli_value(argc, argv, &i))) return 2;
@@ -142,6 +144,7 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
     } else if (a[0] == '-' && a[1]) return cli_unknown_option(a);
     else cli_inputs_add(in, a);
   }
+  if (t->stats && !t->follow) return cli_usage_error("--stats goes with --follow");
   if (t->follow && !strcmp(t->live_arg, "peak"))
     return cli_usage_error("--follow and --live-at peak: the peak is known at the end only");
   if (t->follow) return in->nargs ? -1 : cli_usage_error("no TRACE given");
@@ -149,25 +152,20 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
   return rc ? rc : -1;
 }
 
-/* One table over the traces [paths]; [group] names the executable in
+/* Print the table of [agg] (sums per node of [c], over [npaths] traces,
+   [path] the one when there is one); [group] names the executable in
    --group exe mode (NULL otherwise; [index] counts the groups). */
-static int top_run(topt *t, const char *const *paths, size_t npaths, const char *group,
-                   size_t index, FILE *o)
+static void top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, const char *path,
+                      const char *group, size_t index, FILE *o)
 {
   an_keykind by = t->tab.by;
   int rel = t->rel;
   matcher m = t->m;
   long limit = t->tab.limit;
   out_mode mode = t->tab.mode;
-  const char *live_arg = t->live_arg;
-  const char *path = npaths == 1 ? paths[0] : NULL;
-  an_ctx *c;
-  nodeagg agg;
-  int rc = nodeagg_run(paths, npaths, &t->f, live_arg, &agg, &c);
-  if (rc) return rc;
   m.cache = NULL;
   m.cap = 0;
-  uint64_t live_at = agg.live_at;
+  uint64_t live_at = agg->live_at;
 
   /* Nodes -> rows. */
   const an_node *nodes = an_nodes(c);
@@ -179,7 +177,7 @@ static int top_run(topt *t, const char *const *paths, size_t npaths, const char 
   nstat total;
   memset(&total, 0, sizeof total);
   for (uint32_t i = 0; i < nn; i++) {
-    nstat s = nodeagg_get(&agg, i);
+    nstat s = nodeagg_get(agg, i);
     if (!s.blocks) continue;
     add_stat(&total, &s);
     const char *key;
@@ -286,11 +284,21 @@ static int top_run(topt *t, const char *const *paths, size_t npaths, const char 
     }
     if (shown < nrows) fprintf(o, "(%zu more rows; -n 0 shows all)\n", nrows - shown);
   }
-  t->ended += an_traces_ended(c);
   free(rows);
   u64map_free(&idx);
-  nodeagg_free(&agg);
   free(m.cache);
+}
+
+/* One table over the traces [paths] (see top_print). */
+static int top_run(topt *t, const char *const *paths, size_t npaths, const char *group,
+                   size_t index, FILE *o)
+{
+  an_ctx *c;
+  nodeagg agg;
+  int rc = nodeagg_run(paths, npaths, &t->f, t->live_arg, &agg, &c);
+  if (rc) return rc;
+  top_print(t, c, &agg, npaths, npaths == 1 ? paths[0] : NULL, group, index, o);
+  nodeagg_free(&agg);
   an_close(c);
   return 0;
 }
@@ -298,7 +306,6 @@ static int top_run(topt *t, const char *const *paths, size_t npaths, const char 
 static int print_tops(topt *t, cli_inputs *in, FILE *o)
 {
   int rc = 0;
-  t->ended = 0;
   for (size_t g = 0; g < in->ngroups && !rc; g++)
     rc = top_run(t, in->groups[g].paths, in->groups[g].n,
                  in->group_exe ? in->groups[g].name : NULL, g, o);
@@ -306,55 +313,140 @@ static int print_tops(topt *t, cli_inputs *in, FILE *o)
   return rc;
 }
 
-/* Is the process that writes trace [path] still running (on this host)? */
-static int writer_alive(const char *path)
+/* --follow: one context and one accumulator per group, kept from one
+   refresh to the next; a refresh reads what the traces gained since the
+   previous one, then prints the accumulated samples plus those still live
+   (counted as live at the end of what has been read). */
+typedef struct {
+  char *name;                  /* executable, or NULL: all traces */
+  an_ctx *c;
+  nodeagg agg;                 /* completed samples (collected, or of
+                                  traces that are done) */
+  size_t npaths;
+  char *path;                  /* the trace, when it is one */
+} fgroup;
+
+static void fgroup_sample(void *u, an_ctx *c, const an_sample *s)
 {
-  char err[256];
-  ti_trace *tr = ti_open(path, err, sizeof err);
-  if (!tr) return 1;                /* not even a header yet */
-  uint64_t pid = ti_get_header(tr)->pid;
-  ti_close(tr);
-  if (pid == 0 || pid > INT32_MAX) return 0;
-  return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+  (void)c;
+  nodeagg_add(u, s);
 }
 
-/* --follow: read the traces again every interval while they are written,
-   clearing the terminal (or separating refreshes with a line); stop after
-   a last refresh once every trace has its end record or its process has
-   gone. */
+static double cpu_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static fgroup *fgroup_get(fgroup **gs, size_t *ng, const char *name, topt *t, uint64_t live_at)
+{
+  for (size_t i = 0; i < *ng; i++)
+    if ((!name && !(*gs)[i].name) || (name && (*gs)[i].name && !strcmp(name, (*gs)[i].name)))
+      return &(*gs)[i];
+  *gs = xrealloc(*gs, (*ng + 1) * sizeof **gs);
+  fgroup *g = &(*gs)[(*ng)++];
+  memset(g, 0, sizeof *g);
+  g->name = name ? xstrdup(name) : NULL;
+  g->c = an_follow_open(&t->f);
+  nodeagg_init(&g->agg, live_at);
+  return g;
+}
+
+/* Read the traces while they are written, refreshing every interval
+   (the terminal cleared, or refreshes separated by a line); stop after the
+   refresh in which every trace is done (its end record read, or its process
+   gone and the file read to its end). */
 static int follow(topt *t, cli_inputs *args, FILE *o)
 {
   an_quiet_truncation = 1;
+  uint64_t live_at;
+  if (resolve_live_at(t->live_arg, NULL, 0, &t->f, &live_at)) return 2;
   int tty = isatty(fileno(o)), waited = 0;
+  fgroup *gs = NULL;
+  size_t ng = 0;
+  uint64_t bytes0 = 0, events0 = 0;
+  cli_inputs prev;              /* the previous refresh's, for its headers */
+  cli_inputs_init(&prev);
   for (unsigned n = 0;;) {
+    double cpu0 = cpu_ms();
     cli_inputs in;
     cli_inputs_init(&in);
+    in.known = &prev;
     in.have_pid = args->have_pid; in.pid = args->pid;
     in.exe = args->exe; in.group_exe = args->group_exe;
     for (size_t i = 0; i < args->nargs; i++) cli_inputs_add(&in, args->args[i]);
     int ready = 1;
     for (size_t i = 0; i < in.nargs; i++)
       if (access(in.args[i], R_OK) != 0) ready = 0;
-    int rc = ready ? cli_inputs_resolve(&in) : 1;
-    if (rc == 0) {
-      /* Decide before reading, so that the last refresh reads everything. */
-      int done = 1;
-      for (size_t i = 0; i < in.npaths && done; i++) done = !writer_alive(in.paths[i]);
-      if (tty) fputs("\033[H\033[2J", o);
-      else if (n) fprintf(o, "--- refresh %u\n", n);
-      n++;
-      rc = print_tops(t, &in, o);
-      fflush(o);
-      if (rc == 0 && (done || t->ended == in.npaths)) { cli_inputs_free(&in); return 0; }
-    } else if (!waited) {
+    /* Read what each selected trace gained. */
+    int done = ready && cli_inputs_resolve(&in) == 0, shown = 0;
+    for (size_t k = 0; k < in.ngroups; k++) {
+      cli_group *cg = &in.groups[k];
+      fgroup *g = fgroup_get(&gs, &ng, in.group_exe ? cg->name : NULL, t, live_at);
+      an_callbacks cb = { &g->agg, NULL, fgroup_sample };
+      for (size_t i = 0; i < cg->n; i++)
+        if (an_follow_read(g->c, cg->paths[i], &cb) < 0 || !an_follow_done(g->c, cg->paths[i]))
+          done = 0;
+      g->npaths = cg->n;
+      free(g->path);
+      g->path = cg->n == 1 ? xstrdup(cg->paths[0]) : NULL;
+    }
+    /* Print every group that has a readable trace. */
+    for (size_t k = 0; k < ng; k++) {
+      fgroup *g = &gs[k];
+      if (!an_header(g->c)->word_bytes) continue;   /* no header read yet */
+      if (!shown) {
+        if (tty) fputs("\033[H\033[2J", o);
+        else if (n) fprintf(o, "--- refresh %u\n", n);
+        n++;
+      }
+      nodeagg now;
+      nodeagg_copy(&now, &g->agg);
+      an_callbacks cb = { &now, NULL, fgroup_sample };
+      an_follow_live(g->c, &cb);
+      top_print(t, g->c, &now, g->npaths, g->path, in.group_exe ? g->name : NULL, shown, o);
+      nodeagg_free(&now);
+      shown++;
+    }
+    if (shown && in.group_exe && t->tab.mode == OUT_JSON) fprintf(o, "\n]\n");
+    fflush(o);
+    if (t->stats) {
+      uint64_t bytes = 0, events = 0;
+      for (size_t k = 0; k < ng; k++) {
+        uint64_t b, e;
+        an_follow_work(gs[k].c, &b, &e);
+        bytes += b;
+        events += e;
+      }
+      msg("refresh: %llu bytes read, %llu events decoded, %.1f ms CPU\n",
+          (unsigned long long)(bytes - bytes0), (unsigned long long)(events - events0),
+          cpu_ms() - cpu0);
+      bytes0 = bytes;
+      events0 = events;
+    }
+    if (!shown && !waited) {
       msg("waiting for the trace to appear\n");
       waited = 1;
     }
-    cli_inputs_free(&in);
-    if (rc == 2) return rc;
+    cli_inputs_free(&prev);
+    prev = in;
+    if (shown && done) break;
     struct timespec ts = { (time_t)t->interval, (long)((t->interval - (time_t)t->interval) * 1e9) };
     nanosleep(&ts, NULL);
   }
+  cli_inputs_free(&prev);
+  /* As for a plain read: exit status 1 when no trace could be read. */
+  uint64_t read = 0;
+  for (size_t k = 0; k < ng; k++) {
+    read += an_traces_read(gs[k].c);
+    nodeagg_free(&gs[k].agg);
+    an_close(gs[k].c);
+    free(gs[k].name);
+    free(gs[k].path);
+  }
+  free(gs);
+  return read ? 0 : 1;
 }
 
 int cmd_top(int argc, char **argv)

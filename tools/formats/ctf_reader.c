@@ -67,6 +67,7 @@ struct ctf_reader {
   strpool *names;
   char err[256];
   int failed, truncated, ended;
+  int follow;                        /* ctf_reader_follow */
 
   /* locations: id -> record, code -> id */
   locrec *locs;
@@ -164,12 +165,15 @@ static dstate *domain_state(ctf_reader *r, uint16_t domain)
 /* Reads the next packet header and content into r->buf.  Returns 1 on a
    packet, 0 at a clean or truncated end, -1 on error.  *hlen gets the
    header length and ver, dom, pid the header fields. */
+static int cut_packet(ctf_reader *r, uint64_t start);
+
 static int read_packet(ctf_reader *r, size_t *hlen, int *ver, uint16_t *dom,
                        uint64_t *pid)
 {
+  uint64_t start = r->consumed;
   size_t got = input_read(r, r->buf, 30);
-  if (got == 0) return 0;
-  if (got < 30) { r->truncated = 1; return 0; }
+  if (got == 0) return cut_packet(r, start);
+  if (got < 30) return cut_packet(r, start);
   if (rd32(r->buf) != CTF_MAGIC)
     return fail(r, "not a CTF packet at byte %llu",
                 (unsigned long long)(r->consumed - got));
@@ -178,7 +182,7 @@ static int read_packet(ctf_reader *r, size_t *hlen, int *ver, uint16_t *dom,
     return fail(r, "unsupported trace format version %d", v);
   size_t h = v == 3 ? 68 : 66;
   got = input_read(r, r->buf + 30, h - 30);
-  if (got < h - 30) { r->truncated = 1; return 0; }
+  if (got < h - 30) return cut_packet(r, start);
   int32_t bits = (int32_t)rd32(r->buf + 4);
   if (bits < 0) return fail(r, "bad packet size %d", bits);
   size_t bytes = (size_t)bits / 8;
@@ -186,7 +190,7 @@ static int read_packet(ctf_reader *r, size_t *hlen, int *ver, uint16_t *dom,
   if (bytes > CTF_MAX_PACKET)
     return fail(r, "packet of %zu bytes exceeds the 32768-byte limit", bytes);
   got = input_read(r, r->buf + h, bytes - h);
-  if (got < bytes - h) { r->truncated = 1; return 0; }
+  if (got < bytes - h) return cut_packet(r, start);
   *hlen = h;
   *ver = v;
   *pid = rd64(r->buf + 30);
@@ -199,6 +203,20 @@ static int read_packet(ctf_reader *r, size_t *hlen, int *ver, uint16_t *dom,
   if (bytes > r->stats.largest_packet) r->stats.largest_packet = bytes;
   if (r->tb > r->te) return fail(r, "packet timestamps not monotone");
   return 1;
+}
+
+/* The input ended inside the packet starting at byte [start] (or right
+   before it): truncation, or, when following a file being written, a
+   packet still being written: rewind to its start for a later attempt.
+   Returns 0 (the end, for now). */
+static int cut_packet(ctf_reader *r, uint64_t start)
+{
+  if (r->follow && r->f) {
+    clearerr(r->f);
+    if (fseeko(r->f, (off_t)start, SEEK_SET) == 0) { r->consumed = start; return 0; }
+  }
+  if (r->consumed > start) r->truncated = 1;
+  return 0;
 }
 
 /* ---- bounded cursor helpers on the current packet ---- */
@@ -500,7 +518,7 @@ int ctf_reader_next(ctf_reader *r, mpt_event *ev)
       if (r->end && finish_packet(r) < 0) return CTF_ERR;
       int k = next_packet(r);
       if (k < 0) return CTF_ERR;
-      if (k == 0) { r->ended = 1; r->pos = r->end = 0; return CTF_END; }
+      if (k == 0) { r->ended = !r->follow; r->pos = r->end = 0; return CTF_END; }
       continue;
     }
     dstate *d = r->cur_dom;
@@ -582,6 +600,7 @@ const mpt_location *ctf_reader_location(const ctf_reader *r, uint32_t id)
 
 const char *ctf_reader_error(const ctf_reader *r) { return r->err; }
 int ctf_reader_truncated(const ctf_reader *r) { return r->truncated; }
+void ctf_reader_follow(ctf_reader *r, int on) { r->follow = on; }
 
 void ctf_reader_progress(const ctf_reader *r, uint64_t *done, uint64_t *total)
 {

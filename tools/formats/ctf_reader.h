@@ -78,6 +78,10 @@ uint32_t ctf_reader_location_count(const ctf_reader *r);
 const mpt_location *ctf_reader_location(const ctf_reader *r, uint32_t id);
 const char *ctf_reader_error(const ctf_reader *r);
 int ctf_reader_truncated(const ctf_reader *r);
+/* Following a file while it is written (see mpt_reader_follow): with [on],
+   a packet cut by the current end of the file is read again from its start
+   by a later call instead of ending the trace as truncated. */
+void ctf_reader_follow(ctf_reader *r, int on);
 /* Bytes consumed so far and total size (0 when unknown): progress. */
 void ctf_reader_progress(const ctf_reader *r, uint64_t *done, uint64_t *total);
 void ctf_reader_close(ctf_reader *r);

@@ -9,14 +9,11 @@
 
 #include "trace_input.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <lz4frame.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ctf_reader.h"
 #include "util.h"
@@ -31,7 +28,6 @@ struct ti_trace {
   const uint8_t *data;
   size_t len;
   int after_end;                /* a second trace follows the first */
-  int fd_cached;                /* the codec's descriptor (progress), -1 none */
   char err[160];
 };
 
@@ -105,6 +101,7 @@ static void fill_from_ctf(ti_trace *t)
   h->command_line = "";
   h->runtime_params = c->runtime_params;
   h->context = c->context;
+  h->initial_domain = c->initial_domain;
 }
 
 /* Common checks on the header the analyses divide by. */
@@ -308,46 +305,25 @@ int ti_end_info(const ti_trace *t, uint64_t *end_time_ns,
   return mpt_reader_end_info(t->mpt, end_time_ns, total_samples, lost_samples);
 }
 
-/* The codec reads the file through its own FILE and does not report its
-   position; on Linux the kernel does: find the descriptor open on our
-   path in /proc/self/fd and read its offset from /proc/self/fdinfo.
-   Returns 0 when that is not possible. */
-static uint64_t codec_file_pos(ti_trace *t)
-{
-  if (!t->path) return 0;
-  char link[300], target[4096], want[4096];
-  if (t->fd_cached <= 0) {
-    if (!realpath(t->path, want)) return 0;
-    t->fd_cached = -1;
-    DIR *d = opendir("/proc/self/fd");
-    if (!d) return 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      if (e->d_name[0] == '.') continue;
-      snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
-      ssize_t k = readlink(link, target, sizeof target - 1);
-      if (k <= 0) continue;
-      target[k] = 0;
-      if (!strcmp(target, want)) t->fd_cached = atoi(e->d_name);  /* the last one: the codec's */
-    }
-    closedir(d);
-    if (t->fd_cached < 0) return 0;
-  }
-  snprintf(link, sizeof link, "/proc/self/fdinfo/%d", t->fd_cached);
-  FILE *f = fopen(link, "r");
-  if (!f) return 0;
-  unsigned long long pos = 0;
-  if (fscanf(f, "pos: %llu", &pos) != 1) pos = 0;
-  fclose(f);
-  return pos;
-}
-
 void ti_progress(ti_trace *t, uint64_t *done, uint64_t *total)
 {
   if (t->ctf) { ctf_reader_progress(t->ctf, done, total); return; }
-  *done = codec_file_pos(t);
+  *done = mpt_reader_bytes_read(t->mpt);
   *total = t->size;
   if (*done > *total) *done = *total;
+}
+
+uint64_t ti_bytes_read(const ti_trace *t)
+{
+  uint64_t done, total;
+  if (t->ctf) { ctf_reader_progress(t->ctf, &done, &total); return done; }
+  return mpt_reader_bytes_read(t->mpt);
+}
+
+void ti_follow(ti_trace *t, int on)
+{
+  if (t->mpt) mpt_reader_follow(t->mpt, on);
+  else ctf_reader_follow(t->ctf, on);
 }
 
 const void *ti_ctf_stats(const ti_trace *t)

@@ -52,6 +52,7 @@ typedef struct {
   const char *command_line;     /* "" when unknown (CTF) */
   const char *runtime_params;   /* CTF: OCAMLRUNPARAM summary, else "" */
   const char *context;          /* CTF v2+: context string, else "" */
+  uint32_t initial_domain;      /* CTF v3: packet 0's domain, else 0 */
 } ti_header;
 
 typedef struct ti_trace ti_trace;
@@ -69,9 +70,18 @@ int ti_truncated(const ti_trace *t);
    and fills the values, else 0. */
 int ti_end_info(const ti_trace *t, uint64_t *end_time_ns,
                 uint64_t *total_samples, uint64_t *lost_samples);
-/* Bytes consumed / total file size (0 when unknown), for progress lines
-   (for the 5.3.0+memprof format, the file offset as Linux reports it). */
+/* Bytes consumed / total file size at open (0 when unknown), for progress
+   lines. */
 void ti_progress(ti_trace *t, uint64_t *done, uint64_t *total);
+/* Bytes of the file consumed so far. */
+uint64_t ti_bytes_read(const ti_trace *t);
+/* Following a file while it is written (top --follow): with [on], the
+   current end of the file is not the end of the trace; ti_next returns
+   TI_END meaning "nothing more yet" and a later call returns only the
+   events appended since (a record cut by the end of the file waits for
+   its rest).  Set [on] to 0 once the writer has gone: the next calls read
+   to the end, a cut there being truncation as usual. */
+void ti_follow(ti_trace *t, int on);
 /* Format-specific statistics for `info`: a const ctf_stats * (ctf_reader.h)
    for CTF input, NULL otherwise. */
 const void *ti_ctf_stats(const ti_trace *t);

@@ -42,6 +42,8 @@ static const optset sets_info[] = {
   { "--json", IN, NULL },
   { IN, IN, NULL },                           /* the process tree */
   { "--top", "3", DIR, NULL },
+  { "--json", "--min-lifetime", "1us", "--ignore", "List", IN, NULL },
+  { "--source", "minor", IN, IN, NULL },
 };
 static const optset sets_top[] = {
   { IN, NULL },
@@ -92,6 +94,9 @@ static const optset sets_folded[] = {
 };
 static const optset sets_ctf[] = {
   { "-o", OUT, IN, NULL },
+  { "--format-version", "3", "-o", OUT, IN, NULL },
+  { "--min-size", "16", "--hide", "^Stdlib", "--live", "1us,", "-o", OUT, IN, NULL },
+  { "--format-version", "3", "--focus", ".", "--collected", ",1s", "-o", OUT, IN, NULL },
 };
 static const optset sets_retainers[] = {
   { IN, NULL },

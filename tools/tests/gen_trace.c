@@ -154,7 +154,7 @@ static uint64_t sink_alloc(sink *s, int st, uint64_t t_us, uint64_t id, uint64_t
   if (s->ctf) {
     uint64_t codes[8];
     for (uint32_t i = 0; i < len; i++) codes[i] = 0x1000 + stack[len - 1 - i];
-    return ctf_writer_alloc(s->cw, s->start_us + t_us, wosize, ns,
+    return ctf_writer_alloc(s->cw, 0, s->start_us + t_us, wosize, ns,
                             src == MPT_SRC_MINOR ? 0 : src == MPT_SRC_CUSTOM ? 2 : 1,
                             len ? codes : NULL, len);
   }
@@ -167,8 +167,8 @@ static uint64_t sink_alloc(sink *s, int st, uint64_t t_us, uint64_t id, uint64_t
 static void sink_gc(sink *s, int st, uint64_t t_us, uint64_t id, int promote)
 {
   if (s->ctf) {
-    if (promote) ctf_writer_promote(s->cw, s->start_us + t_us, id);
-    else ctf_writer_collect(s->cw, s->start_us + t_us, id);
+    if (promote) ctf_writer_promote(s->cw, 0, s->start_us + t_us, id);
+    else ctf_writer_collect(s->cw, 0, s->start_us + t_us, id);
     return;
   }
   need(s, st, MPT_MAX_EVENT_BYTES(0) * 2);
@@ -222,7 +222,7 @@ int main(int argc, char **argv)
       ctf_entries[k] = (mpt_loc_entry){ sites[k].file, sites[k].fn, sites[k].line, 2, 20 };
       ctf_locs[k] = (mpt_location){ 0x1000 + (uint64_t)k, 1, &ctf_entries[k] };
     }
-    ctf_winfo wi = { lambda, 64, pid, s.start_us, exe, "testhost", "", "gen_trace" };
+    ctf_winfo wi = { lambda, 64, pid, s.start_us, exe, "testhost", "", "gen_trace", 2, 0 };
     s.cw = ctf_writer_open(s.out, &wi, ctf_lookup, NULL);
   } else {
     mpt_trace_info info = { MPT_FORMAT_VERSION, 64, 0, lambda, 64, 1000, pid, ppid,

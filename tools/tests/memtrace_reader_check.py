@@ -13,6 +13,11 @@ the same number of allocations, promotions, collections and samples as
 our reader finds in the export, and that it parses every backtrace and
 location code.
 
+With MEMTRACE_MASTER_SRC, the source tree of memtrace's master branch
+(whose reader reads version 3), the same traces are also exported with
+`ctf --format-version 3` and master's reader must find the same counts, per
+domain too (tests/memtrace_count_v3.ml).
+
 Traces: runtime traces made here with PREFIX (unmarshalled blocks, three
 domains, ocamlopt.opt compiling a large generated file, at several rates),
 the tools tests' synthetic traces (tests/out/*.mpt, after `make check`), and
@@ -33,22 +38,29 @@ from run_tests import check, run
 HERE, TOOL, UP = run_tests.HERE, run_tests.TOOL, run_tests.UP
 READER_MODULES = ["buf", "backtrace_codec", "location_codec", "trace"]
 
-def build_counter(src, prefix, work):
+def build_counter(src, prefix, work, main="memtrace_count"):
+    """memtrace's reader modules from [src] (master also has stdlib_shim and
+    needs threads) with tests/[main].ml, built in [work]."""
     files = []
-    for m in READER_MODULES:
+    work = os.path.join(work, main)
+    os.makedirs(work)
+    shim = os.path.join(src, "src", "stdlib_shim.ml")
+    for m in (["stdlib_shim"] if os.path.exists(shim) else []) + READER_MODULES:
         for ext in (".mli", ".ml"):
             f = os.path.join(src, "src", m + ext)
+            if not os.path.exists(f) and (ext == ".mli" and m == "stdlib_shim"):
+                continue
             if not os.path.exists(f):
                 sys.exit("memtrace_reader_check: %s: missing (MEMTRACE_SRC must be a memtrace source tree)" % f)
             shutil.copy(f, work)
             files.append(m + ext)
-    shutil.copy(os.path.join(HERE, "memtrace_count.ml"), work)
+    shutil.copy(os.path.join(HERE, main + ".ml"), work)
     env = dict(os.environ, OCAMLLIB=os.path.join(prefix, "lib", "ocaml"))
-    r = run([os.path.join(prefix, "bin", "ocamlopt"), "-w", "-a", "-I", "+unix", "unix.cmxa"]
-            + files + ["memtrace_count.ml", "-o", "memtrace_count"], cwd=work, env=env)
+    r = run([os.path.join(prefix, "bin", "ocamlopt"), "-w", "-a", "-I", "+unix", "-I", "+threads",
+             "unix.cmxa", "threads.cmxa"] + files + [main + ".ml", "-o", main], cwd=work, env=env)
     if r.returncode != 0:
         sys.exit("memtrace_reader_check: building memtrace's reader failed:\n" + r.stderr[-2000:])
-    return os.path.join(work, "memtrace_count")
+    return os.path.join(work, main)
 
 
 def runtime_traces(prefix, work):
@@ -132,26 +144,65 @@ def compare(counter, label, trace, work):
           m["location_codes"] == exp["locations"], "ours: %d locations" % exp["locations"])
 
 
+def compare_v3(counter, label, trace, work):
+    """Our version-3 export read by memtrace master's reader: the same
+    counts as ours on the original, per domain too."""
+    export = os.path.join(work, "export3-%s.ctf" % "".join(c if c.isalnum() else "_" for c in label))
+    r = run([TOOL, "ctf", "--format-version", "3", "-o", export, trace])
+    if r.returncode != 0:
+        check(label + ": ctf --format-version 3", False, r.stderr.strip())
+        return
+    orig = info(trace)
+    m, err = memtrace(counter, export)
+    if m is None:
+        check(label + ": memtrace master's reader reads our v3 export", False, err)
+        return
+    ev = orig["events"]
+    want = (ev.get("alloc", 0), ev.get("promote", 0), ev.get("collect", 0), orig["samples"],
+            sorted([d["domain"], d.get("alloc", 0), d["samples"]] for d in orig["domains"] if d.get("alloc")))
+    got = (m["alloc"], m["promote"], m["collect"], m["samples"], m["domains"])
+    check("%s: memtrace master's reader on our v3 export: alloc/promote/collect/samples %s and per"
+          " domain (domain, allocs, samples) %s = ours on the original" % (label, got[:4], got[4]),
+          got == want, "ours %s" % (want,))
+
+
 def main():
     src = os.environ.get("MEMTRACE_SRC") or (sys.argv[1] if len(sys.argv) > 1 else "")
+    master = os.environ.get("MEMTRACE_MASTER_SRC", "")
     prefix = os.environ.get("PREFIX", "")
-    if not src or not prefix:
-        sys.exit("usage: MEMTRACE_SRC=DIR PREFIX=DIR memtrace_reader_check.py "
-                 "(DIR: a memtrace release's source tree; PREFIX: a 5.3.0+memprof install)")
+    if not (src or master) or not prefix:
+        sys.exit("usage: MEMTRACE_SRC=DIR [MEMTRACE_MASTER_SRC=DIR] PREFIX=DIR memtrace_reader_check.py "
+                 "(DIR: a memtrace release's source tree, and of its master branch for version 3;"
+                 " PREFIX: a 5.3.0+memprof install)")
     work = tempfile.mkdtemp(prefix="memtrace-check-")
-    counter = build_counter(src, prefix, work)
     traces = runtime_traces(prefix, work)
     traces += [(os.path.basename(p), p) for p in sorted(glob.glob(os.path.join(HERE, "out", "*.mpt")))]
-    if os.path.isdir(UP):
-        for p in sorted(glob.glob(os.path.join(UP, "*.ctf"))):
-            traces.append((os.path.basename(p), p))
-            if ".v3." not in p:
-                m, err = memtrace(counter, p)
-                o = info(p)
-                ev = o["events"]
-                check("control: memtrace's reader and ours agree on %s" % os.path.basename(p),
-                      m is not None and (m["alloc"], m["promote"], m["collect"])
-                      == (ev.get("alloc", 0), ev.get("promote", 0), ev.get("collect", 0)), err)
+    shared = sorted(glob.glob(os.path.join(UP, "*.ctf"))) if os.path.isdir(UP) else []
+    traces += [(os.path.basename(p), p) for p in shared]
+    if master:
+        counter3 = build_counter(master, prefix, work, "memtrace_count_v3")
+        v3 = os.path.join(UP, "memtrace_master_test_ocamlopt.v3.ctf")
+        if os.path.exists(v3):
+            m, err = memtrace(counter3, v3)
+            ev = info(v3)["events"]
+            check("control: memtrace master's reader and ours agree on %s" % os.path.basename(v3),
+                  m is not None and (m["alloc"], m["promote"], m["collect"])
+                  == (ev.get("alloc", 0), ev.get("promote", 0), ev.get("collect", 0)), err)
+        for label, trace in traces:
+            compare_v3(counter3, label, trace, work)
+    if not src:
+        shutil.rmtree(work)
+        print("%d passed, %d failed" % (run_tests.passed, run_tests.failed))
+        sys.exit(1 if run_tests.failed else 0)
+    counter = build_counter(src, prefix, work)
+    for p in shared:
+        if ".v3." not in p:
+            m, err = memtrace(counter, p)
+            o = info(p)
+            ev = o["events"]
+            check("control: memtrace's reader and ours agree on %s" % os.path.basename(p),
+                  m is not None and (m["alloc"], m["promote"], m["collect"])
+                  == (ev.get("alloc", 0), ev.get("promote", 0), ev.get("collect", 0)), err)
     for label, trace in traces:
         compare(counter, label, trace, work)
     shutil.rmtree(work)

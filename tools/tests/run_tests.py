@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import report_tests
 
@@ -125,6 +126,11 @@ def test_upstream():
         t = tool_json("top", "--json", "-n", "0", path)
         check("top total = info estimate: " + name,
               abs(t["total"]["alloc_bytes"] - j["estimated_allocated_bytes"]) < 1)
+    src3 = os.path.join(UP, "memtrace_master_test_ocamlopt.v3.ctf")
+    out3 = os.path.join(OUT, "export3-memtrace_master_test_ocamlopt.v3.ctf")
+    r = tool("ctf", "--format-version", "3", "-o", out3, src3)
+    check("v3 sample exported as v3 reproduces it byte for byte",
+          r.returncode == 0 and open(out3, "rb").read() == open(src3, "rb").read(), r.stderr)
     v3 = os.path.join(OUT, "export-memtrace_master_test_ocamlopt.v3.ctf")
     v2 = os.path.join(UP, "memtrace_v0.2.3_test_ocamlopt.v2.ctf")
     check("v3 sample exported as v2 equals the v2 sample",
@@ -150,6 +156,11 @@ def go_top(pb, index):
 
 def go_total(pb, index):
     t = go_top(pb, index)
+    if isinstance(t, str) and "Total samples = 0 " in t:
+        return 0                 # printed without a unit
+    m = isinstance(t, str) and re.search(r"of (\d+)B total", t)
+    if m:                        # no "Total samples" line when no node is dropped
+        return int(m.group(1))
     return t[0] if isinstance(t, tuple) else t
 
 
@@ -260,6 +271,18 @@ def test_synthetic():
     test_diff(files["memprof"])
     test_info_memprof(files["memprof"], files["memprof-lz4"], truth)
     test_ctf_from_memprof(files["memprof"], tops["memprof"])
+    # Version 2 merges the two streams (domains) of this trace, moving the
+    # times of domain 1 later where they would go backwards: settings on
+    # domains or lifetimes need version 3, which keeps both.
+    test_filtered_exports(files["memprof"], "synthetic", (
+        ["--min-size", "100"],
+        ["--allocated", "5s,8s", "--ignore", "Churn", "--domain", "0"],
+        ["--live", "2s,", "--hide", "^Leak.grow", "--source", "major"]))
+    test_filtered_exports(files["memprof"], "synthetic", (
+        ["--min-size", "100"],
+        ["--collected", ",10s", "--min-lifetime", "1ms", "--hide", "^Leak.grow"],
+        ["--domain", "1", "--allocated", "1s,"]), "3")
+    test_ctf_v3_export(files["memprof"], "synthetic")
     check("--source external = Ext.buffer in CTF too (source 2)",
           keys("--source", "external", files["ctf"]) == {"Ext.buffer"})
     test_example(files["memprof"], tops["memprof"])
@@ -530,6 +553,11 @@ def test_runtime_trace():
         check("runtime trace: leaks ranks leak_step first (compress=%s)" % compress,
               lk["sites"] and "leak_step" in lk["sites"][0]["site"], json.dumps(lk["sites"][:2])[:300])
         test_pprof(trace, "runtime-compress-" + compress)
+        if compress == "1":
+            test_filtered_exports(trace, "runtime", (
+                ["--min-size", "32", "--ignore", "churn_step"],
+                ["--allocated", "20ms,", "--source", "minor"],
+                ["--live", "30ms,", "--hide", "leak_step", "--min-lifetime", "0"]))
         out = os.path.join(work, "leaky.ctf")
         r = tool("ctf", "-o", out, trace)
         rc, cc, text = checker_counts(out)
@@ -574,6 +602,238 @@ def test_runtime_follow(ocamlopt, work):
     check("top --follow: the first refresh saw part of the run",
           0 <= first["total"]["samples"] < final["total"]["samples"],
           "%s of %s samples" % (first["total"]["samples"], final["total"]["samples"]))
+
+
+def test_filtered_exports(path, label, settings, version="2"):
+    """Filters apply to exports: for each filter setting, `ctf` with the
+    filters then `top --json` on the export equals `top --json` with the
+    same filters on the original (time bounds are lower bounds in whole
+    microseconds, which CTF's rounding down to microseconds keeps exact),
+    the export passes mtctf_check with the viewer rules, and pprof with the
+    filters has the same alloc/inuse totals as the export's pprof; `info`
+    with the filters counts what passes."""
+    for k, flt in enumerate(settings):
+        out = os.path.join(OUT, "filtered-%s-%d.v%s.ctf" % (label, k, version))
+        r = tool("ctf", "--format-version", version, *(flt + ["-o", out, path]))
+        a = tool_json("top", "--json", "-n", "0", *(flt + [path]))
+        b = tool_json("top", "--json", "-n", "0", *(flt + [out])) if r.returncode == 0 else {}
+        rc, cc, text = checker_counts(out)
+        check("ctf v%s %s (%s): top on the export = top with the filters (%d samples of %d),"
+              " mtctf_check ok" % (version, " ".join(flt), label, a["total"]["samples"],
+                                   tool_json("top", "--json", path)["total"]["samples"]),
+              r.returncode == 0 and a["rows"] == b.get("rows") and a["total"] == b.get("total")
+              and rc == 0 and "viewer rules: ok" in text and 0 < cc["allocs"],
+              r.stderr + str(a["total"]) + str(b.get("total")) + text[-200:])
+        if version != "2":
+            continue
+        if shutil.which("go"):
+            pa = os.path.join(OUT, "filtered-%s-%d.pb.gz" % (label, k))
+            pb = os.path.join(OUT, "filtered-%s-%d-export.pb.gz" % (label, k))
+            tool("pprof", *(flt + ["-o", pa, path]))
+            tool("pprof", "-o", pb, out)
+            tot = [go_total(p_, i_) for p_ in (pa, pb) for i_ in ("alloc_space", "inuse_space")]
+            check("pprof %s (%s): totals = the export's = top's (%s)" % (" ".join(flt), label, tot),
+                  tot == [a["total"]["alloc_bytes"], a["total"]["live_bytes"]] * 2)
+        j = tool_json("info", "--json", *(flt + [path]))
+        fj = j.get("filter", {})
+        check("info %s (%s): says a filter is applied, counts what passes" % (" ".join(flt), label),
+              fj.get("samples") == a["total"]["samples"]
+              and fj.get("estimated_allocated_bytes") == a["total"]["alloc_bytes"]
+              and fj.get("blocks") == sum(x["blocks"] for x in a["rows"])
+              and fj.get("options") == " ".join(flt), json.dumps(fj))
+
+
+def test_ctf_v3_export(path, label):
+    """ctf --format-version 3: one stream per domain; our reader reads the
+    export back with the same event counts (per domain too) and the same
+    top, and mtctf_check accepts it with the viewer rules."""
+    out = os.path.join(OUT, "v3-%s.ctf" % label)
+    r = tool("ctf", "--format-version", "3", "-o", out, path)
+    a, b = tool_json("info", "--json", path), tool_json("info", "--json", out) if r.returncode == 0 else {}
+    rc, cc, text = checker_counts(out)
+    ev = a["events"]
+    per_dom = lambda j: sorted((d["domain"], d.get("alloc", 0), d.get("samples", 0)) for d in j["domains"]
+                               if d.get("alloc"))
+    check("ctf --format-version 3 (%s): version 3, same alloc/promote/collect counts (%d/%d/%d),"
+          " per domain too, read back and by mtctf_check (viewer rules ok)"
+          % (label, ev["alloc"], ev["promote"], ev["collect"]),
+          r.returncode == 0 and b.get("version") == 3 and rc == 0 and "viewer rules: ok" in text
+          and all(b["events"][k] == ev[k] for k in ("alloc", "promote", "collect"))
+          and (cc["allocs"], cc["promotions"], cc["collections"]) == (ev["alloc"], ev["promote"], ev["collect"])
+          and per_dom(a) == per_dom(b), r.stderr + text[-300:] + str(b.get("events")))
+    ta, tb = tool_json("top", "--json", "-n", "0", path), tool_json("top", "--json", "-n", "0", out)
+    check("ctf --format-version 3 (%s): same top (rows and totals)" % label,
+          ta["rows"] == tb["rows"] and ta["total"] == tb["total"], str(ta["total"]) + str(tb["total"]))
+
+
+def lz4_frame_ends(data):
+    """Offsets where the LZ4 frames of a 5.3.0+memprof file end."""
+    ends, off = [], 0
+    while off + 7 <= len(data) and data[off:off + 4] == b"\x04\x22\x4d\x18":
+        flg = data[off + 4]
+        p = off + 7 + (8 if flg & 8 else 0) + (4 if flg & 1 else 0)
+        while True:
+            bs = int.from_bytes(data[p:p + 4], "little")
+            p += 4
+            if bs == 0:
+                break
+            p += (bs & 0x7FFFFFFF) + (4 if flg & 16 else 0)
+        p += 4 if flg & 4 else 0
+        ends.append(p)
+        off = p
+    return ends
+
+
+def follow_growing(label, data, cuts, writer, final_path):
+    """top --follow --stats on a file that does not exist at first, then
+    grows to cuts[0], then by data[cuts[i]:cuts[i+1]] every 0.25 s (the
+    writer: the process whose pid is in the header, ended by the caller at
+    the end); returns (rc, last refresh JSON, per-refresh (bytes, events),
+    stderr)."""
+    path = os.path.join(OUT, "grow-" + label)
+    if os.path.exists(path):
+        os.remove(path)
+    cuts = [0] + cuts
+    p = subprocess.Popen([TOOL, "top", "--follow", "--stats", "--interval", "100ms", "--json",
+                          "-n", "0", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for a, b in zip(cuts, cuts[1:]):
+        time.sleep(0.25)
+        with open(path, "ab") as f:
+            f.write(data[a:b])
+    time.sleep(0.25)
+    writer()
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    docs = out.split("--- refresh ")
+    last = docs[-1].split("\n", 1)[1] if len(docs) > 1 else docs[-1]
+    try:
+        got = json.loads(last)
+    except ValueError:
+        got = None
+    work = [(int(b), int(e)) for b, e in
+            re.findall(r"refresh: (\d+) bytes read, (\d+) events decoded", err)]
+    return p.returncode, got, work, err
+
+
+def test_follow_incremental():
+    """--follow reads only what was appended: synthetic traces (LZ4 frames,
+    raw chunks, CTF packets) grow in pieces cut inside records; each
+    refresh reads no more than the bytes appended since the previous one,
+    every byte is read once, every event decoded once, and the last refresh
+    equals top on the whole file.  The LZ4 pieces end in the middle of a
+    frame and the next piece completes it and starts the next frame; a
+    trace whose writer dies without an end record is read to its last
+    complete record; traces may appear later."""
+    for label, fmt, extra in (("lz4.mpt", "memprof", ["--compress"]), ("raw.mpt", "memprof", []),
+                              ("ctf", "ctf", [])):
+        src = os.path.join(OUT, "grow-src-" + label)
+        # The writer: a process that ends with the file (CTF has no end
+        # record: its end is seen when the writer has gone).
+        sleeper = subprocess.Popen(["sleep", "60"])
+        gen(fmt, src, "--steps", "200000", "--pid", str(sleeper.pid), *extra)
+        data = open(src, "rb").read()
+        if label == "lz4.mpt":
+            ends = lz4_frame_ends(data)
+            mids = [(a + b) // 2 for a, b in zip(ends, ends[1:])]
+            cuts = mids[::max(1, len(mids) // 10)] + [len(data)]
+        else:
+            cuts = [len(data) * k // 11 + 7 for k in range(1, 11)] + [len(data)]
+        def kill():
+            sleeper.kill()
+            sleeper.wait()
+        rc, got, work, err = follow_growing(label, data, cuts, kill, src)
+        final = tool_json("top", "--json", "-n", "0", src)
+        info = tool_json("info", "--json", src)
+        nevents = sum(info["events"].values())
+        piece = max(b - a for a, b in zip(cuts, cuts[1:]))
+        # A refresh reads what was appended since the previous one: a piece,
+        # or a few when the machine is loaded (CTF: whole packets of up to
+        # 32 KiB); never the whole file.
+        bound = 3 * piece if fmt == "memprof" else piece + 32768
+        check("--follow on a growing %s trace (%d pieces, cut inside records): exit 0, last"
+              " refresh = top on the whole file" % (label, len(cuts)),
+              rc == 0 and got is not None and got["rows"] == final["rows"]
+              and got["total"] == final["total"], "rc=%d %s" % (rc, err[-200:]))
+        check("--follow on a growing %s trace: every byte read once (%d = %d), every event"
+              " decoded once (%d = %d), at most %d bytes per refresh (bound %d; old"
+              " behaviour: the whole file, %d, at each refresh)"
+              % (label, sum(b for b, _ in work), len(data), sum(e for _, e in work), nevents,
+                 max([b for b, _ in work] or [0]), min(bound, len(data) // 2), len(data)),
+              sum(b for b, _ in work) == len(data) and sum(e for _, e in work) == nevents
+              and max([b for b, _ in work] or [0]) <= min(bound, len(data) // 2)
+              and len([b for b, _ in work if b]) >= 3, str(work)[:300])
+    # Several traces in a directory, the second appearing (cut inside its
+    # header first) while the first grows: merged as top DIR merges them.
+    d = os.path.join(OUT, "grow-dir")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    sleeper = subprocess.Popen(["sleep", "60"])
+    srcs = []
+    for k in range(2):
+        src = os.path.join(OUT, "grow-dir-src-%d.mpt" % k)
+        gen("memprof", src, "--steps", "100000", "--pid", str(sleeper.pid), "--seed", str(k + 5),
+            "--compress", *(["--exe", "/bin/second"] if k else []))
+        srcs.append(open(src, "rb").read())
+    a_path, b_path = os.path.join(d, "a.trace"), os.path.join(d, "b.trace")
+    open(a_path, "wb").write(srcs[0][:len(srcs[0]) // 3])
+    p = subprocess.Popen([TOOL, "top", "--follow", "--stats", "--interval", "100ms", "--json",
+                          "-n", "0", "--group", "exe", d], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    steps = [(a_path, srcs[0][len(srcs[0]) // 3:2 * len(srcs[0]) // 3]), (b_path, srcs[1][:5]),
+             (b_path, srcs[1][5:len(srcs[1]) // 2]), (a_path, srcs[0][2 * len(srcs[0]) // 3:]),
+             (b_path, srcs[1][len(srcs[1]) // 2:])]
+    for path, piece in steps:
+        time.sleep(0.3)
+        with open(path, "ab") as f:
+            f.write(piece)
+    time.sleep(0.3)
+    sleeper.kill()
+    sleeper.wait()
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    docs = out.split("--- refresh ")
+    last = docs[-1].split("\n", 1)[1] if len(docs) > 1 else docs[-1]
+    try:
+        got = json.loads(last)
+    except ValueError:
+        got = None
+    final = tool_json("top", "--json", "-n", "0", "--group", "exe", d)
+    work = [int(b) for b in re.findall(r"refresh: (\d+) bytes read", err)]
+    check("--follow DIR --group exe: a trace appearing later (cut inside its header first)"
+          " joins its group; last refresh = top DIR; every byte read once (%d = %d)"
+          % (sum(work), sum(map(len, srcs))),
+          p.returncode == 0 and got is not None
+          and [(g["executable"], g["rows"], g["total"]) for g in got]
+          == [(g["executable"], g["rows"], g["total"]) for g in final]
+          and sum(work) == sum(map(len, srcs)) and len(final) == 2,
+          "rc=%d %s" % (p.returncode, err[-300:]))
+    # A writer that dies: pid of a short-lived process, no end record.
+    sleeper = subprocess.Popen(["sleep", "60"])
+    src = os.path.join(OUT, "grow-src-killed.mpt")
+    gen("memprof", src, "--steps", "200000", "--pid", str(sleeper.pid), "--compress")
+    data = open(src, "rb").read()
+    ends = lz4_frame_ends(data)
+    cut = (ends[-4] + ends[-3]) // 2
+    short = os.path.join(OUT, "grow-src-killed-cut.mpt")
+    open(short, "wb").write(data[:cut])
+    cuts = [len(data) // 4, len(data) // 2, cut]
+
+    def kill():
+        sleeper.kill()
+        sleeper.wait()
+    rc, got, work, err = follow_growing("killed.mpt", data, cuts, kill, short)
+    final = tool_json("top", "--json", "-n", "0", short)
+    check("--follow: writer killed before its end record: exit 0, last refresh = top on the"
+          " cut file (read to its last complete frame)",
+          rc == 0 and got is not None and got["rows"] == final["rows"]
+          and got["total"] == final["total"] and sum(b for b, _ in work) == cut,
+          "rc=%d %s %s" % (rc, str(work), err[-300:]))
 
 
 def test_runtime_marshal(ocamlopt, work):
@@ -648,6 +908,9 @@ def test_runtime_domains(ocamlopt, work):
     check("domains trace -> one CTF stream passing mtctf_check with viewer rules",
           r.returncode == 0 and rc == 0 and "viewer rules: ok" in text
           and cc["allocs"] == j["events"]["alloc"], r.stderr + text[-300:])
+    test_ctf_v3_export(trace, "runtime-domains")
+    test_filtered_exports(trace, "runtime-domains", (
+        others and ["--domain", others[0], "--min-lifetime", "10us"] or ["--min-size", "16"],), "3")
     ct = rows_by_key(tool_json("top", "--json", "-n", "0", out))
     check("domains trace: CTF export keeps worker/main volumes",
           ct.get("Domains.worker_step", {}).get("alloc_bytes") == worker
@@ -770,6 +1033,13 @@ def test_many(files):
           ex.get("ocamlopt", {}).get("processes") == 2
           and ex["ocamlopt"]["samples"] == one["child1.mpt"]["samples"] + one["child2.mpt"]["samples"],
           json.dumps(j["executables"]))
+    j = tool_json("info", "--json", "--source", "major", d)
+    want = {f: tool_json("top", "--json", "--source", "major", os.path.join(d, f))["total"]["samples"]
+            for f, *_ in procs}
+    check("info --source major DIR: says so, samples per process = top --source major's",
+          j.get("filter") == "--source major"
+          and {os.path.basename(p["file"]): p["samples"] for p in j["processes"]} == want,
+          json.dumps(j)[:300])
     r = tool("info", "--top", "3", d)
     check("info --top 3 DIR: the process tree, then top sites per executable",
           r.returncode == 0 and r.stdout.startswith("PID") and "== build ==" in r.stdout
@@ -983,6 +1253,7 @@ def main():
     test_robustness(files)
     test_cli_table(files["memprof"])
     test_many(files)
+    test_follow_incremental()
     report_tests.test_report(check, tool, tool_json, run, OUT, HERE, gen)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
