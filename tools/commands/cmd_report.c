@@ -14,9 +14,11 @@
      (function, file, line; strings interned once);
    - runtime events for the timeline: major cycles with the GC's heap size,
      compactions, domain starts and stops, minor collections per bin;
-   - per trace, its last heap snapshot analysed by `retainers --json`
+   - per trace, its heap snapshots analysed by `retainers --json`
      (retainers_json, commands.h: dominators, retained sizes by root kind,
-     root and site, retainer paths), or null: the retention view.
+     root and site, retainer paths, the dominator tree pruned) and the
+     evolution of retained sizes by root kind, or null: the retention
+     view and the dominator tree beside the flame graph.
    The large arrays (nodes and cells) are written as unsigned LEB128
    varints, one array after the other, deflated with zlib and base64
    encoded ("blob"; "blob_arrays" names them with their lengths): deep
@@ -42,8 +44,11 @@ extern unsigned char report_html[], report_js[];
 extern unsigned int report_html_len, report_js_len;
 
 #define MAX_EVENTS 100000      /* per kind of runtime event kept for the timeline */
-#define RETENTION_TOP 30       /* roots and sites of the retention view */
-#define RETENTION_PATHS 5      /* retainer paths per site */
+/* The retention view: per snapshot, its roots and sites, retainer paths
+   per site, and a dominator tree of at most 1,500 nodes (about 200 KB);
+   the last 16 snapshots of a trace in full, the evolution of all. */
+static const retainers_opts retention = { .top = 30, .npaths = 5, .max_snapshots = 16,
+                                          .tree_nodes = 1500, .tree_width = 12, .tree_depth = 16 };
 
 typedef struct { uint64_t t; double heap, live; } gcpoint;
 typedef struct { uint64_t t; uint32_t stream; uint64_t dom; int start; } dompoint;
@@ -340,14 +345,14 @@ static int write_data(FILE *o, an_ctx *c, acc *a, const cli_inputs *in, uint64_t
   arr_begin(&j, o, "minor");
   for (uint32_t i = 0; i < nbins; i++) arr_u64(&j, i < a->minor.n ? (uint64_t)a->minor.d[i] : 0);
   arr_end(&j);
-  /* Retention: per trace, its last heap snapshot analysed as by
+  /* Retention: per trace, its heap snapshots analysed as by
      `retainers --json`, or null.  That reads each trace again (with its
      allocation table: 3 s and 290 MB for 5.6 M samples), so only when the
      first pass met a snapshot. */
   fprintf(o, "},\n\"snapshots\":[");
   for (size_t i = 0; i < in->npaths && !rc; i++) {
     if (i) fputc(',', o);
-    int k = a->snapshots ? retainers_json(o, in->paths[i], RETENTION_TOP, RETENTION_PATHS, put_str) : 2;
+    int k = a->snapshots ? retainers_json(o, in->paths[i], &retention, put_str) : 2;
     if (k == 2) fputs("null", o);
     else if (k) rc = 1;
   }

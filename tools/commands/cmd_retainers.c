@@ -16,13 +16,17 @@
      of the matching sites, along the breadth-first (shortest) path tree,
      aggregated by their description (runs of identical steps collapsed),
      shortest first;
+   - --tree: the dominator tree aggregated and pruned (domtree.h): root
+     kinds, root labels, then the dominated blocks grouped by tag, size
+     class and allocation site, heaviest first (also in --json);
    - --evolution: one line per snapshot of the trace;
    - --diff AFTER: roots and sites whose retained size grew from TRACE's
      last snapshot to AFTER's;
    - --heapsnapshot FILE: the graph in V8's .heapsnapshot format (Chrome
      DevTools' Memory panel, memlab);
-   - --json: the tables, each site with its retainer paths, as one JSON
-     object (write_json), which the HTML report embeds (retainers_json).
+   - --json: the tables, each site with its retainer paths, and the
+     tree, as one JSON object (write_json); the HTML report embeds one per
+     snapshot of each trace, with the evolution (retainers_json).
    Module globals are named through the executable's symbol table
    (elf_symbols.h) when the trace's executable is still there. */
 
@@ -34,6 +38,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "dominators.h"
+#include "domtree.h"
 #include "elf_symbols.h"
 #include "heapgraph.h"
 #include "report.h"
@@ -54,13 +59,20 @@ static const char usage[] =
   "                      whose stack has a frame matching PATTERN (a\n"
   "                      substring of \"function (file:line)\")\n"
   "  --paths N           paths shown with --site (default 5)\n"
+  "  --tree              the dominator tree: root kinds, roots, then the blocks\n"
+  "                      they retain grouped by tag, size class and allocation\n"
+  "                      site, heaviest first, the rest as \"N others\" rows\n"
+  "  --depth N           levels of the tree (default 10)\n"
+  "  --width N           children shown per node (default 10)\n"
+  "  --nodes N           nodes of the tree in all (default 500)\n"
   "  --evolution         one line per snapshot: live, retained by kind, top root\n"
   "  --diff AFTER        growth of roots and sites from TRACE's last snapshot\n"
   "                      to trace AFTER's\n"
   "  --heapsnapshot FILE export the snapshot for Chrome DevTools or memlab\n"
   "  --bytes             sizes in tables as exact byte counts\n"
   "  --json              the tables (and --site's paths) as one JSON object, in\n"
-  "                      bytes; each site with its first --paths retainer paths\n";
+  "                      bytes; each site with its first --paths retainer paths,\n"
+  "                      and the tree (--depth, --width, --nodes)\n";
 
 static const char *const kind_names[HG_KINDS] = {
   "global", "stack", "local", "c-global", "finaliser", "thread", "memprof" };
@@ -466,6 +478,93 @@ static void print_paths(analysis *a, const char *pattern, size_t npaths)
   free(parent);
 }
 
+/* ---- dominator tree ---- */
+
+/* A tree node's name: the kind, the root label, "string 32-63 B from
+   f (file:line)", or "N others". */
+static void dt_text(analysis *a, const dt_node *d, char *buf, size_t n)
+{
+  char tb[32], b1[32], b2[32];
+  switch (d->type) {
+  case DT_ROOT: snprintf(buf, n, "all roots"); break;
+  case DT_KIND: snprintf(buf, n, "%s", kind_names[d->example - 1]); break;
+  case DT_LABEL: snprintf(buf, n, "%s", a->label_text[d->example - 1 - HG_KINDS]); break;
+  case DT_OTHERS:
+    snprintf(buf, n, "%u other group%s", d->example, d->example > 1 ? "s" : "");
+    break;
+  default: {
+    uint64_t lo = 1ull << d->size_class, hi = 2 * lo - 1;
+    int len;
+    if (lo < 1024) len = snprintf(buf, n, "%s %llu-%llu B", tag_name(d->tag, tb, sizeof tb),
+                                  (unsigned long long)lo, (unsigned long long)hi);
+    else len = snprintf(buf, n, "%s %s-%s", tag_name(d->tag, tb, sizeof tb),
+                        human_bytes((double)lo, b1, sizeof b1), human_bytes((double)hi, b2, sizeof b2));
+    if (d->alloc && len > 0 && (size_t)len < n) {
+      char site[512];
+      site_text(a->r, d->alloc, site, sizeof site);
+      snprintf(buf + len, n - (size_t)len, " from %s", site);
+    }
+  }
+  }
+}
+
+typedef struct { uint32_t nodes, width, depth; } tree_opts;
+#define TREE_DEFAULTS { 500, 10, 10 }
+
+static void print_tree_node(analysis *a, const dt_tree *t, uint32_t i, unsigned depth)
+{
+  const dt_node *d = &t->v[i];
+  char b1[32], name[1100];
+  dt_text(a, d, name, sizeof name);
+  printf("  %12s %6.1f%% %9llu  %*s", size_text((double)d->retained, b1, sizeof b1),
+         a->live_bytes ? 100.0 * (double)d->retained / (double)a->live_bytes : 0,
+         (unsigned long long)d->count, 2 * depth, "");
+  if (d->type == DT_LABEL) printf("%s ", kind_names[a->s.label_kind[d->example - 1 - HG_KINDS]]);
+  cli_put_safe(stdout, name);
+  puts(d->more ? " ..." : "");
+  for (uint32_t k = 0; k < d->nkids; k++) print_tree_node(a, t, d->first + k, depth + 1);
+}
+
+static void print_tree(analysis *a, const tree_opts *o)
+{
+  dt_tree t;
+  dt_build(a->r, &a->s, &a->dom, a->retained, o->nodes, o->width, o->depth, &t);
+  printf("\nDominator tree (%u nodes; a node retains its children; \"...\": more below)\n"
+         "  %12s %7s %9s  %s\n", t.n, "retained", "%", "count", "node");
+  if (t.n) print_tree_node(a, &t, 0, 0);
+  dt_free(&t);
+}
+
+/* The tree as a flat JSON array, parents first, children of a node
+   together and heaviest first. */
+static void json_tree(FILE *o, analysis *a, const tree_opts *opt, json_writer str)
+{
+  static const char *const types[] = { "root", "kind", "label", "blocks", "others" };
+  dt_tree t;
+  dt_build(a->r, &a->s, &a->dom, a->retained, opt->nodes, opt->width, opt->depth, &t);
+  fputs(",\n\"tree\":[", o);
+  for (uint32_t i = 0; i < t.n; i++) {
+    const dt_node *d = &t.v[i];
+    char name[1100];
+    dt_text(a, d, name, sizeof name);
+    fprintf(o, "%s\n{\"parent\":%d,\"type\":\"%s\",\"name\":", i ? "," : "", d->parent, types[d->type]);
+    str(o, name);
+    if (d->type == DT_LABEL)
+      fprintf(o, ",\"kind\":\"%s\"", kind_names[a->s.label_kind[d->example - 1 - HG_KINDS]]);
+    if (d->type == DT_BLOCKS && d->alloc) {
+      const hg_alloc *al = &a->r->allocs[d->alloc - 1];
+      const mpt_location *l = al->stack_len ? ti_location(a->r->t, a->r->stacks[al->stack_off]) : NULL;
+      fputs(",\"function\":", o);
+      str(o, l && l->n ? l->entries[0].function : "");
+    }
+    fprintf(o, ",\"retained\":%llu,\"self\":%llu,\"count\":%llu,\"children\":%u%s}",
+            (unsigned long long)d->retained, (unsigned long long)d->self,
+            (unsigned long long)d->count, d->nkids, d->more ? ",\"more\":true" : "");
+  }
+  fputc(']', o);
+  dt_free(&t);
+}
+
 /* ---- V8 .heapsnapshot ---- */
 
 static int write_heapsnapshot(analysis *a, const char *path)
@@ -642,9 +741,10 @@ static void json_paths(FILE *o, const path_set *ps, size_t npaths, json_writer s
 /* The analysis of one snapshot as one JSON object (the format is in
    docs/ocaml-memprof.md): the header, retained by root kind, the [top]
    roots, the [top] sites with their [npaths] first retainer paths, and
-   with [pattern] the paths to the blocks of the matching sites. */
+   with [pattern] the paths to the blocks of the matching sites, and the
+   dominator tree pruned as [topt] says. */
 static void write_json(FILE *o, analysis *a, const char *path, size_t top, size_t npaths,
-                       const char *pattern, json_writer str)
+                       const char *pattern, const tree_opts *topt, json_writer str)
 {
   hg_snapshot *s = &a->s;
   fputs("{\"trace\":", o);
@@ -711,6 +811,7 @@ static void write_json(FILE *o, analysis *a, const char *path, size_t top, size_
     path_set_free(&ps);
   }
   free(parent);
+  json_tree(o, a, topt, str);
   fputs("}\n", o);
 }
 
@@ -772,15 +873,60 @@ static int load(hg_reader *r, const char *path, uint64_t which, int evolution,
   return analyse(a) == 0 ? 0 : 1;
 }
 
-int retainers_json(FILE *o, const char *trace, size_t top, size_t npaths, json_writer str)
+int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_writer str)
 {
   hg_reader r;
-  analysis a;
-  int rc = load(&r, trace, 0, 0, 1, &a);
-  if (rc == 0) {
-    write_json(o, &a, trace, top, npaths, NULL, str);
+  if (hg_open(&r, trace) != 0) { msg("%s\n", r.error); return 1; }
+  double rate = ti_get_header(r.t)->sampling_rate;
+  tree_opts topt = { opt->tree_nodes, opt->tree_width, opt->tree_depth };
+  size_t max = opt->max_snapshots ? opt->max_snapshots : 1;
+  char **kept = xcalloc(max, sizeof *kept), *ev = NULL;
+  size_t *kept_len = xcalloc(max, sizeof *kept_len), ev_len = 0;
+  FILE *evo = open_memstream(&ev, &ev_len);
+  uint64_t *seen = NULL;
+  size_t nseen = 0, seen_cap = 0, count = 0;
+  hg_snapshot s;
+  int k, rc = 0;
+  while ((k = hg_next(&r, &s)) == 1) {
+    grow_array((void **)&seen, &seen_cap, 2 * nseen + 2, sizeof *seen);
+    seen[2 * nseen] = s.seq;
+    seen[2 * nseen++ + 1] = s.time_ns;
+    if (r.truncated && !s.complete)
+      msg("warning: %s is cut short inside snapshot %llu: analysing the blocks written\n",
+          trace, (unsigned long long)s.seq);
+    analysis a = { .r = &r, .s = s, .rate = rate };
+    if (analyse(&a) != 0) { a.seen = NULL; analysis_free(&a); rc = 1; break; }
+    a.seen = seen; a.nseen = nseen;
+    fprintf(evo, "%s[%llu,%llu,%llu", count ? "," : "", (unsigned long long)s.seq,
+            (unsigned long long)s.time_ns, (unsigned long long)a.live_bytes);
+    for (uint32_t q = 0; q < HG_KINDS; q++) fprintf(evo, ",%llu", (unsigned long long)a.retained[1 + q]);
+    fputc(']', evo);
+    size_t slot = count++ % max;
+    free(kept[slot]);
+    FILE *m = open_memstream(&kept[slot], &kept_len[slot]);
+    write_json(m, &a, trace, opt->top, opt->npaths, NULL, &topt, str);
+    fclose(m);
+    a.seen = NULL;
     analysis_free(&a);
   }
+  fclose(evo);
+  if (k < 0) { msg("%s: malformed trace: %s\n", trace, r.error); rc = 1; }
+  if (!rc && !count) rc = 2;
+  if (!rc) {
+    fputs("{\"trace\":", o);
+    str(o, trace);
+    fprintf(o, ",\"count\":%zu,\"evolution\":{\"kinds\":[", count);
+    for (uint32_t q = 0; q < HG_KINDS; q++) fprintf(o, "%s\"%s\"", q ? "," : "", kind_names[q]);
+    fprintf(o, "],\"rows\":[%s]},\n\"list\":[", ev ? ev : "");
+    size_t n = count < max ? count : max;
+    for (size_t i = 0; i < n; i++) {
+      if (i) fputc(',', o);
+      fwrite(kept[(count - n + i) % max], 1, kept_len[(count - n + i) % max], o);
+    }
+    fputs("]}", o);
+  }
+  for (size_t i = 0; i < max; i++) free(kept[i]);
+  free(kept); free(kept_len); free(ev); free(seen);
   hg_close(&r);
   return rc;
 }
@@ -790,12 +936,21 @@ int cmd_retainers(int argc, char **argv)
   const char *trace = NULL, *site = NULL, *diff = NULL, *export = NULL;
   uint64_t which = 0;
   size_t top = 10, npaths = 5;
-  int evolution = 0, json = 0;
+  tree_opts topt = TREE_DEFAULTS;
+  int evolution = 0, json = 0, tree = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     char *end;
     if (cli_is_help(a)) { print_usage(stdout, usage, 0); return 0; }
-    if (strcmp(a, "--snapshot") == 0 || strcmp(a, "-n") == 0 || strcmp(a, "--paths") == 0) {
+    if (strcmp(a, "--depth") == 0 || strcmp(a, "--width") == 0 || strcmp(a, "--nodes") == 0) {
+      if (!(v = cli_value(argc, argv, &i))) return 2;
+      unsigned long long x = strtoull(v, &end, 10);
+      if (!*v || *end || v[0] == '-' || x == 0 || x > UINT32_MAX)
+        return cli_bad_value(a, v, "a count from 1");
+      if (a[2] == 'd') topt.depth = (uint32_t)x;
+      else if (a[2] == 'w') topt.width = (uint32_t)x;
+      else topt.nodes = (uint32_t)x;
+    } else if (strcmp(a, "--snapshot") == 0 || strcmp(a, "-n") == 0 || strcmp(a, "--paths") == 0) {
       if (!(v = cli_value(argc, argv, &i))) return 2;
       unsigned long long x = strtoull(v, &end, 10);
       if (!*v || *end || v[0] == '-' || (strcmp(a, "--snapshot") == 0 && x == 0))
@@ -812,6 +967,8 @@ int cmd_retainers(int argc, char **argv)
       if (!(export = cli_value(argc, argv, &i))) return 2;
     } else if (strcmp(a, "--evolution") == 0) {
       evolution = 1;
+    } else if (strcmp(a, "--tree") == 0) {
+      tree = 1;
     } else if (strcmp(a, "--bytes") == 0) {
       exact_bytes = 1;
     } else if (strcmp(a, "--json") == 0) {
@@ -854,13 +1011,14 @@ int cmd_retainers(int argc, char **argv)
     analysis_free(&b);
     hg_close(&r2);
   } else if (json) {
-    write_json(stdout, &a, trace, top, npaths, site, json_str);
+    write_json(stdout, &a, trace, top, npaths, site, &topt, json_str);
   } else {
     print_header(&a);
     print_kinds(&a);
     print_roots(&a, top);
     print_sites(&a, top);
     if (site) print_paths(&a, site, npaths);
+    if (tree) print_tree(&a, &topt);
   }
   if (export) rc = write_heapsnapshot(&a, export);
   analysis_free(&a);

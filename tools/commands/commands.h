@@ -6,6 +6,7 @@
 #define OCAML_MEMPROF_COMMANDS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 int cmd_info(int argc, char **argv);
@@ -20,12 +21,19 @@ int cmd_leaks(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_retainers(int argc, char **argv);
 
-/* The last heap snapshot of [trace] analysed as `retainers --json -n top
-   --paths npaths` prints it (one JSON object), for the HTML report, with
-   strings written by [str] (the report escapes more than JSON needs).
+/* The heap snapshots of [trace] for the HTML report: one JSON object
+   {"trace", "count", "evolution": {"kinds", "rows": [[seq, time_ns, live,
+   retained per kind...]...]}, "list": [...]}, the list holding the last
+   [max_snapshots] snapshots each as `retainers --json -n top --paths
+   npaths --nodes tree_nodes --width tree_width --depth tree_depth` prints
+   it; strings written by [str] (the report escapes more than JSON needs).
    0 when written, 2 when the trace has no snapshot (nothing written, no
    message), 1 after a message on stderr. */
 typedef void (*json_writer)(FILE *o, const char *s);
-int retainers_json(FILE *o, const char *trace, size_t top, size_t npaths, json_writer str);
+typedef struct {
+  size_t top, npaths, max_snapshots;
+  uint32_t tree_nodes, tree_width, tree_depth;
+} retainers_opts;
+int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_writer str);
 
 #endif

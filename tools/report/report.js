@@ -23,8 +23,9 @@
 // Speed: nothing in an update reads layout sizes (they are read once, then
 // on resize and scroll), the sites table holds only its visible rows, the
 // arrays of millions of entries are pooled (see pooled), and the data is
-// inflated by the page's own inflate.  The retention view draws
-// D.snapshots (retainers --json), independent of the filters.
+// inflated by the page's own inflate.  The retention view and the
+// dominator tree beside the flame graph draw D.snapshots (retainers
+// --json per snapshot), independent of the filters.
 'use strict';
 var D = JSON.parse(document.getElementById('data').textContent);
 var $ = function (id) { return document.getElementById(id); };
@@ -242,7 +243,7 @@ function setup(A) {
 function freshState() {
   return { alloc: null, live: null, coll: null, never: false, life: null, size: null, doms: null,
            focus: '', ignore: '', hide: '', presets: [], metric: 'alloc', tab: 'sites',
-           sort: 'alloc', search: '', site: null, rtrace: 0, rsite: 0 };
+           sort: 'alloc', search: '', site: null, rtrace: 0, rsnap: -1, rsite: 0 };
 }
 var S = freshState();
 
@@ -576,10 +577,10 @@ function drawTimeline() {
     g.fillText((d[3] ? '+' : '−') + d[1], x + 3, mid + 2);
   });
   // heap snapshots: a diamond each, filled for the one the retention view shows
-  var nsnap = 0;
+  var nsnap = 0, shown = SNAPS.length ? snapOf().snapshot.seq : -1, cur = SNAPS[snapTrace()];
   SNAPS.forEach(function (x) {
-    x.snapshots.forEach(function (q) {
-      var xs = X(q[1]), last = q[0] === x.snapshot.seq; nsnap++;
+    x.evolution.rows.forEach(function (q) {
+      var xs = X(q[1]), last = x === cur && q[0] === shown; nsnap++;
       g.beginPath(); g.moveTo(xs, top - 8); g.lineTo(xs + 4, top - 4); g.lineTo(xs, top); g.lineTo(xs - 4, top - 4); g.closePath();
       g.strokeStyle = '#077'; g.stroke(); if (last) { g.fillStyle = '#077'; g.fill(); }
     });
@@ -870,7 +871,7 @@ function paintFlame(kind) {
   var vis = [], batches = {};
   for (var r = 0; r < rects.length; r++) { var y = d.y(rects[r][1]); if (y + RH >= top && y <= top + VH) vis.push(rects[r]); }
   for (var k = 0; k < vis.length; k++) {
-    var q = vis[k], c = q[3] === TRUNCID ? '#aaa' : q[3] === ALL ? '#eee' : rx && rx.test(NAMES[q[3]]) ? '#c6f' : q[1] < zd ? '#ddd' : PALETTE[hue(q[3])];
+    var q = vis[k], c = q[3] === TRUNCID ? '#aaa' : q[3] === ALL ? '#eee' : rx && rx.test(NAMES[q[3]]) ? '#c6f' : q[3] === S.site ? '#6ae' : q[1] < zd ? '#ddd' : PALETTE[hue(q[3])];
     (batches[c] = batches[c] || []).push(q);
   }
   Object.keys(batches).forEach(function (c) {
@@ -1041,15 +1042,102 @@ function drawLife() {
 
 // ---------- retention ----------
 // From the heap snapshots: D.snapshots has one entry per trace, null or
-// the trace's last snapshot analysed by the same code as `ocaml-memprof
-// retainers --json` (dominator tree: retained bytes by root kind and by
-// root; live bytes by allocation site estimated from the sampled blocks,
-// with their standard error; each site's shortest retainer paths).  The
-// figures are shown as they are: they do not depend on the filters, which
-// select samples, not heap blocks.
+// { trace, count, evolution: { kinds, rows: [seq, time, live, retained
+// per kind...] }, list }, the list holding the trace's last snapshots
+// each analysed by the same code as `ocaml-memprof retainers --json`
+// (dominator tree: retained bytes by root kind and by root; live bytes by
+// allocation site estimated from the sampled blocks, with their standard
+// error; each site's shortest retainer paths; the dominator tree
+// aggregated by tag, size class and site and pruned to its heavy part).
+// The figures are shown as they are: they do not depend on the filters,
+// which select samples, not heap blocks.  The dominator tree is drawn in
+// the retention tab and beside the flame graph; a site clicked in it is
+// selected as in the sites table.
 var SNAPS = (D.snapshots || []).filter(Boolean);
 function pct(v, t) { return t ? (100 * v / t).toFixed(1) + '%' : ''; }
 function bar(v, max, color) { return '<span class="bar" style="width:' + (max ? Math.max(1, Math.round(120 * v / max)) : 0) + 'px;background:' + color + '"></span>'; }
+function snapTrace() { return Math.min(S.rtrace || 0, Math.max(0, SNAPS.length - 1)); }
+// the snapshot shown: S.rsnap indexes the trace's list, -1 for the last
+function snapOf() {
+  var L = SNAPS[snapTrace()].list;
+  return L[S.rsnap >= 0 && S.rsnap < L.length ? S.rsnap : L.length - 1];
+}
+var KIND_COLOURS = { global: '#36c', stack: '#c63', local: '#693', 'c-global': '#999', finaliser: '#c3c', thread: '#3aa', memprof: '#cc3' };
+// Retained bytes by root kind over the trace's snapshots (SVG lines), the
+// shown snapshot marked.
+function evolutionSVG(E, shownSeq) {
+  var rows = E.rows, W = 560, H = 150, x0 = 64, x1 = W - 120, y0 = 10, y1 = H - 22;
+  var tmax = 0, vmax = 0, used = [];
+  rows.forEach(function (r) { tmax = Math.max(tmax, r[1]); vmax = Math.max(vmax, r[2]); });
+  E.kinds.forEach(function (k, i) { if (rows.some(function (r) { return r[3 + i] > 0; })) used.push(i); });
+  var yt = byteTicks(vmax || 1, 3); vmax = Math.max(vmax, yt[yt.length - 1][0], 1);
+  var X = function (t) { return x0 + (x1 - x0) * (tmax ? t / tmax : 0.5); }, Y = function (v) { return y1 - (y1 - y0) * v / vmax; };
+  var h = ['<svg id="revo" width="' + W + '" height="' + H + '" font-size="10">'];
+  yt.forEach(function (t) { h.push('<line x1="' + x0 + '" x2="' + x1 + '" y1="' + Y(t[0]) + '" y2="' + Y(t[0]) + '" stroke="#eee"/><text x="' + (x0 - 4) + '" y="' + (Y(t[0]) + 3) + '" text-anchor="end">' + esc(t[1]) + '</text>'); });
+  timeTicks(tmax || 1, 4).forEach(function (t) { h.push('<text x="' + X(t[0]) + '" y="' + (H - 8) + '" text-anchor="middle">' + esc(t[1]) + '</text>'); });
+  function line(col, color, name, k) {
+    var pts = rows.map(function (r) { return X(r[1]).toFixed(1) + ',' + Y(r[col]).toFixed(1); }).join(' ');
+    h.push('<polyline points="' + pts + '" fill="none" stroke="' + color + '" stroke-width="1.5"' + (col === 2 ? ' stroke-dasharray="4 3"' : '') + '/>');
+    rows.forEach(function (r) { h.push('<circle cx="' + X(r[1]).toFixed(1) + '" cy="' + Y(r[col]).toFixed(1) + '" r="' + (r[0] === shownSeq ? 4 : 2) + '" fill="' + color + '"><title>' + esc(name + ', snapshot ' + r[0] + ' at ' + secs(r[1]) + ': ' + bytes(r[col])) + '</title></circle>'); });
+    h.push('<text x="' + (x1 + 6) + '" y="' + (y0 + 12 * k + 8) + '" fill="' + color + '">' + esc(name) + '</text>');
+  }
+  line(2, '#333', 'live', 0);
+  used.forEach(function (i, k) { line(3 + i, KIND_COLOURS[E.kinds[i]] || '#888', E.kinds[i], k + 1); });
+  h.push('</svg>');
+  return h.join('');
+}
+// The dominator tree (X.tree: parents first, a node's children together
+// and heaviest first) as rows that open and close.  Open by default: the
+// root, the kinds, and the heaviest child of each open node down to depth
+// 6; treeOpen remembers the reader's clicks per snapshot.
+var treeOpen = {};
+function treeState(X) {
+  var key = X.trace + '#' + X.snapshot.seq;
+  if (treeOpen[key]) return treeOpen[key];
+  var T = X.tree || [], open = new Uint8Array(T.length), first = new Int32Array(T.length).fill(-1), depth = new Int32Array(T.length);
+  for (var i = T.length - 1; i > 0; i--) first[T[i].parent] = i;
+  for (var j = 1; j < T.length; j++) depth[j] = depth[T[j].parent] + 1;
+  for (var k = 0; k < T.length; k++)
+    if (T[k].children && (depth[k] <= 1 || (depth[k] < 6 && open[T[k].parent] && first[T[k].parent] === k))) open[k] = 1;
+  if (T.length) open[0] = 1;
+  return (treeOpen[key] = { open: open, first: first, depth: depth });
+}
+var TREE_TYPE = { root: '', kind: 'root kind', label: '', blocks: '', others: '' };
+// compact: beside the flame graph (narrow bars, short header)
+function treeHTML(X, id, compact) {
+  var T = X.tree || [], st = treeState(X), rows = [], live = X.snapshot.live_bytes, max = T.length ? T[0].retained : 0;
+  if (!T.length) return '<div class="note">no dominator tree in the data</div>';
+  function walk(i) {
+    var n = T[i], d = st.depth[i], has = n.children > 0, fn = n.function ? NAMES.indexOf(n.function) : -1;
+    var sel = fn >= 0 && fn === S.site;
+    rows.push('<tr data-t="' + i + '"' + (sel ? ' class="sel"' : '') + '><td data-v="' + n.retained + '">' + (compact ? '' : bar(n.retained, max, '#69c') + ' ') + bytes(n.retained) + '</td><td>' + pct(n.retained, live) + '</td><td>' + num(n.count) +
+      '</td><td class="name dtn" title="' + esc((n.kind ? n.kind + ' ' : '') + n.name) + '" style="padding-left:' + (4 + (compact ? 10 : 14) * d) + 'px"><span class="tg">' + (has ? (st.open[i] ? '▾' : '▸') : n.more ? '·' : ' ') + '</span> ' +
+      (n.type === 'label' ? '<span class="note">' + esc(n.kind) + '</span> ' : n.type === 'kind' ? '<span class="note">root kind</span> ' : '') +
+      (n.function && fn >= 0 && fn < NOBT ? '<a href="#" class="dsite" data-f="' + fn + '">' + esc(n.name) + '</a>' : '<span' + (n.type === 'others' ? ' class="note"' : '') + '>' + esc(n.name) + '</span>') +
+      (n.more ? ' <span class="note" title="dominates more blocks than shown (pruned)">…</span>' : '') + '</td></tr>');
+    if (has && st.open[i]) for (var c = st.first[i], e = c + n.children; c < e; c++) walk(c);
+  }
+  walk(0);
+  return '<table class="dtree" id="' + id + '"><tr><th>retained</th><th>%</th><th>count</th><th class="name">' + (compact ? 'dominator tree' : 'dominator tree: root kind → root → blocks it alone keeps alive, by tag, size and allocation site') + '</th></tr>' + rows.join('') + '</table>';
+}
+function treeClick(e, redraw) {
+  var a = e.target.closest('a.dsite');
+  if (a) { e.preventDefault(); var f = +a.dataset.f; S.site = S.site === f ? null : f; update(); return true; }
+  var tr = e.target.closest('tr[data-t]'); if (!tr) return false;
+  var X = snapOf(), st = treeState(X), i = +tr.dataset.t;
+  if (!X.tree[i].children) return false;
+  st.open[i] ^= 1; redraw();
+  return true;
+}
+// Beside the flame graph: the shown snapshot's dominator tree.
+function drawFlameSide() {
+  var el = $('fgdom');
+  if (!SNAPS.length) { el.style.display = 'none'; return; }
+  var X = snapOf();
+  el.innerHTML = '<h3>Retention <span class="note">heap snapshot ' + X.snapshot.seq + ' at ' + secs(X.snapshot.time_ns) + ', live ' + bytes(X.snapshot.live_bytes) +
+    ' (dominator tree: a row retains the rows under it; the filters do not apply; more in the Retention tab)</span></h3>' + treeHTML(X, 'fgtree', true);
+}
+$('fgdom').addEventListener('click', function (e) { treeClick(e, drawFlameSide); });
 function drawRetention() {
   var el = $('retention');
   if (!SNAPS.length) {
@@ -1058,12 +1146,17 @@ function drawRetention() {
       '<code>memprof_snapshot_every_cycles=N</code>, <code>Gc.Memprof_trace.snapshot ()</code>) and write the report again. The other views describe allocations, not retainers.</p>';
     return;
   }
-  var X = SNAPS[Math.min(S.rtrace || 0, SNAPS.length - 1)], sn = X.snapshot, live = sn.live_bytes, h = [];
-  h.push('<h3>Retention <span class="note">heap snapshot ' + sn.seq + (X.snapshots.length > 1 ? ' (the last of ' + X.snapshots.length + ')' : '') + ' of ' + esc(X.trace) + ' at ' + secs(sn.time_ns) + ': ' +
+  var E = SNAPS[snapTrace()], X = snapOf(), sn = X.snapshot, live = sn.live_bytes, h = [];
+  h.push('<h3>Retention <span class="note">heap snapshot ' + sn.seq + ' of ' + esc(X.trace) + ' at ' + secs(sn.time_ns) + ': ' +
     num(sn.blocks) + ' blocks, ' + num(sn.edges) + ' pointers, live ' + bytes(live) + (sn.outside_heap_bytes ? ' + ' + bytes(sn.outside_heap_bytes) + ' outside the heap' : '') +
     (sn.complete ? ', pause ' + secs(sn.pause_ns) : ', cut short by the end of the trace') + (sn.blocks_missing ? ', <span class="err">blocks missing (the runtime ran out of memory)</span>' : '') + '</span></h3>');
-  if (SNAPS.length > 1) h.push('<div class="tools">trace: <select id="rtrace">' + SNAPS.map(function (x, i) { return '<option value="' + i + '"' + (i === (S.rtrace || 0) ? ' selected' : '') + '>' + esc(x.trace) + '</option>'; }).join('') + '</select></div>');
-  h.push('<div class="note">Retained bytes of a root: what would be freed if that root alone were cleared (dominator tree). Same figures as <code>ocaml-memprof retainers --json ' + esc(X.trace) + '</code>; the filters do not apply here.</div>');
+  h.push('<div class="tools">');
+  if (SNAPS.length > 1) h.push('trace: <select id="rtrace">' + SNAPS.map(function (x, i) { return '<option value="' + i + '"' + (i === snapTrace() ? ' selected' : '') + '>' + esc(x.trace) + '</option>'; }).join('') + '</select> ');
+  var cur = E.list.indexOf(X);
+  h.push('snapshot: <select id="rsnap">' + E.list.map(function (x, i) { return '<option value="' + i + '"' + (i === cur ? ' selected' : '') + '>' + x.snapshot.seq + ' at ' + secs(x.snapshot.time_ns) + ', live ' + bytes(x.snapshot.live_bytes) + '</option>'; }).join('') + '</select>' +
+    ' <span class="note">' + (E.count > E.list.length ? 'the last ' + E.list.length + ' of ' + E.count + ' snapshots (every one in the evolution)' : E.count + ' snapshot' + (E.count > 1 ? 's' : '')) + '</span></div>');
+  h.push('<div class="note">Retained bytes of a root: what would be freed if that root alone were cleared (dominator tree). Same figures as <code>ocaml-memprof retainers --json --snapshot ' + (E.count - E.list.length + cur + 1) + ' ' + esc(X.trace) + '</code>; the filters do not apply here.</div>');
+  if (E.evolution.rows.length > 1) h.push('<h3>Evolution of retained bytes by root kind</h3>' + evolutionSVG(E.evolution, sn.seq));
   var kmax = 0; X.kinds.forEach(function (k) { kmax = Math.max(kmax, k.retained); });
   var rmax = X.roots.length ? X.roots[0].retained : 0, smax = 0; X.sites.forEach(function (x) { smax = Math.max(smax, x.estimate); });
   h.push('<div id="retgrid"><div><h3>Retained by root kind</h3><table id="rkinds"><tr><th class="name">kind</th><th>retained</th><th>%</th><th>roots</th></tr>' +
@@ -1089,17 +1182,22 @@ function drawRetention() {
     h.push('</div>');
   }
   h.push('</div></div>');
+  h.push('<h3>Dominator tree <span class="note">(a row retains the rows under it; children heaviest first, the rest as "other groups"; ▸ opens, a site selects it everywhere; "…": pruned below)</span></h3>' + treeHTML(X, 'rtree'));
   el.innerHTML = h.join('');
 }
 $('retention').addEventListener('click', function (e) {
+  if (treeClick(e, drawRetention)) return;
   var tr = e.target.closest('tr[data-r]'); if (!tr) return;
   // and the Sites table's selection follows (its live heap on the timeline)
-  var X = SNAPS[Math.min(S.rtrace || 0, SNAPS.length - 1)], id = NAMES.indexOf(X.sites[+tr.dataset.r].function);
+  var X = snapOf(), id = NAMES.indexOf(X.sites[+tr.dataset.r].function);
   S.rsite = +tr.dataset.r;
   if (id >= 0 && id < NOBT) { S.site = id; update(); } else { drawRetention(); saveHash(); }
 });
 $('retention').addEventListener('change', function (e) {
-  if (e.target.id === 'rtrace') { S.rtrace = +e.target.value; S.rsite = 0; drawRetention(); saveHash(); }
+  if (e.target.id === 'rtrace') { S.rtrace = +e.target.value; S.rsnap = -1; S.rsite = 0; }
+  else if (e.target.id === 'rsnap') { var L = SNAPS[snapTrace()].list; S.rsnap = +e.target.value === L.length - 1 ? -1 : +e.target.value; S.rsite = 0; }
+  else return;
+  drawRetention(); drawTimeline(); saveHash();
 });
 
 // ---------- controls ----------
@@ -1170,7 +1268,7 @@ function cliCommand() {
 // ---------- update ----------
 function drawView() {
   var t0 = performance.now();
-  if (S.tab === 'flame' || S.tab === 'icicle') drawFlame(S.tab);
+  if (S.tab === 'flame' || S.tab === 'icicle') { drawFlame(S.tab); if (S.tab === 'flame') drawFlameSide(); }
   else if (S.tab === 'graph') drawGraph();
   else if (S.tab === 'life') drawLife();
   else if (S.tab === 'retention') drawRetention();
@@ -1256,6 +1354,14 @@ function selftest() {
   function cells(id) { return Array.from(document.querySelectorAll('#' + id + ' tr')).slice(1).map(function (tr) { return Array.from(tr.cells).map(function (td) { return td.dataset.v !== undefined ? +td.dataset.v : td.textContent; }); }); }
   out.retention = { none: !!$('nosnap'), kinds: cells('rkinds'), roots: cells('rroots'), sites: cells('rsites'),
                     paths: Array.from(document.querySelectorAll('#rpaths ol')).map(function (ol) { return Array.from(ol.children).map(function (li) { return li.textContent; }); }) };
+  // the dominator tree as drawn (row: node index, retained, text), beside
+  // the flame graph too; a site clicked in it selected; the first snapshot
+  out.retention.tree = Array.from(document.querySelectorAll('#rtree tr[data-t]')).map(function (tr) { return [+tr.dataset.t, +tr.cells[0].dataset.v, tr.cells[3].textContent]; });
+  out.retention.fgtree = document.querySelectorAll('#fgtree tr[data-t]').length;
+  var ds = document.querySelector('#rtree a.dsite');
+  if (ds) { ds.click(); out.retention.treeSite = S.site === null ? null : NAMES[S.site]; out.retention.treeSiteWant = snapOf().tree[+ds.closest('tr').dataset.t].function; S.site = null; S.tab = 'retention'; syncControls(); update(); }
+  out.retention.evolution = !!$('revo');
+  if (SNAPS.length) { S.rsnap = 0; drawRetention(); out.retention.first = { seq: snapOf().snapshot.seq, kinds: cells('rkinds') }; S.rsnap = -1; drawRetention(); }
   var t0 = performance.now(); S.search = 'a'; drawTable(); S.search = ''; drawTable(); out.searchMs = (performance.now() - t0) / 2;
   S.tab = 'sites'; syncControls();
   var upd = []; [{ alloc: [0, Math.floor(NB / 2)] }, { never: true }, { focus: 'a' }, { hide: 'Stdlib' }, {}].forEach(function (st) {

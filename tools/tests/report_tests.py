@@ -17,14 +17,18 @@ bytecode program under ocamlrun.  For each report:
   are not blank (several colours, some non-white area);
 - on report4: leak_step is flagged as a leak, race_step as an allocation
   race, temp_step not at all;
-- retention view: on traces with a heap snapshot (tests/gen_snapshot's
+- retention view and dominator tree: on traces with a heap snapshot (tests/gen_snapshot's
   synthetic graph; testsuite/programs/snap_hashtbl.ml, a Hashtbl leak held
   by a module global, traced), the view's tables (retained by root kind,
   top roots, sites with their estimates) and the first site's retainer
   paths equal `ocaml-memprof retainers --json`; the Hashtbl's global is
   the top root, within 5 % of the program's own count, and the path to
-  the leaking strings starts at it; on traces without a snapshot the view
-  says so.
+  the leaking strings starts at it; the embedded dominator tree is the
+  tool's (children + self <= retained, heaviest first, each root kind's
+  roots = the roots table's), drawn in the tab and beside the flame
+  graph, a site clicked in it selected; with several snapshots, the
+  selector shows the first as `retainers --snapshot` does, and the
+  evolution is drawn; on traces without a snapshot the view says so.
 Timings (first paint, filter updates, search, views) go to
 tests/out/report-timings.json and are printed."""
 import json
@@ -80,12 +84,47 @@ def compare(run_, top):
     return diffs
 
 
+def tree_problems(tree, roots):
+    """What is wrong with a dominator tree of `retainers --json` (flat,
+    parents first): children's retained plus the node's own bytes above
+    its retained, children out of order, or a root kind's label children
+    not the first of the `roots` table of that kind (same order, sizes)."""
+    bad = []
+    kids = {}
+    for i, n in enumerate(tree):
+        if n["parent"] >= 0:
+            if n["parent"] >= i:
+                bad.append("node %d before its parent" % i)
+            kids.setdefault(n["parent"], []).append(i)
+    for i, n in enumerate(tree):
+        k = kids.get(i, [])
+        s = sum(tree[c]["retained"] for c in k) + n["self"]
+        if s > n["retained"]:
+            bad.append("node %d (%s): children + self %d > retained %d" % (i, n["name"], s, n["retained"]))
+        r = [tree[c]["retained"] for c in k if tree[c]["type"] != "others"]
+        if r != sorted(r, reverse=True):
+            bad.append("node %d: children not heaviest first" % i)
+        if len(k) != n["children"]:
+            bad.append("node %d: %d children, says %d" % (i, len(k), n["children"]))
+        if n["type"] == "kind":
+            labels = [[tree[c]["retained"], tree[c]["kind"], tree[c]["name"]] for c in k if tree[c]["type"] == "label"]
+            want = [[r["retained"], r["kind"], r["label"]] for r in roots if r["kind"] == n["name"]]
+            m = min(len(labels), len(want))
+            if labels[:m] != want[:m]:     # both heaviest first, ties by root order
+                bad.append("kind %s: tree roots %s, roots table %s" % (n["name"], labels[:m][:4], want[:m][:4]))
+    if not tree or tree[0]["type"] != "root":
+        bad.append("no root first")
+    return bad
+
+
 def check_retention(check, tool_json, label, paths, D, ret, truth):
     """The retention view drawn (ret: its tables' cells and paths, from
     the page's self-test) against `retainers --json` on the first trace
     with a snapshot (D: the report's data, one entry per trace)."""
-    snaps = [tool_json("retainers", "--json", "-n", "30", "--paths", "5", p)
+    snaps = [tool_json("retainers", "--json", "-n", "30", "--paths", "5", "--nodes", "1500",
+                       "--width", "12", "--depth", "16", p)
              for p, x in zip(paths, D["snapshots"]) if x]
+    embedded = [x for x in D["snapshots"] if x]
     if not snaps:
         check("report %s: retention view says the trace has no heap snapshot" % label,
               ret["none"] and not ret["roots"], str(ret)[:200])
@@ -104,6 +143,34 @@ def check_retention(check, tool_json, label, paths, D, ret, truth):
     check("report %s: retention view = retainers --json (%d kinds, %d roots, %d sites, %d paths)" %
           (label, len(want["kinds"]), len(want["roots"]), len(want["sites"]), len(want["paths"])),
           not ret["none"] and not diffs, "; ".join(diffs))
+    # the dominator tree: the embedded one is the tool's, sound, drawn
+    # (its rows are tree nodes with their sizes), beside the flame graph
+    # too, and a site clicked in it is selected
+    tree, shown = j.get("tree", []), ret.get("tree", [])
+    e = embedded[0]
+    check("report %s: the embedded dominator tree (%d nodes) = retainers --json --nodes 1500's, %d snapshot(s) of %d"
+          % (label, len(tree), len(e["list"]), e["count"]),
+          e["list"][-1].get("tree") == tree and len(e["evolution"]["rows"]) == e["count"] and 0 < len(tree) <= 1500,
+          json.dumps(e["list"][-1].get("tree"))[:200])
+    bad = tree_problems(tree, j["roots"])
+    check("report %s: dominator tree: children + self <= retained, heaviest first, roots = top roots" % label,
+          not bad, "; ".join(bad[:4]))
+    bad = [r for r in shown if r[0] >= len(tree) or r[1] != tree[r[0]]["retained"]
+           or tree[r[0]]["name"] not in r[2]]
+    check("report %s: the tree drawn (%d rows, %d beside the flame graph) shows the tree's nodes" %
+          (label, len(shown), ret.get("fgtree", 0)),
+          shown and not bad and shown[0][0] == 0 and ret.get("fgtree", 0) > 0, str(bad[:3] or shown[:3]))
+    if "treeSiteWant" in ret:
+        check("report %s: a site clicked in the tree (%s) is selected" % (label, ret["treeSiteWant"]),
+              ret["treeSite"] == ret["treeSiteWant"], str(ret.get("treeSite")))
+    if e["count"] > 1:
+        f = tool_json("retainers", "--json", "--snapshot", str(e["count"] - len(e["list"]) + 1), paths[0])
+        first = ret.get("first", {})
+        check("report %s: snapshot selector: the first snapshot shown (%d) = retainers --snapshot's, evolution drawn"
+              % (label, first.get("seq", -1)),
+              first.get("seq") == f["snapshot"]["seq"] and ret.get("evolution")
+              and [[k[0], k[1]] for k in first.get("kinds", [])] == [[k["kind"], k["retained"]] for k in f["kinds"]],
+              str(first))
     if truth:
         top = got["roots"][0] if got["roots"] else [0, "", ""]
         check("report %s: the top root is global Snap_hashtbl, %d B retained, truth %d B (within 5 %%)" %
@@ -157,6 +224,15 @@ def test_report(check, tool, tool_json, run, out_dir, here, gen):
             if r.returncode == 0:
                 traces.append(("hashtbl", th))
                 truths["hashtbl"] = int(r.stdout.split()[1])
+            # the same leak growing, a snapshot every 3 major cycles
+            tm = os.path.join(work, "hashtbl-snapshots.trace")
+            env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-3,memprof_seed=7,"
+                       "memprof_snapshot_every_cycles=3" % tm)
+            r = run([os.path.join(work, "snap_hashtbl.exe"), "60000"], cwd=work, env=env)
+            check("report: traced run of snap_hashtbl.exe 60000, a snapshot every 3 cycles", r.returncode == 0,
+                  r.stderr[-300:])
+            if r.returncode == 0:
+                traces.append(("snapshots", tm))
         ocamlc = os.path.join(bindir, "ocamlc")
         tb = os.path.join(work, "bytecode.trace")
         r = run([ocamlc, "-g", "report4.ml", "-o", "report4.byte"], cwd=work)

@@ -1181,6 +1181,17 @@ def test_retainers():
     check("retainers --json: the site's paths and --site's paths, one step per string",
           j["sites"][0]["paths"] == [{"blocks": 1, "bytes": 40, "steps": steps}]
           and j["paths"]["paths"] == j["sites"][0]["paths"] and j["paths"]["blocks"] == 1, json.dumps(j)[-400:])
+    bad = report_tests.tree_problems(j["tree"], j["roots"])
+    check("retainers --json: dominator tree sound (children + self <= retained, heaviest first), "
+          "each kind's roots = the roots table", not bad and len(j["tree"]) > 3, "; ".join(bad[:3]))
+    labels = {n["name"]: n["retained"] for n in j["tree"] if n["type"] == "label"}
+    check("retainers --json: tree roots 0x1000 160 B, finalisers 72 B, f (a.ml:3) 16 B",
+          labels.get("0x1000") == 160 and labels.get("finalisers") == 72 and labels.get("f (a.ml:3)") == 16,
+          str(labels))
+    r = tool("retainers", "--tree", small)
+    check("retainers --tree: the tree printed, root 0x1000 with its 160 B",
+          r.returncode == 0 and "Dominator tree" in r.stdout
+          and re.search(r"^\s+160 B\s+[\d.]+%\s+1\s+global 0x1000", r.stdout, re.M) is not None, r.stdout[-600:])
     hs = os.path.join(OUT, "snap-small.heapsnapshot")
     r = tool("retainers", "--heapsnapshot", hs, small)
     try:
@@ -1198,6 +1209,13 @@ def test_retainers():
     r = tool("retainers", chain)
     check("retainers: 300000-cell chain retained whole by its global",
           retained_of(r.stdout, "0x2000") == 7.2e6 and "300000 blocks" in r.stdout, r.stdout[:300])
+    j = tool_json("retainers", "--json", "--nodes", "20", "--width", "3", chain)
+    bad = report_tests.tree_problems(j["tree"], j["roots"])
+    top = [n for n in j["tree"] if n["type"] == "label"]
+    check("retainers --json --nodes 20 --width 3: at most 20 nodes, sound, the chain's global "
+          "retains 7.2 MB, the pruned part marked",
+          len(j["tree"]) <= 20 and not bad and top and top[0]["name"] == "0x2000"
+          and top[0]["retained"] == 7200000 and any(n.get("more") for n in j["tree"]), "; ".join(bad[:3]) + str(top[:2]))
     r = tool("retainers", "--diff", chain, small)
     check("retainers --diff: the chain's global grew by 7.2 MB",
           re.search(r"0 B\s+7.2 MB\s+\+7.2 MB\s+global 0x2000", r.stdout) is not None, r.stdout[:400])
@@ -1220,7 +1238,9 @@ def test_retainers():
                                (["--snapshot", "0", small], 2, "--snapshot"),
                                (["--snapshot", "9", small], 1, "no snapshot 9"),
                                (["--bogus", small], 2, "--bogus"),
-                               (["--json", "--evolution", small], 2, "--json")):
+                               (["--json", "--evolution", small], 2, "--json"),
+                               (["--nodes", "0", small], 2, "--nodes"),
+                               (["--depth", "x", small], 2, "--depth")):
         r = tool("retainers", *args)
         check("retainers %s: exit %d, one line with '%s'" % (" ".join(args[:2]), status, text),
               r.returncode == status and len(r.stderr.splitlines()) == 1 and text in r.stderr,
