@@ -248,9 +248,17 @@ function freshState() {
 var S = freshState();
 
 function re(s) { if (!s) return null; try { return new RegExp(s); } catch (e) { return undefined; } }
-function locMatches(l, r) {
+// Each string (function or file name) is tested once per regex: hit[id]
+// is 0 untested, 1 no match, 2 match (names recur in many locations).
+function matcher(r) { return { r: r, hit: new Uint8Array(STR.length) }; }
+function strMatches(m, id) {
+  var h = m.hit[id];
+  if (!h) h = m.hit[id] = m.r.test(STR[id]) ? 2 : 1;
+  return h === 2;
+}
+function locMatches(l, m) {
   for (var f = locOff[l]; f < locOff[l + 1]; f++)
-    if (r.test(STR[fFn[f]]) || (fFile[f] && r.test(STR[fFile[f]]))) return true;
+    if (strMatches(m, fFn[f]) || (fFile[f] && strMatches(m, fFile[f]))) return true;
   return false;
 }
 
@@ -307,16 +315,16 @@ function prepStacks() {
   prepStackFlags();
 }
 function switchStacks(hk, patterns) {
-  if (hideKey !== null) stacksOf[hideKey] = { cSite: cSite, FT: FT, ftOf: ftOf, ftSize: ftSize, ftHidden: ftHidden, nVis: nVis, nSite: nSite };
+  if (hideKey !== null) stacksOf[hideKey] = { cSite: cSite, FT: FT, ftOf: ftOf, ftHidden: ftHidden, nVis: nVis, nSite: nSite };
   hideKey = hk;
   var st = stacksOf[hk];
   if (st) {
-    cSite = st.cSite; FT = st.FT; ftOf = st.ftOf; ftSize = st.ftSize; ftHidden = st.ftHidden; nVis = st.nVis; nSite = st.nSite;
+    cSite = st.cSite; FT = st.FT; ftOf = st.ftOf; ftHidden = st.ftHidden; nVis = st.nVis; nSite = st.nSite;
     return;
   }
   // pool 1 is about to be written: the hidden state cached in it goes
   if (hk !== '[]') Object.keys(stacksOf).forEach(function (k) { if (k !== '[]') delete stacksOf[k]; });
-  var rh = patterns.map(re).filter(Boolean), hidden = new Uint8Array(NLOC), nf = 0;
+  var rh = patterns.map(re).filter(Boolean).map(matcher), hidden = new Uint8Array(NLOC), sit = null;
   for (var l = 1; l < NLOC; l++) {
     for (var k = 0; k < rh.length; k++) if (locMatches(l, rh[k])) { hidden[l] = 1; break; }
     if (locOff[l + 1] === locOff[l]) hidden[l] = 1;
@@ -324,20 +332,31 @@ function switchStacks(hk, patterns) {
   if (!rh.length) {
     // nothing hidden: each node is its own visible node (no pass over
     // the whole call tree, which deep stacks make large, at first paint)
-    nVis = nSite = null; nf = -1;
+    nVis = nSite = null;
   } else {
-    nVis = pooled('nVis', Int32Array, NN); nSite = pooled('nSite', Int32Array, NN);
-    nSite[0] = NOBT;
-    for (var n = 1; n < NN; n++) {        // parents come first
-      var p = nParent[n], l2 = nLoc[n];
-      nVis[n] = hidden[l2] ? nVis[p] : n;
-      nSite[n] = hidden[l2] ? nSite[p] : fFn[locOff[l2]];
-      if (!hidden[l2]) nf += locOff[l2 + 1] - locOff[l2];
+    // Only the cells' nodes need their visible node and site (nVis,
+    // nSite are read for them alone): each walks up its run of hidden
+    // locations, and the walks share what they settle (done), so the cost
+    // follows the cells and their hidden ancestors, not the whole call
+    // tree (533,000 nodes on the deep ocamlopt trace, 72,000 cells).
+    // The loops read locals only: the globals set here change from one
+    // hidden key to the next (null, then arrays).
+    var vis = nVis = pooled('nVis', Int32Array, NN), sit = nSite = pooled('nSite', Int32Array, NN);
+    var done = pooled('nDone', Uint8Array, NN).fill(0, 0, NN), par = nParent, loc = nLoc, lo = locOff, fn = fFn;
+    var path = [], cnn = cnNode, ncn = NCN;
+    done[0] = 1; vis[0] = 0; sit[0] = NOBT;
+    for (var k0 = 0; k0 < ncn; k0++) {
+      var x = cnn[k0];
+      while (!done[x] && hidden[loc[x]]) { path.push(x); x = par[x]; }
+      if (!done[x]) { vis[x] = x; sit[x] = fn[lo[loc[x]]]; done[x] = 1; }
+      var v = vis[x], si = sit[x];
+      while (path.length) { var y = path.pop(); vis[y] = v; sit[y] = si; done[y] = 1; }
     }
   }
-  cSite = pooled('cSite', Int32Array, NC);
-  for (var i = 0; i < NC; i++) cSite[i] = siteOf(cNode[i]);
-  FT = null; ftSize = nf; ftHidden = hidden;
+  var cs = cSite = pooled('cSite', Int32Array, NC), cn = cNode, nc = NC;
+  if (sit) for (var i = 0; i < nc; i++) cs[i] = sit[cn[i]];
+  else for (var i1 = 0; i1 < nc; i1++) cs[i1] = siteOf(cn[i1]);
+  FT = null; ftHidden = hidden;
 }
 function idle(f) { (window.requestIdleCallback || setTimeout).call(window, f); }
 function warmUp() {
@@ -352,14 +371,14 @@ function prepStackFlags() {
   var sk = JSON.stringify([S.focus, S.ignore]);
   if (sk !== stackFlagKey) {
     stackFlagKey = sk;
-    var rf = re(S.focus), ri = re(S.ignore);
+    var rf = re(S.focus), ri = re(S.ignore), mf = rf && matcher(rf), mi = ri && matcher(ri);
     cStack = null;                       // per cell: 1 focus matched, 2 ignore matched
     if (!rf && !ri) return;
     if (!flagBuf) flagBuf = { fl: new Uint8Array(NN), cs: new Uint8Array(NC) };
     var lf = new Uint8Array(NLOC), fl = flagBuf.fl;
     for (var l3 = 1; l3 < NLOC; l3++) {
-      if (rf && locMatches(l3, rf)) lf[l3] |= 1;
-      if (ri && locMatches(l3, ri)) lf[l3] |= 2;
+      if (mf && locMatches(l3, mf)) lf[l3] |= 1;
+      if (mi && locMatches(l3, mi)) lf[l3] |= 2;
     }
     for (var n2 = 1; n2 < NN; n2++) fl[n2] = fl[nParent[n2]] | lf[nLoc[n2]];
     cStack = flagBuf.cs;
@@ -367,39 +386,48 @@ function prepStackFlags() {
   }
 }
 // The frame tree, built when a view needs it (not for the first paint).
-var cSite, ftSize, ftHidden;
+// Its arrays are sized by the frames of all the nodes (counted once):
+// hidden frames only make it smaller.
+var cSite, ftHidden, allFrames = -1;
 function frameTree() {
   if (FT) return FT;
-  var nf = ftSize, hidden = ftHidden;
-  if (nf < 0) for (var n0 = 1, nf = 0; n0 < NN; n0++) nf += locOff[nLoc[n0] + 1] - locOff[nLoc[n0]];
-  var cap = nf + 2, par = pooled('par', Int32Array, cap), name = pooled('name', Int32Array, cap);
-  var first = pooled('first', Int32Array, cap), next = pooled('next', Int32Array, cap), m = 1;
-  name[0] = ALL; par[0] = -1; first[0] = -1; next[0] = -1;
-  function child(q, nm) {
-    for (var c = first[q]; c >= 0; c = next[c]) if (name[c] === nm) return c;
-    par[m] = q; name[m] = nm; next[m] = first[q]; first[q] = m; first[m] = -1;
-    return m++;
+  var hidden = ftHidden;
+  if (allFrames < 0) {
+    allFrames = 0;
+    for (var n0 = 1; n0 < NN; n0++) allFrames += locOff[nLoc[n0] + 1] - locOff[nLoc[n0]];
   }
-  ftOf = pooled('ftOf', Int32Array, NN);
-  for (var n2 = 1; n2 < NN; n2++) {
-    var l3 = nLoc[n2], q = ftOf[nParent[n2]];
-    if (!hidden[l3]) for (var f = locOff[l3 + 1] - 1; f >= locOff[l3]; f--) q = child(q, fFn[f]);
-    ftOf[n2] = q;
+  var cap = allFrames + 2, par = pooled('par', Int32Array, cap), name = pooled('name', Int32Array, cap);
+  var first = pooled('first', Int32Array, cap), next = pooled('next', Int32Array, cap), m = 1;
+  var nch = pooled('nch', Int32Array, cap).fill(0, 0, cap);
+  name[0] = ALL; par[0] = -1; first[0] = -1; next[0] = -1;
+  var fo = ftOf = pooled('ftOf', Int32Array, NN), np = nParent, loc = nLoc, lo = locOff, fn = fFn, nn = NN;
+  fo[0] = 0;
+  // one pass, parents first, over locals only (see switchStacks); the
+  // sibling search inlined, children counted on the way
+  for (var n2 = 1; n2 < nn; n2++) {
+    var l3 = loc[n2], q = fo[np[n2]];
+    if (!hidden[l3]) for (var f = lo[l3 + 1] - 1, f0 = lo[l3]; f >= f0; f--) {
+      var nm = fn[f], c = first[q];
+      while (c >= 0 && name[c] !== nm) c = next[c];
+      if (c < 0) { c = m++; par[c] = q; name[c] = nm; next[c] = first[q]; first[q] = c; first[c] = -1; nch[q]++; }
+      q = c;
+    }
+    fo[n2] = q;
   }
   // Key nodes: the root, branch points and nodes with samples of their
   // own.  Any other node is on a chain and has the total of the key node
   // below it (keyBelow), so the per-update sums touch key nodes only.
-  var nch = pooled('nch', Int32Array, m).fill(0, 0, m), isKey = pooled('isKey', Uint8Array, m).fill(0, 0, m);
-  var kb = pooled('kb', Int32Array, m), up = pooled('up', Int32Array, m), keys = [];
-  for (var i = 1; i < m; i++) nch[par[i]]++;
-  for (var i2 = 0; i2 < m; i2++) if (nch[i2] !== 1) isKey[i2] = 1;
+  var isKey = pooled('isKey', Uint8Array, m), kb = pooled('kb', Int32Array, m), up = pooled('up', Int32Array, m);
+  for (var i = 0; i < m; i++) isKey[i] = nch[i] !== 1 ? 1 : 0;
   isKey[0] = 1;
-  for (var k = 0; k < NCN; k++) isKey[ftOf[cnNode[k]]] = 1;
+  for (var k = 0; k < NCN; k++) isKey[fo[cnNode[k]]] = 1;
   for (var i3 = m - 1; i3 >= 0; i3--) kb[i3] = isKey[i3] ? i3 : kb[first[i3]];
-  for (var i4 = 1; i4 < m; i4++) up[i4] = isKey[par[i4]] ? par[i4] : up[par[i4]];
-  for (var i5 = 0; i5 < m; i5++) if (isKey[i5]) keys.push(i5);
+  var nkeys = 1;
+  for (var i4 = 1; i4 < m; i4++) { var p4 = par[i4]; up[i4] = isKey[p4] ? p4 : up[p4]; nkeys += isKey[i4]; }
+  var keys = new Int32Array(nkeys);
+  for (var i5 = 0, j5 = 0; i5 < m; i5++) if (isKey[i5]) keys[j5++] = i5;
   FT = { n: m, parent: par, name: name, first: first, next: next,
-         keyBelow: kb, keyUp: up, keys: Int32Array.from(keys) };
+         keyBelow: kb, keyUp: up, keys: keys };
   if (hideKey === '[]') idle(reserveHidden);
   return FT;
 }
@@ -418,7 +446,7 @@ function computeCells() {
   var kAlloc = BUF.kAlloc.fill(0), kLive = BUF.kLive.fill(0), kColl = BUF.kColl.fill(0);
   var kBlocks = BUF.kBlocks.fill(0), kObj = BUF.kObj.fill(0), kProm = BUF.kProm.fill(0);
   var allocBin = new Float64Array(NB), liveDiff = new Float64Array(NB + 1), siteDiff = new Float64Array(NB + 1);
-  var keep = BUF.keep.fill(0), site = S.site, nk = 0;
+  var keep = BUF.keep.fill(0), site = S.site, nk = 0, cst = cSite;
   for (var i = 0; i < NC; i++) {
     var ab = cAbin[i], db = cDbin[i], n = cNode[i];
     if (a && (ab < a[0] || ab > a[1])) continue;
@@ -434,7 +462,7 @@ function computeCells() {
     kAlloc[k] += s; kBlocks[k] += cBlocks[i]; kObj[k] += cObj[i]; kProm[k] += cProm[i];
     if (db === NB) kLive[k] += s; else kColl[k] += s;
     allocBin[ab] += s; liveDiff[ab] += s; if (db < NB) liveDiff[db] -= s;
-    if (site !== null && cSite[i] === site) { siteDiff[ab] += s; if (db < NB) siteDiff[db] -= s; }
+    if (site !== null && cst[i] === site) { siteDiff[ab] += s; if (db < NB) siteDiff[db] -= s; }
   }
   var live = new Float64Array(NB), siteLive = new Float64Array(NB), acc = 0, acc2 = 0;
   for (var b = 0; b < NB; b++) { acc += liveDiff[b]; acc2 += siteDiff[b]; live[b] = acc * BPS; siteLive[b] = acc2 * BPS; }
@@ -482,10 +510,10 @@ function classify() {
   // samples in all is not looked at)
   var peak = 0; for (var b0 = 0; b0 < NB; b0++) peak = Math.max(peak, R.live[b0] / BPS);
   var minLive = Math.max(16, 0.01 * peak), out = new Map();
-  var per = new Map(), sm = R.siteSamples;
+  var per = new Map(), sm = R.siteSamples, cst = cSite;
   for (var i = 0; i < NC; i++) {
     if (!R.keep[i]) continue;
-    var k = cSite[i];
+    var k = cst[i];
     if (sm[k] < minLive || !cProm[i]) continue;
     var e = per.get(k);
     if (!e) { e = { diff: new Float64Array(NB + 1), first: NB, last: -1, all: 0, cells: [] }; per.set(k, e); }
@@ -535,7 +563,8 @@ function ftValues() {
   if (!FT.self) { FT.self = pooled('self', Float64Array, FT.n); FT.tot = pooled('tot', Float64Array, FT.n); }
   var self = FT.self, tot = FT.tot, keys = FT.keys, up = FT.keyUp, nk = keys.length;
   for (var j = 0; j < nk; j++) self[keys[j]] = 0;
-  for (var k = 0; k < NCN; k++) { var v = metricOf(k); if (v > 0) self[ftOf[cnNode[k]]] += v; }
+  var fo = ftOf, cn = cnNode;
+  for (var k = 0; k < NCN; k++) { var v = metricOf(k); if (v > 0) self[fo[cn[k]]] += v; }
   for (var j2 = 0; j2 < nk; j2++) tot[keys[j2]] = self[keys[j2]];
   for (var j3 = nk - 1; j3 > 0; j3--) tot[up[keys[j3]]] += tot[keys[j3]];
   R.ft = { self: self, tot: tot };
