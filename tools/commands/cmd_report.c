@@ -46,8 +46,9 @@ extern unsigned int report_html_len, report_js_len;
 #define MAX_EVENTS 100000      /* per kind of runtime event kept for the timeline */
 /* The retention view: per snapshot, its roots and sites, retainer paths
    per site, and a dominator tree of at most 1,500 nodes (about 200 KB);
-   the last 16 snapshots of a trace in full, the evolution of all. */
-static const retainers_opts retention = { .top = 30, .npaths = 5, .max_snapshots = 16,
+   the last 8 snapshots of a trace in full (at most 1.8 MB of trees),
+   the evolution of all. */
+static const retainers_opts retention = { .top = 30, .npaths = 5, .max_snapshots = 8,
                                           .tree_nodes = 1500, .tree_width = 12, .tree_depth = 16 };
 
 typedef struct { uint64_t t; double heap, live; } gcpoint;
