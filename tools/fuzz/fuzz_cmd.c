@@ -105,6 +105,7 @@ static const optset sets_retainers[] = {
   { "--diff", IN, IN, NULL },
   { "--snapshot", "1", "--heapsnapshot", OUT, IN, NULL },
   { "--json", "--site", "a", "-n", "3", IN, NULL },
+  { "--tree", "--nodes", "40", "--width", "3", "--depth", "5", IN, NULL },
 };
 
 #define SETS(n) { #n, sets_##n, sizeof sets_##n / sizeof sets_##n[0] }
