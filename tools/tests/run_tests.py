@@ -684,6 +684,22 @@ def lz4_frame_ends(data):
     return ends
 
 
+def follow_finish(p):
+    """Waits for a `top --follow --json` process [p]: its stderr and the
+    JSON of its last refresh (None when unreadable)."""
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    docs = out.split("--- refresh ")
+    last = docs[-1].split("\n", 1)[1] if len(docs) > 1 else docs[-1]
+    try:
+        return err, json.loads(last)
+    except ValueError:
+        return err, None
+
+
 def follow_growing(label, data, cuts, writer, final_path):
     """top --follow --stats on a file that does not exist at first, then
     grows to cuts[0], then by data[cuts[i]:cuts[i+1]] every 0.25 s (the
@@ -702,17 +718,7 @@ def follow_growing(label, data, cuts, writer, final_path):
             f.write(data[a:b])
     time.sleep(0.25)
     writer()
-    try:
-        out, err = p.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-    docs = out.split("--- refresh ")
-    last = docs[-1].split("\n", 1)[1] if len(docs) > 1 else docs[-1]
-    try:
-        got = json.loads(last)
-    except ValueError:
-        got = None
+    err, got = follow_finish(p)
     work = [(int(b), int(e)) for b, e in
             re.findall(r"refresh: (\d+) bytes read, (\d+) events decoded", err)]
     return p.returncode, got, work, err
@@ -792,17 +798,7 @@ def test_follow_incremental():
     time.sleep(0.3)
     sleeper.kill()
     sleeper.wait()
-    try:
-        out, err = p.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-    docs = out.split("--- refresh ")
-    last = docs[-1].split("\n", 1)[1] if len(docs) > 1 else docs[-1]
-    try:
-        got = json.loads(last)
-    except ValueError:
-        got = None
+    err, got = follow_finish(p)
     final = tool_json("top", "--json", "-n", "0", "--group", "exe", d)
     work = [int(b) for b in re.findall(r"refresh: (\d+) bytes read", err)]
     check("--follow DIR --group exe: a trace appearing later (cut inside its header first)"
