@@ -172,12 +172,12 @@ static void held_by_profiler_only(hg_snapshot *s)
     }
   }
   /* seen: the retaining roots' closure, plus the memprof kind node.  The
-     memprof label nodes and the blocks outside keep only edges to
-     nodes outside. */
+     nodes outside it (the memprof label nodes, which only the memprof
+     kind node points to, and the blocks they alone reach) keep only
+     edges to nodes outside. */
   uint64_t w = 0, from = 0;
   for (uint32_t v = 0; v < n; v++) {
-    int outside = !seen[v] || (v > HG_KINDS && v < s->base
-                               && s->label_kind[v - 1 - HG_KINDS] == MPT_ROOT_MEMPROF);
+    int outside = !seen[v];
     uint64_t end = s->off[v + 1];
     s->off[v] = w;
     for (uint64_t e = from; e < end; e++) {

@@ -284,9 +284,8 @@ int cmd_info(int argc, char **argv)
   if (rc >= 0) goto done;
   rc = cli_inputs_resolve(&in);
   if (rc) goto done;
-  const char *desc = fdesc;
   if (top) {                    /* the tree, then top sites per executable */
-    rc = info_many(&in, &f, desc, 0);
+    rc = info_many(&in, &f, fdesc, 0);
     if (!rc) {
       fflush(stdout);
       putchar('\n');
@@ -300,9 +299,9 @@ int cmd_info(int argc, char **argv)
       free(av);
     }
   } else if ((in.ntraces > 1 || in.have_pid || in.exe) && (in.npaths > 1 || in.ntraces > 1)) {
-    rc = info_many(&in, &f, desc, json);
+    rc = info_many(&in, &f, fdesc, json);
   } else {
-    rc = info_one(in.paths[0], &f, desc, json);
+    rc = info_one(in.paths[0], &f, fdesc, json);
   }
 done:
   free(fargs);
