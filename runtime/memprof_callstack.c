@@ -53,6 +53,7 @@
    exceptions, callbacks from C, systhreads and several domains. */
 
 #define CAML_INTERNALS
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "caml/backtrace.h"
@@ -69,6 +70,14 @@
 /* Marks in caml_memprof_frame_slot.size (frame sizes are below 2^16). */
 #define CALLSTACK_RETURN_TO_C 0x10000u
 #define CALLSTACK_NO_DESCR 0x20000u
+
+/* The walk copies an entry's size and location id to a walked frame as
+   one 8-byte word. */
+_Static_assert(offsetof(caml_memprof_frame_slot, loc)
+               == offsetof(caml_memprof_frame_slot, size) + 4
+               && offsetof(caml_memprof_walked_frame, loc)
+               == offsetof(caml_memprof_walked_frame, size) + 4,
+               "size and loc are adjacent");
 
 #define ALLOC_TAG(alloc_idx) ((uintnat)((alloc_idx) + 1) << 56)
 
@@ -111,11 +120,10 @@ static int reserve(caml_memprof_callstack_cache *c)
   return 1;
 }
 
-/* The entry for [key], or NULL. */
+/* The entry for [key], or NULL.  The table must have slots. */
 static inline caml_memprof_frame_slot *
 probe(caml_memprof_callstack_cache *c, uintnat key)
 {
-  if (c->cap == 0) return NULL;
   uint32_t mask = c->cap - 1, h = slot_index(key, mask);
   for (;;) {
     caml_memprof_frame_slot *s = &c->slots[h];
@@ -143,7 +151,7 @@ insert(caml_memprof_callstack_cache *c, uintnat key, uint32_t size,
 static uint32_t slot_location(caml_memprof_callstack_cache *c, backtrace_slot s,
                               caml_memprof_define_location define, void *ctx)
 {
-  caml_memprof_frame_slot *e = probe(c, (uintnat)s);
+  caml_memprof_frame_slot *e = c->cap ? probe(c, (uintnat)s) : NULL;
   if (e) return e->loc;
   uint32_t loc = define(ctx, s);
   if (loc == 0 || !insert(c, (uintnat)s, 0, loc)) return 0;
@@ -209,17 +217,37 @@ fill(caml_memprof_callstack_cache *c, uintnat key, uintnat pc,
    adding a frame size: never equal to a key. */
 static const uintnat no_return_address = 0;
 
-/* Room for twice [max] + 1 walked frames: the previous capture's and the
-   walk's, one more than a stack may show, so that a walk that fills its
-   part knows the stack was cut. */
+/* The entry for [key] when its home slot holds another key: the rest of
+   the probe sequence, or a fill on a miss.  Out of line, so that the walk's
+   loop keeps its registers. */
+static __attribute__((noinline)) caml_memprof_frame_slot *
+lookup_slow(caml_memprof_callstack_cache *c, uintnat key, uintnat pc,
+            ptrdiff_t alloc_idx, caml_frame_descrs *fds,
+            caml_memprof_define_location define, void *ctx)
+{
+  caml_memprof_frame_slot *e = probe(c, key);
+  if (e == NULL) e = fill(c, key, pc, key != pc ? alloc_idx : -1, fds, define, ctx);
+  return e;
+}
+
+/* Room for the sentinel, then twice [max] + 1 walked frames: the previous
+   capture's and the walk's, one more than a stack may show, so that a walk
+   that fills its part knows the stack was cut.  Also the cache's first
+   table, so that probe never meets an empty one. */
 static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
 {
-  if (c->frames_cap == max + 1) return 1;
+  if (c->cap == 0 && !reserve(c)) return 0;
   free(c->frames);
-  c->frames = malloc(2 * ((size_t)max + 1) * sizeof *c->frames);
+  c->frames = malloc((1 + 2 * ((size_t)max + 1)) * sizeof *c->frames);
   c->prev_len = 0; c->prev_encoded = 0;
   c->frames_cap = c->frames ? max + 1 : 0;
-  return c->frames != NULL;
+  if (c->frames == NULL) return 0;
+  /* The sentinel: no frame is at or above its sp, so the search for the
+     previous capture's frames stops there without a bound check. */
+  c->frames[0].sp = (char *)UINTPTR_MAX;
+  c->frames[0].key = 1;
+  c->frames[0].ret_at = &no_return_address;
+  return 1;
 }
 
 /* Whether the walk ends right after the frame at [sp] of [size] in
@@ -254,25 +282,27 @@ static int walk_ends_after(caml_memprof_callstack_cache *c,
   }
 }
 
-/* The walk.  Each frame found is looked for among the previous capture's
-   frames: those at higher addresses than the last frame found are passed
-   in order of sp (index [q] into prev, outermost first).  A frame with
-   the same sp and key as a previous one is the same frame; then each
-   outer frame of prev that the previous walk reached by adding a frame
-   size is checked by reading its return address where the walk would
-   read it (ret_at) and comparing it with its key.  That is the walk
-   itself, made of the same steps, so it accepts exactly the frames the
-   walk would find; a frame reached another way (a C-to-OCaml transition,
-   a parent fiber) ends the check, and the ordinary walk goes on from
-   there, looking for the next match.  When the check reaches the
-   outermost frame of a complete prev and the walk ends after it, the
-   stack is the fresh frames plus prev's outer part: those location ids
-   are not written again, and the encoder is told how many there are
-   (when its previous stack is prev's, see prev_encoded).  When prev was
-   cut (the stack had more than [max] frames), reaching its outermost
-   frame with at least [max] + 1 frames in all is enough: this stack is
-   cut too.  The result becomes prev: the shared part stays in place, the
-   fresh frames are copied after it. */
+/* The walk.  Before each frame is looked up, it is looked for among the
+   previous capture's frames: those at higher addresses than the last
+   frame found are passed in order of sp (index [q] into prev, outermost
+   first; the sentinel before prev[0] ends the search).  A frame with the
+   same sp and key as a previous one is the same frame, and needs no
+   lookup; then each outer frame of prev that the previous walk reached by
+   adding a frame size is checked by reading its return address where the
+   walk would read it (ret_at) and comparing it with its key (the sentinel
+   fails the check).  That is the walk itself, made
+   of the same steps, so it accepts exactly the frames the walk would
+   find; a frame reached another way (a C-to-OCaml transition, a parent
+   fiber) ends the check, and the ordinary walk goes on from there,
+   looking for the next match.  When the check reaches the outermost frame
+   of a complete prev and the walk ends after it, the stack is the fresh
+   frames plus prev's outer part: those location ids are not written
+   again, and the encoder is told how many there are (when its previous
+   stack is prev's, see prev_encoded).  When prev was cut (the stack had
+   more than [max] frames), reaching its outermost frame with at least
+   [max] + 1 frames in all is enough: this stack is cut too.  The result
+   becomes prev: the shared part stays in place, the fresh frames are
+   copied after it. */
 int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                    uint32_t *ids, uint32_t max,
                                    ptrdiff_t alloc_idx, int *truncated,
@@ -285,80 +315,82 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     caml_memprof_callstack_cache_clear(c);
     c->frametable = fds;
   }
-  if (!reserve_frames(c, max)) return -1;
+  if (c->frames_cap != max + 1 && !reserve_frames(c, max)) return -1;
   struct stack_info *stack = Caml_state->current_stack;
   /* sp and pc never have their address taken (they stay in registers):
      caml_get_stack_sp_pc writes into start_sp and start_pc. */
-  char *sp, *start_sp;
-  uintnat pc, start_pc;
-  caml_get_stack_sp_pc(stack, &start_sp, &start_pc);
-  sp = start_sp; pc = start_pc;
+  char *sp = First_frame((char *)stack->sp), *start_sp;
+  uintnat pc = Saved_return_address(sp), start_pc;
   /* The first frame's key carries the allocation index. */
   uintnat key = alloc_idx >= 0 ? pc | ALLOC_TAG(alloc_idx) : pc;
   const uintnat *ret_at = &no_return_address;  /* how the walk came to sp */
-  caml_memprof_walked_frame *prev = c->frames;
-  caml_memprof_walked_frame *top = c->frames + 2 * c->frames_cap, *w = top,
-    *wend = c->frames + c->frames_cap;
-  uint32_t *out = ids;
-  uint32_t q = c->prev_len, shared = 0;
+  caml_memprof_walked_frame *prev = c->frames + 1;
+  caml_memprof_walked_frame *fresh_start = prev + c->frames_cap,
+    *w = fresh_start, *wend = fresh_start + c->frames_cap;
+  caml_memprof_frame_slot *slots = c->slots;
+  uint32_t mask = c->cap - 1;
+  caml_memprof_walked_frame *pq = prev + c->prev_len - 1; /* prev[q - 1] */
+  uint32_t shared = 0;
   uintnat end_pc;
   int cut = 0, cut_match = 0;
   for (;;) {
-    caml_memprof_frame_slot *e = probe(c, key);
-    if (e == NULL
-        && (e = fill(c, key, pc, key != pc ? alloc_idx : -1, fds, define, ctx))
-           == NULL)
-      return -1;
-    uint32_t size = e->size;
-    if (size < CALLSTACK_RETURN_TO_C) {
-      while (q > 0 && prev[q - 1].sp < sp) q--;
-      if (q > 0 && prev[q - 1].sp == sp && prev[q - 1].key == key) {
-        caml_memprof_walked_frame *f = &prev[q - 1];
-        while (f > prev && *f[-1].ret_at == f[-1].key) f--;
-        uint32_t k = (uint32_t)(f - prev);
-        if (k == 0 && !c->prev_complete
-            && (uint32_t)(top - w) + q >= c->frames_cap) {
-          /* prev was cut, and this stack has as many frames up to prev's
-             outermost: it is cut too, and nothing beyond is needed. */
+    while (pq->sp < sp) pq--;
+    if (pq->sp == sp && pq->key == key) {
+      caml_memprof_walked_frame *f = pq;
+      while (*f[-1].ret_at == f[-1].key) f--;
+      uint32_t q = (uint32_t)(pq - prev) + 1, k = (uint32_t)(f - prev);
+      if (k == 0 && !c->prev_complete
+          && (uint32_t)(w - fresh_start) + q >= c->frames_cap) {
+        /* prev was cut, and this stack has as many frames up to prev's
+           outermost: it is cut too, and nothing beyond is needed. */
+        shared = q;
+        pq->ret_at = ret_at;
+        cut = cut_match = 1;
+        break;
+      }
+      if (k == 0 && c->prev_complete) {
+        /* The previous walk's end, repeated, or the walk's rules. */
+        char *end_sp = prev[0].sp + prev[0].size;
+        int end = c->prev_end_pc != 0
+          && (uintnat)Saved_return_address(end_sp) == c->prev_end_pc
+          && end_sp + Stack_header_size == (char *)Stack_high(stack)
+          && Stack_parent(stack) == NULL;
+        if (!end) end = walk_ends_after(c, stack, prev[0].sp,
+                                        prev[0].size, fds, define, ctx);
+        if (end < 0) return -1;
+        if (end) {
           shared = q;
-          prev[q - 1].ret_at = ret_at;
-          cut = cut_match = 1;
+          pq->ret_at = ret_at;
           break;
         }
-        if (k == 0 && c->prev_complete) {
-          /* The previous walk's end, repeated, or the walk's rules. */
-          char *end_sp = prev[0].sp + prev[0].size;
-          int end = c->prev_end_pc != 0
-            && Saved_return_address(end_sp) == c->prev_end_pc
-            && end_sp + Stack_header_size == (char *)Stack_high(stack)
-            && Stack_parent(stack) == NULL;
-          if (!end) end = walk_ends_after(c, stack, prev[0].sp, prev[0].size,
-                                          fds, define, ctx);
-          if (end < 0) return -1;
-          if (end) {
-            shared = q;
-            prev[q - 1].ret_at = ret_at;
-            break;
-          }
-        }
-        /* Frames q-1 down to k are this stack's; the walk goes on after
-           prev[k]. */
-        for (uint32_t i = q; i > k; i--) {
-          if (w == wend) { cut = 1; goto walked; }
-          *--w = prev[i - 1];
-          if (i == q) w->ret_at = ret_at;
-          *out++ = w->loc;
-        }
-        q = k;
-        sp = prev[k].sp + prev[k].size;
-      } else {
-        if (w == wend) { cut = 1; break; }
-        --w;
-        w->key = key; w->sp = sp; w->ret_at = ret_at;
-        w->size = size; w->loc = e->loc;
-        *out++ = e->loc;
-        sp += size;
       }
+      /* Frames q-1 down to k are this stack's; the walk goes on after
+         prev[k]. */
+      for (caml_memprof_walked_frame *g = pq; g >= f; g--) {
+        if (w == wend) { cut = 1; goto walked; }
+        *w = *g;
+        if (g == pq) w->ret_at = ret_at;
+        w++;
+      }
+      pq = f - 1;
+      sp = f->sp + f->size;
+      ret_at = (const uintnat *)&Saved_return_address(sp);
+      key = pc = *ret_at;
+      continue;
+    }
+    caml_memprof_frame_slot *e = &slots[slot_index(key, mask)];
+    if (__builtin_expect(e->key != key, 0)) {
+      e = lookup_slow(c, key, pc, alloc_idx, fds, define, ctx);
+      if (e == NULL) return -1;
+      slots = c->slots; mask = c->cap - 1;
+    }
+    uint32_t size = e->size;
+    if (size < CALLSTACK_RETURN_TO_C) {
+      if (w == wend) { cut = 1; break; }
+      w->key = key; w->sp = sp; w->ret_at = ret_at;
+      memcpy(&w->size, &e->size, sizeof e->size + sizeof e->loc);
+      w++;
+      sp += size;
       ret_at = (const uintnat *)&Saved_return_address(sp);
       key = pc = *ret_at;
       continue;
@@ -381,7 +413,7 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     sp = start_sp; key = pc = start_pc;
   }
  walked:;
-  uint32_t fresh = (uint32_t)(top - w), total = fresh + shared, n = fresh;
+  uint32_t fresh = (uint32_t)(w - fresh_start), total = fresh + shared, n = fresh;
   *truncated = cut || total > max;
   if (shared > 0 && !*truncated && c->prev_encoded == CALLSTACK_ENCODED_ALL) {
     *common = (int)shared;
@@ -395,8 +427,8 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     for (uint32_t i = shared; i > 0 && n < max; i--) ids[n++] = prev[i - 1].loc;
     *common = -1;
   }
-  /* The new prev: prev[0, shared) then the fresh frames, at most
-     frames_cap of them (the innermost). */
+  /* The new prev: prev[0, shared) then the fresh frames, outermost first,
+     at most frames_cap of them (the innermost). */
   c->prev_complete = !cut;
   if (total > c->frames_cap) {
     uint32_t drop = total - c->frames_cap;
@@ -404,7 +436,13 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     shared -= drop;
     c->prev_complete = 0;
   }
-  for (uint32_t i = 0; i < fresh; i++) prev[shared + i] = w[i];
+  /* The fresh frames' ids, innermost first (ids has room for
+     frames_cap), and the fresh frames after prev's shared part. */
+  caml_memprof_walked_frame *to = prev + shared + fresh;
+  for (uint32_t i = 0; i < fresh; i++) {
+    ids[i] = fresh_start[i].loc;
+    *--to = fresh_start[i];
+  }
   c->prev_len = shared + fresh;
   /* A cut stack fills prev (its frames_cap innermost frames), and the
      encoder gets all but the outermost. */

@@ -35,8 +35,9 @@
 enum {
   TAG_ALLOC = 0x10,             /* 0x10 + source                      */
   TAG_ALLOC_CUT = 0x18,         /* 0x18 + source: stack cut at the cap */
-  TAG_PROMOTE = 0x20,
-  TAG_COLLECT = 0x21,
+  TAG_ALLOC_COMPACT = MPT_TAG_ALLOC_COMPACT,  /* version 3, see the header */
+  TAG_PROMOTE = MPT_TAG_PROMOTE,
+  TAG_COLLECT = MPT_TAG_COLLECT,
   TAG_LOCATION = 0x30,
   TAG_STRING = 0x31,
   TAG_MAJOR_CYCLE = 0x40,
@@ -84,35 +85,6 @@ static inline void put_time(mpt_encoder *e, uint64_t time)
   e->pos = mpt_put_uvarint(e->pos, dt);
 }
 
-/* The previous stack is kept outermost frame first, so that the part a
-   new stack shares with it stays where it is and only the fresh frames
-   are written. */
-void mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
-                          uint64_t wosize, uint32_t nsamples,
-                          enum mpt_source src, int truncated,
-                          const uint32_t *fresh_ids, uint32_t fresh,
-                          uint32_t common)
-{
-  if (common > e->prev_len) common = e->prev_len;
-  if (fresh > e->prev_cap - common) fresh = e->prev_cap - common;
-  uint8_t *p = e->pos;
-  *p++ = (uint8_t)((truncated ? TAG_ALLOC_CUT : TAG_ALLOC) + src);
-  e->pos = p; put_time(e, time); p = e->pos;
-  p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(id - e->last_alloc_id)));
-  e->last_alloc_id = id;
-  p = mpt_put_uvarint(p, wosize);
-  p = mpt_put_uvarint(p, nsamples);
-  p = mpt_put_uvarint(p, common);
-  p = mpt_put_uvarint(p, fresh);
-  uint32_t *ps = e->prev_stack + common + fresh;
-  for (uint32_t i = 0; i < fresh; i++) {
-    p = mpt_put_uvarint(p, fresh_ids[i]);
-    *--ps = fresh_ids[i];
-  }
-  e->pos = p;
-  e->prev_len = common + fresh;
-}
-
 void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
                    uint64_t wosize, uint32_t nsamples, enum mpt_source src,
                    int truncated, const uint32_t *stack, uint32_t len)
@@ -125,16 +97,6 @@ void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
   mpt_enc_alloc_shared(e, time, id, wosize, nsamples, src, truncated,
                        stack, len - common, common);
 }
-
-static void enc_gc_id(mpt_encoder *e, int tag, uint64_t id)
-{
-  *e->pos++ = (uint8_t)tag;
-  e->pos = mpt_put_uvarint(e->pos, mpt_zigzag((int64_t)(id - e->last_gc_id)));
-  e->last_gc_id = id;
-}
-
-void mpt_enc_promote(mpt_encoder *e, uint64_t id) { enc_gc_id(e, TAG_PROMOTE, id); }
-void mpt_enc_collect(mpt_encoder *e, uint64_t id) { enc_gc_id(e, TAG_COLLECT, id); }
 
 void mpt_enc_simple(mpt_encoder *e, enum mpt_event_kind kind,
                     uint64_t time, uint64_t arg)
@@ -381,7 +343,9 @@ size_t mpt_write_end_chunk(uint8_t *buf, size_t len, uint64_t end_time,
 
 static const LZ4F_preferences_t frame_prefs = {
   .frameInfo = { .blockSizeID = LZ4F_max4MB, .blockMode = LZ4F_blockIndependent,
-                 .contentChecksumFlag = LZ4F_contentChecksumEnabled },
+                 /* no content checksum: it cost a quarter of the
+                    compression's instructions per sample */
+                 .contentChecksumFlag = LZ4F_noContentChecksum },
   .compressionLevel = 1,
 };
 
@@ -1135,15 +1099,33 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
     if (!st) return fail(r, "out of memory");
     uint8_t tag = *r->cp++;
     if ((tag >= TAG_ALLOC && tag < TAG_ALLOC + MPT_SRC_COUNT)
-        || (tag >= TAG_ALLOC_CUT && tag < TAG_ALLOC_CUT + MPT_SRC_COUNT)) {
+        || (tag >= TAG_ALLOC_CUT && tag < TAG_ALLOC_CUT + MPT_SRC_COUNT)
+        || (tag >= TAG_ALLOC_COMPACT && r->info.format_version >= 3)) {
       ev->kind = MPT_EV_ALLOC;
-      ev->truncated = tag >= TAG_ALLOC_CUT;
-      ev->source = (enum mpt_source)(tag - (ev->truncated ? TAG_ALLOC_CUT : TAG_ALLOC));
+      uint64_t ns, common, fresh;
       get_time(r, st, ev);
-      st->last_alloc_id += (uint64_t)mpt_unzigzag(get_var(r));
-      ev->id = st->last_alloc_id;
-      ev->wosize = get_var(r);
-      uint64_t ns = get_var(r), common = get_var(r), fresh = get_var(r);
+      if (tag >= TAG_ALLOC_COMPACT) {
+        ev->truncated = (tag & 8) != 0;
+        ev->source = (enum mpt_source)(tag & 3);
+        if (tag & 4) {
+          st->last_alloc_id++;
+          ns = 1;
+        } else {
+          st->last_alloc_id += (uint64_t)mpt_unzigzag(get_var(r));
+          ns = get_var(r);
+        }
+        ev->id = st->last_alloc_id;
+        ev->wosize = get_var(r);
+        common = get_var(r);
+        fresh = (tag >> 4 & 7) < 7 ? (tag >> 4 & 7) : get_var(r);
+      } else {
+        ev->truncated = tag >= TAG_ALLOC_CUT;
+        ev->source = (enum mpt_source)(tag - (ev->truncated ? TAG_ALLOC_CUT : TAG_ALLOC));
+        st->last_alloc_id += (uint64_t)mpt_unzigzag(get_var(r));
+        ev->id = st->last_alloc_id;
+        ev->wosize = get_var(r);
+        ns = get_var(r); common = get_var(r); fresh = get_var(r);
+      }
       if (r->failed) return MPT_ERR;
       if (ns == 0 || ns > UINT32_MAX) return fail(r, "allocation with a bad sample count");
       if (common > st->stack_len || fresh > MPT_MAX_FRAMES - common)

@@ -40,7 +40,7 @@ typedef struct {
   uint32_t loc;         /* location id in the stream                        */
 } caml_memprof_frame_slot;
 
-/* One frame of a walked stack (native code). */
+/* One frame of a walked stack (native code), 32 bytes. */
 typedef struct {
   uintnat key;          /* as in caml_memprof_frame_slot                  */
   char *sp;
@@ -48,7 +48,7 @@ typedef struct {
                            frame from the next inner one by adding that
                            one's size; else (a C-to-OCaml transition, a
                            child fiber, the innermost frame) a word that
-                           holds 0, which no return address is          */
+                           holds 0, which no key is                       */
   uint32_t size, loc;
 } caml_memprof_walked_frame;
 
@@ -58,10 +58,10 @@ typedef struct {
   void *frametable;             /* the frame table the entries came from */
   backtrace_slot *scratch;      /* caml_get_callstack's buffer            */
   size_t scratch_cap;
-  /* Native code: the previous capture's frames, outermost first, in
-     frames[0, prev_len); the walk in progress writes its fresh frames
-     downwards from frames[2 * frames_cap), so that they end up outermost
-     first too. */
+  /* Native code: frames[0] is a sentinel (sp above every address); the
+     previous capture's frames follow, outermost first, in
+     prev = frames + 1, [0, prev_len); the walk in progress writes its
+     fresh frames, innermost first, from prev + frames_cap. */
   caml_memprof_walked_frame *frames;
   uint32_t prev_len, frames_cap;  /* frames_cap: max + 1                  */
   int prev_complete;            /* prev ends at the stack's root          */
@@ -77,7 +77,8 @@ typedef struct {
 
 typedef uint32_t (*caml_memprof_define_location)(void *ctx, backtrace_slot s);
 
-/* Capture the current callstack: at most [max] location ids into [ids],
+/* Capture the current callstack: at most [max] location ids into [ids]
+   (which has room for [max] + 1, used as scratch),
    innermost first.  [alloc_idx] >= 0 names the allocation, among those of
    a combined allocation from OCaml, whose own location the innermost frame
    gets (as caml_get_callstack's).  Returns the number of ids, or -1 on

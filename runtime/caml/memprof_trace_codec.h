@@ -30,8 +30,9 @@ extern "C" {
 
 #define MPT_MAGIC "OCMPTRCE"             /* first 8 bytes of the stream   */
 #define MPT_MAGIC_LEN 8
-#define MPT_FORMAT_VERSION 2   /* 2: cut stacks marked, location addresses and
-                                  MAJOR_CYCLE statistics as differences */
+#define MPT_FORMAT_VERSION 3   /* 2: cut stacks marked, location addresses and
+                                  MAJOR_CYCLE statistics as differences;
+                                  3: the compact ALLOC */
 #define MPT_CHUNK_HEADER_BYTES 8         /* u32 len, u8 type, u8 0, u16 stream */
 #define MPT_MAX_CHUNK_PAYLOAD (1u << 20)  /* decoders reject larger chunks  */
 #define MPT_MAX_FRAMES 4096              /* upper bound on captured frames */
@@ -187,13 +188,15 @@ void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
    the stack is [fresh_ids] (innermost first) followed by the outermost
    [common] frames of the previous allocation's stack (common <= the
    previous stack's length).  Costs nothing per shared frame. */
-void mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
-                          uint64_t wosize, uint32_t nsamples,
-                          enum mpt_source src, int truncated,
-                          const uint32_t *fresh_ids, uint32_t fresh,
-                          uint32_t common);
-void mpt_enc_promote(mpt_encoder *e, uint64_t id);
-void mpt_enc_collect(mpt_encoder *e, uint64_t id);
+static inline void
+mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
+                     uint64_t wosize, uint32_t nsamples,
+                     enum mpt_source src, int truncated,
+                     const uint32_t *fresh_ids, uint32_t fresh,
+                     uint32_t common);
+/* A sampled block survived a minor GC, or was found dead. */
+static inline void mpt_enc_promote(mpt_encoder *e, uint64_t id);
+static inline void mpt_enc_collect(mpt_encoder *e, uint64_t id);
 void mpt_enc_simple(mpt_encoder *e, enum mpt_event_kind kind,
                     uint64_t time, uint64_t arg);
 void mpt_enc_major_cycle(mpt_encoder *e, uint64_t time,
@@ -261,6 +264,63 @@ void mpt_chunk_header(uint8_t *hdr, enum mpt_chunk_type type,
 size_t mpt_frame_bound(size_t len);
 size_t mpt_frame_compress(uint8_t *dst, size_t dst_cap,
                           const uint8_t *src, size_t len);
+
+/* The encoders of the events of every sample are inline: the tracer calls
+   them on its sample path, where a call and its arguments cost as much as
+   the encoding.  Their tags (the others are in the .c file): */
+#define MPT_TAG_PROMOTE 0x20
+#define MPT_TAG_COLLECT 0x21
+/* Version 3's compact ALLOC, one byte for what most samples share:
+   0x80 | fresh << 4 (0-6; 7: the count follows) | cut << 3 | unit << 2 |
+   source, where unit means nsamples = 1 and id = last_alloc_id + 1. */
+#define MPT_TAG_ALLOC_COMPACT 0x80
+
+/* The previous stack is kept outermost frame first, so that the part a
+   new stack shares with it stays where it is and only the fresh frames
+   are written. */
+static inline void
+mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
+                     uint64_t wosize, uint32_t nsamples,
+                     enum mpt_source src, int truncated,
+                     const uint32_t *fresh_ids, uint32_t fresh,
+                     uint32_t common)
+{
+  if (common > e->prev_len) common = e->prev_len;
+  if (fresh > e->prev_cap - common) fresh = e->prev_cap - common;
+  int unit = nsamples == 1 && id == e->last_alloc_id + 1;
+  uint8_t *p = e->pos;
+  *p++ = (uint8_t)(MPT_TAG_ALLOC_COMPACT | (fresh < 7 ? fresh : 7) << 4
+                   | (truncated ? 8 : 0) | (unit ? 4 : 0) | src);
+  uint64_t dt = time > e->last_time ? time - e->last_time : 0;
+  e->last_time += dt;      /* times never go backwards in a stream: clamped */
+  p = mpt_put_uvarint(p, dt);
+  if (!unit) {
+    p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(id - e->last_alloc_id)));
+    p = mpt_put_uvarint(p, nsamples);
+  }
+  e->last_alloc_id = id;
+  p = mpt_put_uvarint(p, wosize);
+  p = mpt_put_uvarint(p, common);
+  if (fresh >= 7) p = mpt_put_uvarint(p, fresh);
+  uint32_t *ps = e->prev_stack + common + fresh;
+  for (uint32_t i = 0; i < fresh; i++) {
+    p = mpt_put_uvarint(p, fresh_ids[i]);
+    *--ps = fresh_ids[i];
+  }
+  e->pos = p;
+  e->prev_len = common + fresh;
+}
+
+static inline void mpt_enc_gc_id(mpt_encoder *e, int tag, uint64_t id)
+{
+  *e->pos++ = (uint8_t)tag;
+  e->pos = mpt_put_uvarint(e->pos, mpt_zigzag((int64_t)(id - e->last_gc_id)));
+  e->last_gc_id = id;
+}
+static inline void mpt_enc_promote(mpt_encoder *e, uint64_t id)
+{ mpt_enc_gc_id(e, MPT_TAG_PROMOTE, id); }
+static inline void mpt_enc_collect(mpt_encoder *e, uint64_t id)
+{ mpt_enc_gc_id(e, MPT_TAG_COLLECT, id); }
 
 /* ---- Decoder ---- */
 
