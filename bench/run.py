@@ -604,6 +604,87 @@ def measure_profile(runner, rate, top=14):
     return res
 
 
+def measure_bytecode(runner, memprof, rate, scale):
+    """Bytecode figures (issue 13): short_lived, and deep_rec at 10 and 400
+    frames, compiled with ocamlc -g by VERSION+memprof and run by its
+    ocamlrun under callgrind, untraced and traced at [rate] (the same
+    bytecode file), at [scale] and 4 x [scale]; marginal instructions per
+    sample and per extra frame."""
+    outdir = os.path.join(runner.work, "bytecode")
+    shutil.rmtree(outdir, ignore_errors=True)
+    os.makedirs(outdir)
+    for f in os.listdir(PROG_DIR):
+        if f.endswith(".ml"):
+            shutil.copy(os.path.join(PROG_DIR, f), outdir)
+    env = dict(os.environ, PATH=os.path.join(memprof, "bin") + ":" + os.environ["PATH"])
+    ocamlc = os.path.join(memprof, "bin", "ocamlc")
+    flags = ["-g", "-I", "+unix", "-I", "+threads"]
+    ocamlrun = os.path.join(memprof, "bin", "ocamlrun")
+    res = {"rate": rate, "scale": scale, "programs": {}}
+    for src in ("short_lived", "deep_rec"):
+        r = subprocess.run([ocamlc] + flags + ["unix.cma", "threads.cma",
+                            "gcmemprof_tracer.ml", "bench_common.ml", src + ".ml",
+                            "-o", src + ".byte"],
+                           cwd=outdir, env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            return {"error": "ocamlc failed: " + (r.stderr.strip().splitlines() or ["?"])[-1]}
+    out_file = os.path.join(outdir, "valgrind.out")
+
+    def instr(name, src, penv, sc, traced):
+        e = base_env()
+        e.update(penv)
+        e["BENCH_SCALE"] = repr(sc * INSTR_FACTOR.get(name, 1.0))
+        trace = os.path.join(outdir, name + ".trace")
+        if traced:
+            e["OCAMLRUNPARAM"] = ("memprof=%s,memprof_rate=%r,%s,memprof_seed=%d"
+                                  % (trace, rate, runner.args.memprof_params,
+                                     zlib.crc32(name.encode()) + 1))
+        r, _ = run_once(valgrind_cmd(out_file, False)
+                        + [ocamlrun, os.path.join(outdir, src + ".byte")],
+                        e, runner.args.timeout, outdir)
+        if r.returncode != 0:
+            raise RuntimeError("%s exited %d" % (name, r.returncode))
+        for rx in IR_RES:
+            m = rx.search(r.stderr)
+            if m:
+                n = memprof_trace_stats(runner.args.tool, trace).get("samples") \
+                    if traced else None
+                return int(m.group(1).replace(",", "")), n
+        raise RuntimeError("%s: no instruction count" % name)
+
+    # Two scales: a traced bytecode program first reads its debug
+    # information (about 100 M instructions, once), so the per-sample
+    # figure is the marginal one, between the two.
+    for name, src, penv in (("short_lived", "short_lived", {}),
+                            ("shallow_rec", "deep_rec", {"BENCH_DEPTH": str(SHALLOW_DEPTH)}),
+                            ("deep_rec", "deep_rec", {"BENCH_DEPTH": str(DEEP_DEPTH)})):
+        cell = {}
+        try:
+            for k, sc in (("small", scale), ("large", 4 * scale)):
+                off, _ = instr(name, src, penv, sc, False)
+                on, n = instr(name, src, penv, sc, True)
+                cell[k] = {"instr_off": off, "instr_on": on, "samples": n}
+        except RuntimeError as e:
+            return {"error": str(e)}
+        sm, lg = cell["small"], cell["large"]
+        cell["samples"] = lg["samples"]
+        if lg["samples"] and sm["samples"] is not None and lg["samples"] > sm["samples"]:
+            cell["instr_per_sample"] = (((lg["instr_on"] - lg["instr_off"])
+                                         - (sm["instr_on"] - sm["instr_off"]))
+                                        / (lg["samples"] - sm["samples"]))
+            cell["fixed"] = ((lg["instr_on"] - lg["instr_off"])
+                             - cell["instr_per_sample"] * lg["samples"])
+        res["programs"][name] = cell
+        log("bytecode %s: %s" % (name, cell))
+    p = res["programs"]
+    if all(p.get(k, {}).get("instr_per_sample") for k in ("deep_rec", "shallow_rec")):
+        res["instr_per_frame"] = ((p["deep_rec"]["instr_per_sample"]
+                                   - p["shallow_rec"]["instr_per_sample"])
+                                  / (DEEP_DEPTH - SHALLOW_DEPTH))
+    shutil.rmtree(outdir, ignore_errors=True)
+    return res
+
+
 # ------------------------------------------------------------------ derive
 
 def geomean(xs):
@@ -919,6 +1000,31 @@ def render_md(data):
     L.append(table(["tracer", "program", "instr/sample", "bytes/sample"], rows))
     L.append("\n</details>\n")
 
+    bc = data.get("bytecode")
+    if bc:
+        L.append("## Bytecode\n")
+        if "error" in bc:
+            L.append("Not measured: %s\n" % bc["error"])
+        else:
+            L.append("The same programs compiled with `ocamlc -g` and run by %s+memprof's "
+                     "`ocamlrun` under callgrind (BENCH_SCALE=%g and 4 times that, times "
+                     "the per-program factor), untraced and traced at %s: instructions "
+                     "per sample between the two scales (a traced bytecode program first "
+                     "reads its debug information, a fixed cost given apart), and per "
+                     "extra frame (deep_rec at %d frames minus at %d, over the "
+                     "difference).\n"
+                     % (data["meta"].get("ocaml_version", "5.3.0"), bc["scale"],
+                        rate_str(bc["rate"]), DEEP_DEPTH, SHALLOW_DEPTH))
+            rows = []
+            for name in ("short_lived", "shallow_rec", "deep_rec"):
+                c = bc["programs"].get(name, {})
+                rows.append([name, fmt(c.get("samples"), "d"),
+                             fmt(c.get("instr_per_sample"), ".0f"),
+                             fmt(None if c.get("fixed") is None else c["fixed"] / 1e6, ".1f")])
+            L.append(table(["program", "samples (larger scale)", "instr/sample",
+                            "fixed (M instr)"], rows))
+            L.append("\nPer extra frame: %s instructions.\n"
+                     % fmt(bc.get("instr_per_frame"), ".1f"))
     prof = data.get("profile")
     if prof:
         L.append("## Where the native tracer's time goes\n")
@@ -1182,6 +1288,10 @@ def main():
     if memprof and args.tool and not args.no_instr:
         log("profile of the native tracer")
         data["profile"] = measure_profile(runner, max(args.rates))
+    if memprof and args.tool and not args.no_instr:
+        log("bytecode")
+        data["bytecode"] = measure_bytecode(runner, memprof, max(args.rates),
+                                            args.instr_scale * 0.1)
     if memprof and args.tool:
         log("tool throughput")
         data["tool"] = measure_tool(runner, args.tool_rate)

@@ -106,7 +106,7 @@ void caml_memprof_callstack_cache_free(caml_memprof_callstack_cache *c)
 static int reserve(caml_memprof_callstack_cache *c)
 {
   if (2 * (c->count + 1) <= c->cap) return 1;
-  uint32_t ncap = c->cap ? 2 * c->cap : 1024;
+  uint32_t ncap = c->cap ? 2 * c->cap : 256;
   caml_memprof_frame_slot *n = calloc(ncap, sizeof *n);
   if (!n) return 0;
   for (uint32_t i = 0; i < c->cap; i++)

@@ -270,7 +270,7 @@ static void flush(walk *w)
   size_t used = mpt_enc_used(&w->enc);
   if (used == 0 || w->failed) { mpt_enc_reset_buffer(&w->enc, w->enc.start, w->enc.end - w->enc.start); return; }
   if (caml_trace_writer_typed_chunk(MPT_CHUNK_SNAPSHOT, (uint16_t)w->self->id,
-                                    w->buf, used, w->zbuf, w->zcap) < 0)
+                                    w->buf, used, NULL, w->zbuf, w->zcap) < 0)
     w->failed = 1;
   mpt_enc_reset_buffer(&w->enc, w->buf + MPT_CHUNK_HEADER_BYTES,
                        BUF_BYTES - MPT_CHUNK_HEADER_BYTES);

@@ -38,6 +38,7 @@ enum {
   TAG_ALLOC_COMPACT = MPT_TAG_ALLOC_COMPACT,  /* version 3, see the header */
   TAG_PROMOTE = MPT_TAG_PROMOTE,
   TAG_COLLECT = MPT_TAG_COLLECT,
+  TAG_COLLECT_RUN = MPT_TAG_COLLECT_RUN,
   TAG_LOCATION = 0x30,
   TAG_STRING = 0x31,
   TAG_MAJOR_CYCLE = 0x40,
@@ -351,12 +352,50 @@ static const LZ4F_preferences_t frame_prefs = {
 
 size_t mpt_frame_bound(size_t len) { return LZ4F_compressFrameBound(len, &frame_prefs); }
 
-size_t mpt_frame_compress(uint8_t *dst, size_t dst_cap,
+/* LZ4F_compressFrame clears the 16 KB of its compression state for every
+   frame; the same frame through a kept context (the streaming calls, one
+   block per frame) resets it lazily instead. */
+struct mpt_frame_state { LZ4F_cctx *cctx; };
+
+mpt_frame_state *mpt_frame_state_new(void)
+{
+  mpt_frame_state *st = malloc(sizeof *st);
+  if (st && LZ4F_isError(LZ4F_createCompressionContext(&st->cctx, LZ4F_VERSION))) {
+    free(st);
+    st = NULL;
+  }
+  return st;
+}
+
+void mpt_frame_state_free(mpt_frame_state *st)
+{
+  if (!st) return;
+  LZ4F_freeCompressionContext(st->cctx);
+  free(st);
+}
+
+size_t mpt_frame_compress(mpt_frame_state *st, uint8_t *dst, size_t dst_cap,
                           const uint8_t *src, size_t len)
 {
   if (dst_cap < mpt_frame_bound(len)) return 0;
-  size_t r = LZ4F_compressFrame(dst, dst_cap, src, len, &frame_prefs);
-  return LZ4F_isError(r) ? 0 : r;
+  if (st == NULL) {
+    size_t r = LZ4F_compressFrame(dst, dst_cap, src, len, &frame_prefs);
+    return LZ4F_isError(r) ? 0 : r;
+  }
+  /* The smallest block size that holds the frame, as LZ4F_compressFrame
+     chooses (a decoder sizes its buffer by it). */
+  LZ4F_preferences_t p = frame_prefs;
+  p.frameInfo.blockSizeID = len <= (64 << 10) ? LZ4F_max64KB
+    : len <= (256 << 10) ? LZ4F_max256KB : len <= (1 << 20) ? LZ4F_max1MB
+    : LZ4F_max4MB;
+  p.autoFlush = 1;
+  size_t h = LZ4F_compressBegin(st->cctx, dst, dst_cap, &p);
+  if (LZ4F_isError(h)) return 0;
+  size_t b = LZ4F_compressUpdate(st->cctx, dst + h, dst_cap - h, src, len, NULL);
+  if (LZ4F_isError(b)) return 0;
+  size_t e = LZ4F_compressEnd(st->cctx, dst + h + b, dst_cap - h - b, NULL);
+  if (LZ4F_isError(e)) return 0;
+  return h + b + e;
 }
 
 /* ---------------------------------------------------------------- */
@@ -406,6 +445,13 @@ struct mpt_reader {
   loc_index index;
   uint32_t *stack_out;
   uint32_t cut_loc;            /* global id of <truncated>, 0 until used */
+  /* A COLLECT_RUN being handed out one COLLECT at a time: [run_left] more
+     from [run_id], in [run_stream] at [run_time_ns].  A run may not be
+     longer than the ALLOCs decoded so far minus the COLLECTs (every block
+     is collected once, after its ALLOC), so that a corrupt count cannot
+     make a few bytes into billions of events. */
+  uint64_t run_left, run_id, run_time_ns; uint32_t run_stream;
+  uint64_t allocs_seen, collects_seen;
   int truncated, ended, failed;
   uint64_t end_time, total_samples, lost_samples;
   char error[256];
@@ -1070,6 +1116,15 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
 {
   if (r->failed) return MPT_ERR;
   if (r->follow) r->input_done = 0;  /* look again for appended bytes */
+  if (r->run_left) {
+    memset(ev, 0, sizeof *ev);
+    ev->kind = MPT_EV_COLLECT;
+    ev->stream = r->run_stream;
+    ev->id = r->run_id++;
+    ev->time_ns = r->run_time_ns;
+    r->run_left--;
+    return MPT_OK;
+  }
   for (;;) {
     if (r->cp >= r->cend) {
       if (r->ended) return MPT_END;
@@ -1151,6 +1206,7 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
         r->stack_out[len++] = r->cut_loc;
       }
       ev->stack = r->stack_out; ev->stack_len = len;
+      r->allocs_seen++;
       return MPT_OK;
     }
     switch (tag) {
@@ -1159,7 +1215,26 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
       st->last_gc_id += (uint64_t)mpt_unzigzag(get_var(r));
       ev->id = st->last_gc_id;
       ev->time_ns = st->last_time * r->info.time_unit_ns;
+      if (tag == TAG_COLLECT) r->collects_seen++;
       return r->failed ? MPT_ERR : MPT_OK;
+    case TAG_COLLECT_RUN: {
+      if (r->info.format_version < 3) return fail(r, "unknown event tag 0x22");
+      uint64_t id = st->last_gc_id + (uint64_t)mpt_unzigzag(get_var(r));
+      uint64_t n = get_var(r);
+      if (r->failed) return MPT_ERR;
+      uint64_t open = r->allocs_seen > r->collects_seen
+        ? r->allocs_seen - r->collects_seen : 0;
+      if (n < 2 || n > MPT_MAX_COLLECT_RUN || n > open)
+        return fail(r, "collection run longer than the allocations not yet collected");
+      r->collects_seen += n;
+      st->last_gc_id = id + n - 1;
+      ev->kind = MPT_EV_COLLECT;
+      ev->id = id;
+      ev->time_ns = st->last_time * r->info.time_unit_ns;
+      r->run_left = n - 1; r->run_id = id + 1;
+      r->run_time_ns = ev->time_ns; r->run_stream = ev->stream;
+      return MPT_OK;
+    }
     case TAG_STRING:
       if (define_string(r, st) != MPT_OK) return MPT_ERR;
       continue;

@@ -218,7 +218,7 @@ static void write_failed(void)
 static int append_frame(const uint8_t *plain, size_t len, uint8_t *zbuf, size_t zcap)
 {
   if (!compress) return append(plain, len);
-  size_t z = mpt_frame_compress(zbuf, zcap, plain, len);
+  size_t z = mpt_frame_compress(NULL, zbuf, zcap, plain, len);
   if (z == 0) { errno = ENOMEM; return -1; }
   return append(zbuf, z);
 }
@@ -279,14 +279,16 @@ int caml_trace_writer_open(const char *template, const mpt_trace_info *info)
 }
 
 int caml_trace_writer_chunk(uint16_t stream, uint8_t *chunk, size_t body_len,
+                            mpt_frame_state *zstate,
                             uint8_t *zbuf, size_t zcap)
 {
   return caml_trace_writer_typed_chunk(MPT_CHUNK_EVENTS, stream, chunk,
-                                       body_len, zbuf, zcap);
+                                       body_len, zstate, zbuf, zcap);
 }
 
 int caml_trace_writer_typed_chunk(enum mpt_chunk_type type, uint16_t stream,
                                   uint8_t *chunk, size_t body_len,
+                                  mpt_frame_state *zstate,
                                   uint8_t *zbuf, size_t zcap)
 {
   mpt_chunk_header(chunk, type, stream, (uint32_t)body_len);
@@ -294,7 +296,7 @@ int caml_trace_writer_typed_chunk(enum mpt_chunk_type type, uint16_t stream,
   const uint8_t *out = chunk;
   if (compress) {
     /* Compress before taking the lock: domains compress in parallel. */
-    len = mpt_frame_compress(zbuf, zcap, chunk, len);
+    len = mpt_frame_compress(zstate, zbuf, zcap, chunk, len);
     out = zbuf;
     if (len == 0) return -1;
   }

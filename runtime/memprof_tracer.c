@@ -279,6 +279,7 @@ typedef struct tracer_domain {
   mpt_encoder enc;
   uint8_t *buf;                   /* 8-byte chunk header slot + body     */
   uint8_t *zbuf; size_t zcap;
+  mpt_frame_state *zstate;        /* kept from one frame to the next    */
   uint32_t *enc_stack;
   uint64_t last_stats;            /* last MAJOR_CYCLE event, time units   */
   /* location and string tables */
@@ -409,10 +410,18 @@ static void refill_gaps(tracer_domain *d)
     f[i] = (float)(int32_t)(r >> 8) * 0x1.0p-24f + 0x1.0p-25f;
   }
   for (int i = 0; i < GEOM_BATCH; i++) f[i] = log_unit(f[i]);
-  for (int i = 0; i < GEOM_BATCH; i++) {
-    /* log u / log(1 - lambda) >= 0, at most 17.4 / lambda. */
-    double g = (double)f[i] * one_log1m;
-    d->geom[i] = g < 1e18 ? 1 + (uintnat)g : (uintnat)1e18;
+  /* log u / log(1 - lambda) >= 0, at most 17.4 / lambda (u >= 2^-25).
+     Below 2^31 (lambda above 1e-8), the same double product is truncated
+     to 32 bits, which SSE2 does two at a time (cvttpd2dq); to 64 bits it
+     is one at a time. */
+  if (-one_log1m < 0x1p31 / 17.5) {
+    for (int i = 0; i < GEOM_BATCH; i++)
+      d->geom[i] = 1 + (uintnat)(uint32_t)(int32_t)((double)f[i] * one_log1m);
+  } else {
+    for (int i = 0; i < GEOM_BATCH; i++) {
+      double g = (double)f[i] * one_log1m;
+      d->geom[i] = g < 1e18 ? 1 + (uintnat)g : (uintnat)1e18;
+    }
   }
   d->geom_next = 0;
   d->geom_gen = atomic_load_relaxed(&generation);
@@ -435,7 +444,8 @@ static void flush_locked(tracer_domain *d)
 {
   size_t used = mpt_enc_used(&d->enc);
   if (used == 0) return;
-  if (caml_trace_writer_chunk(d->stream, d->buf, used, d->zbuf, d->zcap) < 0)
+  if (caml_trace_writer_chunk(d->stream, d->buf, used, d->zstate,
+                              d->zbuf, d->zcap) < 0)
     atomic_store(&active, 0);         /* the writer has said why, once */
   mpt_enc_reset_buffer(&d->enc, d->buf + MPT_CHUNK_HEADER_BYTES,
                        BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES);
@@ -470,6 +480,8 @@ static int reset_stream(tracer_domain *d, uintnat gen)
       d->buf = NULL;
       return 0;
     }
+    /* NULL (out of memory) is fine: each frame then clears its own. */
+    d->zstate = mpt_frame_state_new();
   }
   mpt_enc_init(&d->enc, d->buf + MPT_CHUNK_HEADER_BYTES,
                BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES, d->enc_stack, MPT_MAX_FRAMES);
@@ -503,7 +515,7 @@ static inline uintnat hash_word(uintnat x)
 /* Grow an open-addressing table of [T] to [cap] slots; 0 on failure. */
 #define REHASH(T, tab, cap, count, keyexpr)                                 \
   do {                                                                       \
-    uint32_t ncap = (cap) ? 2 * (cap) : 1024;                                \
+    uint32_t ncap = (cap) ? 2 * (cap) : 256;                                 \
     T *nt = calloc(ncap, sizeof(T));                                         \
     if (!nt) return 0;                                                       \
     for (uint32_t i = 0; i < (cap); i++)                                     \
@@ -894,16 +906,26 @@ void caml_memprof_tracer_after_minor_gc(caml_domain_state *s)
     if (d->young.len && ensure_space(d, MPT_MAX_EVENT_BYTES(0)))
       mpt_enc_simple(&d->enc, MPT_EV_MINOR_GC, caml_trace_writer_now(),
                      atomic_load_relaxed(&caml_minor_collections_count));
+    /* Dead blocks whose ids follow each other are one COLLECT_RUN. */
+    uint64_t run_id = 0;
+    uint32_t run = 0;
     for (size_t i = 0; i < d->young.len; i++) {
       entry *e = &d->young.t[i];
-      if (!ensure_space(d, 16)) break;
+      /* room for the pending run and a PROMOTE */
+      if (!ensure_space(d, 48)) { run = 0; break; }
       if (Hd_val(e->block) == 0) {           /* forwarded: promoted */
+        if (run) { mpt_enc_collect_run(&d->enc, run_id, run); run = 0; }
         mpt_enc_promote(&d->enc, e->id);
         if (!push_entry(&d->major, Field(e->block, 0), e->id)) d->lost++;
+      } else if (run && e->id == run_id + run && run < MPT_MAX_COLLECT_RUN) {
+        run++;
       } else {
-        mpt_enc_collect(&d->enc, e->id);
+        if (run) mpt_enc_collect_run(&d->enc, run_id, run);
+        run_id = e->id;
+        run = 1;
       }
     }
+    if (run) mpt_enc_collect_run(&d->enc, run_id, run);
   }
   d->young.len = 0;
   stream_unlock(d);

@@ -260,9 +260,15 @@ void mpt_chunk_header(uint8_t *hdr, enum mpt_chunk_type type,
                       uint16_t stream, uint32_t body_len);
 
 /* LZ4: compress [src] into one independent LZ4 frame in [dst].  Returns
-   the frame size, or 0 if [dst_cap] < mpt_frame_bound(len) or on error. */
+   the frame size, or 0 if [dst_cap] < mpt_frame_bound(len) or on error.
+   [state] is NULL, or a compression state kept from one frame to the next
+   (used by one thread at a time): with one, a frame does not clear 16 KB
+   of tables first.  mpt_frame_state_new returns NULL if out of memory. */
+typedef struct mpt_frame_state mpt_frame_state;
+mpt_frame_state *mpt_frame_state_new(void);
+void mpt_frame_state_free(mpt_frame_state *state);
 size_t mpt_frame_bound(size_t len);
-size_t mpt_frame_compress(uint8_t *dst, size_t dst_cap,
+size_t mpt_frame_compress(mpt_frame_state *state, uint8_t *dst, size_t dst_cap,
                           const uint8_t *src, size_t len);
 
 /* The encoders of the events of every sample are inline: the tracer calls
@@ -270,6 +276,9 @@ size_t mpt_frame_compress(uint8_t *dst, size_t dst_cap,
    the encoding.  Their tags (the others are in the .c file): */
 #define MPT_TAG_PROMOTE 0x20
 #define MPT_TAG_COLLECT 0x21
+#define MPT_TAG_COLLECT_RUN 0x22   /* version 3 */
+/* The longest run one COLLECT_RUN record holds. */
+#define MPT_MAX_COLLECT_RUN 65536
 /* Version 3's compact ALLOC, one byte for what most samples share:
    0x80 | fresh << 4 (0-6; 7: the count follows) | cut << 3 | unit << 2 |
    source, where unit means nsamples = 1 and id = last_alloc_id + 1. */
@@ -321,6 +330,16 @@ static inline void mpt_enc_promote(mpt_encoder *e, uint64_t id)
 { mpt_enc_gc_id(e, MPT_TAG_PROMOTE, id); }
 static inline void mpt_enc_collect(mpt_encoder *e, uint64_t id)
 { mpt_enc_gc_id(e, MPT_TAG_COLLECT, id); }
+/* COLLECTs of ids [id, id + n), 1 <= n <= MPT_MAX_COLLECT_RUN: a minor GC
+   finds most of a domain's young samples dead, and their ids follow each
+   other. */
+static inline void mpt_enc_collect_run(mpt_encoder *e, uint64_t id, uint32_t n)
+{
+  if (n == 1) { mpt_enc_collect(e, id); return; }
+  mpt_enc_gc_id(e, MPT_TAG_COLLECT_RUN, id);
+  e->pos = mpt_put_uvarint(e->pos, n);
+  e->last_gc_id = id + n - 1;
+}
 
 /* ---- Decoder ---- */
 

@@ -25,15 +25,18 @@ uint64_t caml_trace_writer_now(void);
 
 /* Append the chunk whose 8-byte header slot starts at [chunk] and whose
    body is [body_len] bytes.  [zbuf] (of [zcap] bytes, at least
-   mpt_frame_bound(8 + body_len)) is the caller's compression buffer.
+   mpt_frame_bound(8 + body_len)) is the caller's compression buffer, and
+   [zstate] its compression state (or NULL, see mpt_frame_compress).
    Returns 0, or -1 if the trace had to stop (the error was reported once
    and the writer closed). */
 int caml_trace_writer_chunk(uint16_t stream, uint8_t *chunk, size_t body_len,
+                            mpt_frame_state *zstate,
                             uint8_t *zbuf, size_t zcap);
 
 /* The same for a chunk of another type (MPT_CHUNK_SNAPSHOT). */
 int caml_trace_writer_typed_chunk(enum mpt_chunk_type type, uint16_t stream,
                                   uint8_t *chunk, size_t body_len,
+                                  mpt_frame_state *zstate,
                                   uint8_t *zbuf, size_t zcap);
 
 /* Write the END chunk and close; idempotent. */

@@ -46,7 +46,13 @@ static void emit(const uint8_t *p, size_t n, int compress)
 {
   size_t need = out_len + mpt_frame_bound(n) + n;
   if (need > out_cap) { out_cap = 2 * need; out = realloc(out, out_cap); }
-  if (compress) out_len += mpt_frame_compress(out + out_len, out_cap - out_len, p, n);
+  /* every other frame through a kept compression state */
+  static mpt_frame_state *state;
+  static int frames;
+  if (!state) state = mpt_frame_state_new();
+  if (compress)
+    out_len += mpt_frame_compress(frames++ % 2 ? state : NULL, out + out_len,
+                                  out_cap - out_len, p, n);
   else { memcpy(out + out_len, p, n); out_len += n; }
 }
 
@@ -103,7 +109,16 @@ static void build(int compress)
       mpt_enc_major_cycle(en, e->time, &st);
       break;
     }
-    case MPT_EV_COLLECT: mpt_enc_collect(en, e->id); break;
+    case MPT_EV_COLLECT: {
+      /* COLLECTs of consecutive ids in a row are one COLLECT_RUN */
+      uint32_t n = 1;
+      while (i + n < NEV && evs[i + n].kind == MPT_EV_COLLECT
+             && evs[i + n].stream == e->stream && evs[i + n].id == e->id + n)
+        n++;
+      mpt_enc_collect_run(en, e->id, n);
+      i += n - 1;
+      break;
+    }
     default: mpt_enc_simple(en, (enum mpt_event_kind)e->kind, e->time, e->id); break;
     }
   }
@@ -189,7 +204,7 @@ int main(void)
       e->kind = MPT_EV_ALLOC; e->id = id++; e->wosize = 1 + rnd(300);
       e->ns = 1 + (rnd(10) == 0); e->src = rnd(MPT_SRC_COUNT);
       uint32_t *c = cur[e->stream], keep = curlen[e->stream] ? rnd(curlen[e->stream] + 1) : 0;
-      uint32_t len = keep + rnd(5) + (keep == 0);
+      uint32_t len = keep + rnd(12) + (keep == 0);  /* fresh >= 7: the count after the tag */
       if (len > 60) len = 60;
       /* stack[len-1] is main: keep the outermost [keep] frames. */
       uint32_t tmp[64];
@@ -197,6 +212,15 @@ int main(void)
       for (uint32_t k = 0; k < len - keep; k++) tmp[k] = 1 + rnd(NFUN);
       memcpy(c, tmp, len * sizeof *c); curlen[e->stream] = len;
       memcpy(e->stack, tmp, len * sizeof *tmp); e->len = len; e->cut = rnd(8) == 0;
+    } else if (r < 85 && id > 20 && i + 6 < NEV && rnd(3) == 0) {
+      /* a run of consecutive ids, as a minor GC finds them */
+      uint32_t n = 2 + rnd(5);
+      uint64_t first = 1 + rnd((uint32_t)id - n);
+      for (uint32_t k = 0; k < n; k++, i++) {
+        evs[i] = *e;
+        evs[i].kind = MPT_EV_COLLECT; evs[i].id = first + k;
+      }
+      i--;
     } else if (r < 85) {
       e->kind = MPT_EV_COLLECT; e->id = 1 + rnd((uint32_t)id);
     } else if (r < 95) {
