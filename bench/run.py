@@ -1144,6 +1144,12 @@ def targets_table(data):
         x = m["bytes_per_sample_max"]
         rows.append(["memprof marginal trace bytes per sample, max (%s)" % between,
                      "≤ 10", fmt(x, ".2f"), ok(x, 10)])
+    bc = data.get("bytecode") or {}
+    if bc.get("programs"):
+        sl = bc["programs"].get("short_lived", {}).get("instr_per_sample")
+        rows.append(["bytecode (issue 13: reported): instr per sample (short_lived, "
+                     "marginal), per captured frame", "–", "%s, %s" % (
+                         fmt(sl, ".0f"), fmt(bc.get("instr_per_frame"), ".1f")), "–"])
     tool = data.get("tool") or {}
     eps = tool.get("events_per_s")
     rows.append(["ocaml-memprof decode+aggregate", "≥ 20 M events/s",
