@@ -153,16 +153,18 @@ def find_memprof(args):
         "first or pass --allow-missing-memprof" % (V, args.memprof_prefix, v))
 
 
-def build_programs(prefix, outdir):
-    """Compile every program with the compiler at [prefix] into [outdir];
-    returns {source name: executable}."""
+def build_programs(prefix, outdir, sources=None, bytecode=False):
+    """Compile every program (or those of [sources]) with the compiler at
+    [prefix] into [outdir], native or bytecode; returns {source name:
+    executable}."""
     shutil.rmtree(outdir, ignore_errors=True)
     os.makedirs(outdir)
     for f in os.listdir(PROG_DIR):
         if f.endswith(".ml"):
             shutil.copy(os.path.join(PROG_DIR, f), outdir)
     env = dict(os.environ, PATH=os.path.join(prefix, "bin") + ":" + os.environ["PATH"])
-    ocamlopt = os.path.join(prefix, "bin", "ocamlopt")
+    compiler = os.path.join(prefix, "bin", "ocamlc" if bytecode else "ocamlopt")
+    lib, obj, ext = (".cma", ".cmo", ".byte") if bytecode else (".cmxa", ".cmx", ".exe")
     flags = ["-g", "-I", "+unix", "-I", "+threads"]
 
     def run(cmd):
@@ -170,12 +172,12 @@ def build_programs(prefix, outdir):
         if r.returncode != 0:
             die("build failed: %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
 
-    run([ocamlopt] + flags + ["-c"] + COMMON_SOURCES)
+    run([compiler] + flags + ["-c"] + COMMON_SOURCES)
     exes = {}
-    for src in sorted({p[1] for p in PROGRAMS}):
-        exe = os.path.join(outdir, src + ".exe")
-        run([ocamlopt] + flags + ["unix.cmxa", "threads.cmxa",
-             "gcmemprof_tracer.cmx", "bench_common.cmx", src + ".ml", "-o", exe])
+    for src in sources or sorted({p[1] for p in PROGRAMS}):
+        exe = os.path.join(outdir, src + ext)
+        run([compiler] + flags + ["unix" + lib, "threads" + lib, "gcmemprof_tracer" + obj,
+                                  "bench_common" + obj, src + ".ml", "-o", exe])
         exes[src] = exe
     return exes
 
@@ -611,23 +613,9 @@ def measure_bytecode(runner, memprof, rate, scale):
     bytecode file), at [scale] and 4 x [scale]; marginal instructions per
     sample and per extra frame."""
     outdir = os.path.join(runner.work, "bytecode")
-    shutil.rmtree(outdir, ignore_errors=True)
-    os.makedirs(outdir)
-    for f in os.listdir(PROG_DIR):
-        if f.endswith(".ml"):
-            shutil.copy(os.path.join(PROG_DIR, f), outdir)
-    env = dict(os.environ, PATH=os.path.join(memprof, "bin") + ":" + os.environ["PATH"])
-    ocamlc = os.path.join(memprof, "bin", "ocamlc")
-    flags = ["-g", "-I", "+unix", "-I", "+threads"]
+    exes = build_programs(memprof, outdir, ("short_lived", "deep_rec"), bytecode=True)
     ocamlrun = os.path.join(memprof, "bin", "ocamlrun")
     res = {"rate": rate, "scale": scale, "programs": {}}
-    for src in ("short_lived", "deep_rec"):
-        r = subprocess.run([ocamlc] + flags + ["unix.cma", "threads.cma",
-                            "gcmemprof_tracer.ml", "bench_common.ml", src + ".ml",
-                            "-o", src + ".byte"],
-                           cwd=outdir, env=env, capture_output=True, text=True)
-        if r.returncode != 0:
-            return {"error": "ocamlc failed: " + (r.stderr.strip().splitlines() or ["?"])[-1]}
     out_file = os.path.join(outdir, "valgrind.out")
 
     def instr(name, src, penv, sc, traced):
@@ -640,7 +628,7 @@ def measure_bytecode(runner, memprof, rate, scale):
                                   % (trace, rate, runner.args.memprof_params,
                                      zlib.crc32(name.encode()) + 1))
         r, _ = run_once(valgrind_cmd(out_file, False)
-                        + [ocamlrun, os.path.join(outdir, src + ".byte")],
+                        + [ocamlrun, exes[src]],
                         e, runner.args.timeout, outdir)
         if r.returncode != 0:
             raise RuntimeError("%s exited %d" % (name, r.returncode))

@@ -269,6 +269,34 @@ int main(void)
     check(1, "1000 corrupted files decoded without crashing");
     free(orig);
   }
+  /* A COLLECT_RUN may not be longer than the allocations not yet
+     collected: a corrupt count must not turn 3 bytes into 2^60 events. */
+  for (uint32_t n = 2; n <= 3; n++) {
+    out_len = 0;
+    mpt_trace_info info = { MPT_FORMAT_VERSION, 64, 0, 1e-3, 64, 1000, 1, 1, 0,
+                            "prog", "host", "5.3.0+memprof", "prog" };
+    static uint8_t hdr[65536], buf[8 + 512];
+    uint32_t stk[MPT_MAX_FRAMES];
+    emit(hdr, mpt_write_header_chunk(hdr, sizeof hdr, &info), 0);
+    mpt_encoder en;
+    mpt_enc_init(&en, buf + 8, 512, stk, MPT_MAX_FRAMES);
+    mpt_enc_alloc(&en, 1, 1, 2, 1, MPT_SRC_MINOR, 0, NULL, 0);
+    mpt_enc_alloc(&en, 2, 2, 2, 1, MPT_SRC_MINOR, 0, NULL, 0);
+    mpt_enc_collect_run(&en, 1, n);
+    mpt_chunk_header(buf, MPT_CHUNK_EVENTS, 0, (uint32_t)mpt_enc_used(&en));
+    emit(buf, 8 + mpt_enc_used(&en), 0);
+    char err[256], what[128];
+    mpt_reader *r = mpt_reader_open_mem(out, out_len, err, sizeof err);
+    if (!r) printf("open: %s\n", err);
+    mpt_event ev;
+    int rc = MPT_ERR, collects = 0;
+    while (r && (rc = mpt_reader_next(r, &ev)) == MPT_OK)
+      collects += ev.kind == MPT_EV_COLLECT;
+    snprintf(what, sizeof what, "a run of %u after 2 allocations: %s", n,
+             n == 2 ? "2 COLLECTs" : "an error");
+    check(r && (n == 2 ? rc == MPT_END && collects == 2 : rc == MPT_ERR), what);
+    mpt_reader_close(r);
+  }
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;
 }
