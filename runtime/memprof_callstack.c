@@ -355,8 +355,11 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
           && (uintnat)Saved_return_address(end_sp) == c->prev_end_pc
           && end_sp + Stack_header_size == (char *)Stack_high(stack)
           && Stack_parent(stack) == NULL;
-        if (!end) end = walk_ends_after(c, stack, prev[0].sp,
-                                        prev[0].size, fds, define, ctx);
+        if (!end) {
+          end = walk_ends_after(c, stack, prev[0].sp, prev[0].size, fds,
+                                define, ctx);
+          slots = c->slots; mask = c->cap - 1;  /* a fill may have grown it */
+        }
         if (end < 0) return -1;
         if (end) {
           shared = q;
