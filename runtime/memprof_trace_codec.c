@@ -36,6 +36,7 @@ enum {
   TAG_ALLOC = 0x10,             /* 0x10 + source                      */
   TAG_ALLOC_CUT = 0x18,         /* 0x18 + source: stack cut at the cap */
   TAG_ALLOC_COMPACT = MPT_TAG_ALLOC_COMPACT,  /* version 3, see the header */
+  TAG_ALLOC_REPEAT = MPT_TAG_ALLOC_REPEAT,    /* version 3: + slot, 0-31 */
   TAG_PROMOTE = MPT_TAG_PROMOTE,
   TAG_COLLECT = MPT_TAG_COLLECT,
   TAG_COLLECT_RUN = MPT_TAG_COLLECT_RUN,
@@ -104,6 +105,12 @@ void mpt_enc_simple(mpt_encoder *e, enum mpt_event_kind kind,
 {
   *e->pos++ = (uint8_t)(TAG_SIMPLE + kind);
   put_time(e, time);
+  if (kind == MPT_EV_MINOR_GC) {
+    /* version 3: the count of minor collections as a difference */
+    uint64_t d = arg - e->last_minor_gc;
+    e->last_minor_gc = arg;
+    arg = mpt_zigzag((int64_t)d);
+  }
   e->pos = mpt_put_uvarint(e->pos, arg);
 }
 
@@ -415,6 +422,8 @@ typedef struct {               /* per stream: ids are local to a stream */
   uint32_t *stack; uint32_t stack_len;  /* previous allocation's global ids */
   uint64_t last_loc_address;   /* version 2: addresses are differences   */
   mpt_heap_stats last_stats;   /* version 2: MAJOR_CYCLE holds differences */
+  uint64_t repeat[32];         /* version 3: the encoder's record slots   */
+  uint64_t last_minor_gc;      /* version 3: MINOR_GC holds a difference  */
 } stream_state;
 
 typedef struct {               /* content-hash set of global locations */
@@ -1112,6 +1121,64 @@ static int snap_record(mpt_reader *r, mpt_event *ev)
   }
 }
 
+/* The fields of an ALLOC record of [tag] (its time apart: before them in
+   version 1 and 2 records, after them in version 3's) and its stack. */
+static int alloc_fields(mpt_reader *r, stream_state *st, mpt_event *ev,
+                        uint8_t tag)
+{
+  uint64_t ns, common, fresh;
+  ev->kind = MPT_EV_ALLOC;
+  if (tag >= TAG_ALLOC_COMPACT) {
+    ev->truncated = (tag & 8) != 0;
+    ev->source = (enum mpt_source)(tag & 3);
+    if (tag & 4) {
+      st->last_alloc_id++;
+      ns = 1;
+    } else {
+      st->last_alloc_id += (uint64_t)mpt_unzigzag(get_var(r));
+      ns = get_var(r);
+    }
+    ev->id = st->last_alloc_id;
+    ev->wosize = get_var(r);
+    common = get_var(r);
+    fresh = (tag >> 4 & 7) < 7 ? (tag >> 4 & 7) : get_var(r);
+  } else {
+    ev->truncated = tag >= TAG_ALLOC_CUT;
+    ev->source = (enum mpt_source)(tag - (ev->truncated ? TAG_ALLOC_CUT : TAG_ALLOC));
+    st->last_alloc_id += (uint64_t)mpt_unzigzag(get_var(r));
+    ev->id = st->last_alloc_id;
+    ev->wosize = get_var(r);
+    ns = get_var(r); common = get_var(r); fresh = get_var(r);
+  }
+  if (r->failed) return MPT_ERR;
+  if (ns == 0 || ns > UINT32_MAX) return fail(r, "allocation with a bad sample count");
+  if (common > st->stack_len || fresh > MPT_MAX_FRAMES - common)
+    return fail(r, "callstack refers beyond the previous stack or is too deep");
+  ev->nsamples = (uint32_t)ns;
+  uint32_t len = (uint32_t)(common + fresh);
+  for (uint64_t i = 0; i < fresh; i++) {
+    uint64_t local = get_var(r);
+    if (local == 0 || local >= st->nloc || !st->loc_map[local])
+      return fail(r, "callstack uses an undefined location");
+    r->stack_out[i] = st->loc_map[local];
+  }
+  if (r->failed) return MPT_ERR;
+  memcpy(r->stack_out + fresh, st->stack + (st->stack_len - common),
+         common * sizeof(uint32_t));
+  memcpy(st->stack, r->stack_out, len * sizeof(uint32_t));
+  st->stack_len = len;
+  /* A cut stack ends in a <truncated> frame, for every tool to show
+     (not part of the stream's previous stack). */
+  if (ev->truncated) {
+    if (!r->cut_loc && !(r->cut_loc = cut_location(r)))
+      return fail(r, "out of memory");
+    r->stack_out[len++] = r->cut_loc;
+  }
+  ev->stack = r->stack_out; ev->stack_len = len;
+  r->allocs_seen++;
+  return MPT_OK;
+}
+
 int mpt_reader_next(mpt_reader *r, mpt_event *ev)
 {
   if (r->failed) return MPT_ERR;
@@ -1154,60 +1221,38 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
     if (!st) return fail(r, "out of memory");
     uint8_t tag = *r->cp++;
     if ((tag >= TAG_ALLOC && tag < TAG_ALLOC + MPT_SRC_COUNT)
-        || (tag >= TAG_ALLOC_CUT && tag < TAG_ALLOC_CUT + MPT_SRC_COUNT)
-        || (tag >= TAG_ALLOC_COMPACT && r->info.format_version >= 3)) {
-      ev->kind = MPT_EV_ALLOC;
-      uint64_t ns, common, fresh;
+        || (tag >= TAG_ALLOC_CUT && tag < TAG_ALLOC_CUT + MPT_SRC_COUNT)) {
       get_time(r, st, ev);
-      if (tag >= TAG_ALLOC_COMPACT) {
-        ev->truncated = (tag & 8) != 0;
-        ev->source = (enum mpt_source)(tag & 3);
-        if (tag & 4) {
-          st->last_alloc_id++;
-          ns = 1;
-        } else {
-          st->last_alloc_id += (uint64_t)mpt_unzigzag(get_var(r));
-          ns = get_var(r);
-        }
-        ev->id = st->last_alloc_id;
-        ev->wosize = get_var(r);
-        common = get_var(r);
-        fresh = (tag >> 4 & 7) < 7 ? (tag >> 4 & 7) : get_var(r);
-      } else {
-        ev->truncated = tag >= TAG_ALLOC_CUT;
-        ev->source = (enum mpt_source)(tag - (ev->truncated ? TAG_ALLOC_CUT : TAG_ALLOC));
-        st->last_alloc_id += (uint64_t)mpt_unzigzag(get_var(r));
-        ev->id = st->last_alloc_id;
-        ev->wosize = get_var(r);
-        ns = get_var(r); common = get_var(r); fresh = get_var(r);
+      return alloc_fields(r, st, ev, tag);
+    }
+    if (tag >= TAG_ALLOC_COMPACT && r->info.format_version >= 3) {
+      const uint8_t *rec = r->cp - 1;
+      if (alloc_fields(r, st, ev, tag) != MPT_OK) return MPT_ERR;
+      size_t len = (size_t)(r->cp - rec);
+      if (len <= MPT_REPEAT_MAX) {
+        uint8_t b[8] = { 0 };
+        memcpy(b, rec, len);
+        uint64_t k = mpt_repeat_key(b, len);
+        st->repeat[mpt_repeat_slot(k)] = k;
       }
-      if (r->failed) return MPT_ERR;
-      if (ns == 0 || ns > UINT32_MAX) return fail(r, "allocation with a bad sample count");
-      if (common > st->stack_len || fresh > MPT_MAX_FRAMES - common)
-        return fail(r, "callstack refers beyond the previous stack or is too deep");
-      ev->nsamples = (uint32_t)ns;
-      uint32_t len = (uint32_t)(common + fresh);
-      for (uint64_t i = 0; i < fresh; i++) {
-        uint64_t local = get_var(r);
-        if (local == 0 || local >= st->nloc || !st->loc_map[local])
-          return fail(r, "callstack uses an undefined location");
-        r->stack_out[i] = st->loc_map[local];
-      }
-      if (r->failed) return MPT_ERR;
-      memcpy(r->stack_out + fresh, st->stack + (st->stack_len - common),
-             common * sizeof(uint32_t));
-      memcpy(st->stack, r->stack_out, len * sizeof(uint32_t));
-      st->stack_len = len;
-      /* A cut stack ends in a <truncated> frame, for every tool to show
-         (not part of the stream's previous stack). */
-      if (ev->truncated) {
-        if (!r->cut_loc && !(r->cut_loc = cut_location(r)))
-          return fail(r, "out of memory");
-        r->stack_out[len++] = r->cut_loc;
-      }
-      ev->stack = r->stack_out; ev->stack_len = len;
-      r->allocs_seen++;
-      return MPT_OK;
+      get_time(r, st, ev);
+      return r->failed ? MPT_ERR : MPT_OK;
+    }
+    if (tag >= TAG_ALLOC_REPEAT && tag < TAG_ALLOC_REPEAT + 32
+        && r->info.format_version >= 3) {
+      uint64_t k = st->repeat[tag - TAG_ALLOC_REPEAT];
+      size_t len = (size_t)(k >> 56);
+      if (len == 0) return fail(r, "repeat of an allocation record never kept");
+      uint8_t b[8];
+      for (int i = 0; i < 8; i++) b[i] = (uint8_t)(k >> (8 * i));
+      /* The kept record's fields, as if they were here. */
+      const uint8_t *cp = r->cp, *cend = r->cend;
+      r->cp = b + 1; r->cend = b + len;
+      int rc = alloc_fields(r, st, ev, b[0]);
+      r->cp = cp; r->cend = cend;
+      if (rc != MPT_OK) return MPT_ERR;
+      get_time(r, st, ev);
+      return r->failed ? MPT_ERR : MPT_OK;
     }
     switch (tag) {
     case TAG_PROMOTE: case TAG_COLLECT:
@@ -1281,6 +1326,8 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
         ev->kind = MPT_EV_MINOR_GC;
         get_time(r, st, ev);
         ev->arg = get_var(r);
+        if (r->info.format_version >= 3)
+          ev->arg = st->last_minor_gc += (uint64_t)mpt_unzigzag(ev->arg);
         return r->failed ? MPT_ERR : MPT_OK;
       }
       {

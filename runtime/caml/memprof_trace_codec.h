@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -158,12 +159,15 @@ typedef struct {
   uint64_t last_time;           /* in time units, since trace start   */
   uint64_t last_alloc_id;
   uint64_t last_gc_id;
+  uint64_t last_minor_gc;       /* previous MINOR_GC's count           */
   uint64_t last_loc_address;    /* previous location definition's     */
   mpt_heap_stats last_stats;    /* previous MAJOR_CYCLE's             */
   uint32_t prev_len;            /* previous allocation's stack,       */
                                 /* outermost frame first              */
   uint32_t prev_cap;
   uint32_t *prev_stack;         /* caller-provided, prev_cap entries  */
+  uint64_t repeat[32];          /* recent compact ALLOC records, see
+                                   MPT_TAG_ALLOC_REPEAT                 */
 } mpt_encoder;
 
 /* [stack_buf] holds [stack_cap] entries and remembers the previous stack. */
@@ -281,8 +285,32 @@ size_t mpt_frame_compress(mpt_frame_state *state, uint8_t *dst, size_t dst_cap,
 #define MPT_MAX_COLLECT_RUN 65536
 /* Version 3's compact ALLOC, one byte for what most samples share:
    0x80 | fresh << 4 (0-6; 7: the count follows) | cut << 3 | unit << 2 |
-   source, where unit means nsamples = 1 and id = last_alloc_id + 1. */
+   source, where unit means nsamples = 1 and id = last_alloc_id + 1; then
+   the fields, and last the time delta. */
 #define MPT_TAG_ALLOC_COMPACT 0x80
+/* ... or, 0x60 + slot then the time delta: the same bytes (tag and fields)
+   as the compact ALLOC last kept in that slot of the stream's 32, which a
+   record of at most 7 bytes goes to by mpt_repeat_slot.  Most samples of
+   a site repeat the record of an earlier one: the same size, and the same
+   change from the previous stack. */
+#define MPT_TAG_ALLOC_REPEAT 0x60
+#define MPT_REPEAT_MAX 7
+
+/* The key of the record at [rec] of [len] bytes (at most 7; 8 readable):
+   its bytes, little-endian, and its length in the top byte. */
+static inline uint64_t mpt_repeat_key(const uint8_t *rec, size_t len)
+{
+  uint64_t v;
+  memcpy(&v, rec, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap64(v);
+#endif
+  return (v & (((uint64_t)1 << (8 * len)) - 1)) | (uint64_t)len << 56;
+}
+static inline unsigned mpt_repeat_slot(uint64_t key)
+{
+  return (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 59);
+}
 
 /* The previous stack is kept outermost frame first, so that the part a
    new stack shares with it stays where it is and only the fresh frames
@@ -297,12 +325,9 @@ mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
   if (common > e->prev_len) common = e->prev_len;
   if (fresh > e->prev_cap - common) fresh = e->prev_cap - common;
   int unit = nsamples == 1 && id == e->last_alloc_id + 1;
-  uint8_t *p = e->pos;
+  uint8_t *rec = e->pos, *p = rec;
   *p++ = (uint8_t)(MPT_TAG_ALLOC_COMPACT | (fresh < 7 ? fresh : 7) << 4
                    | (truncated ? 8 : 0) | (unit ? 4 : 0) | src);
-  uint64_t dt = time > e->last_time ? time - e->last_time : 0;
-  e->last_time += dt;      /* times never go backwards in a stream: clamped */
-  p = mpt_put_uvarint(p, dt);
   if (!unit) {
     p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(id - e->last_alloc_id)));
     p = mpt_put_uvarint(p, nsamples);
@@ -316,8 +341,22 @@ mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
     p = mpt_put_uvarint(p, fresh_ids[i]);
     *--ps = fresh_ids[i];
   }
-  e->pos = p;
   e->prev_len = common + fresh;
+  /* The caller left MPT_MAX_EVENT_BYTES (at least 64) free: 8 bytes of
+     the record can be read. */
+  if (p - rec <= MPT_REPEAT_MAX) {
+    uint64_t k = mpt_repeat_key(rec, (size_t)(p - rec));
+    unsigned i = mpt_repeat_slot(k);
+    if (e->repeat[i] == k) {
+      *rec = (uint8_t)(MPT_TAG_ALLOC_REPEAT + i);
+      p = rec + 1;
+    } else {
+      e->repeat[i] = k;
+    }
+  }
+  uint64_t dt = time > e->last_time ? time - e->last_time : 0;
+  e->last_time += dt;      /* times never go backwards in a stream: clamped */
+  e->pos = mpt_put_uvarint(p, dt);
 }
 
 static inline void mpt_enc_gc_id(mpt_encoder *e, int tag, uint64_t id)

@@ -297,6 +297,48 @@ int main(void)
     check(r && (n == 2 ? rc == MPT_END && collects == 2 : rc == MPT_ERR), what);
     mpt_reader_close(r);
   }
+  /* Samples of two sites in turn: after the first of each, every record
+     repeats a kept one (tag 0x60 + slot and the time delta: 2 bytes) and
+     decodes to the same site. */
+  {
+    out_len = 0;
+    mpt_trace_info info = { MPT_FORMAT_VERSION, 64, 0, 1e-3, 64, 1000, 1, 1, 0,
+                            "prog", "host", "5.3.0+memprof", "prog" };
+    static uint8_t hdr[65536], buf[8 + 4096];
+    uint32_t stk[MPT_MAX_FRAMES];
+    emit(hdr, mpt_write_header_chunk(hdr, sizeof hdr, &info), 0);
+    mpt_encoder en;
+    mpt_enc_init(&en, buf + 8, 4096, stk, MPT_MAX_FRAMES);
+    for (uint32_t f = 1; f <= 3; f++) {
+      mpt_enc_string(&en, f, fun_name(f), strlen(fun_name(f)));
+      mpt_loc_entry_ids le = { f, f, f, 1, 9 };
+      mpt_enc_location(&en, f, 0x1000 + f, &le, 1);
+    }
+    size_t defs = mpt_enc_used(&en);
+    uint32_t site[2][2] = { { 1, 3 }, { 2, 3 } };
+    for (uint64_t i = 0; i < 100; i++)
+      mpt_enc_alloc(&en, 10 * i, i + 1, 3 + i % 2, 1, MPT_SRC_MINOR, 0, site[i % 2], 2);
+    size_t bytes = mpt_enc_used(&en) - defs;
+    mpt_chunk_header(buf, MPT_CHUNK_EVENTS, 0, (uint32_t)mpt_enc_used(&en));
+    emit(buf, 8 + mpt_enc_used(&en), 0);
+    char err[256], what[128];
+    mpt_reader *r = mpt_reader_open_mem(out, out_len, err, sizeof err);
+    mpt_event ev;
+    int n = 0, same = 0;
+    uint32_t first[2][3];
+    while (r && mpt_reader_next(r, &ev) == MPT_OK) {
+      if (ev.kind != MPT_EV_ALLOC || ev.stack_len != 2) break;
+      if (n < 2) memcpy(first[n], ev.stack, 2 * sizeof(uint32_t));
+      same += ev.id == (uint64_t)n + 1 && ev.wosize == 3 + (uint64_t)n % 2
+              && ev.time_ns == 10000 * (uint64_t)n
+              && memcmp(ev.stack, first[n % 2], 2 * sizeof(uint32_t)) == 0;
+      n++;
+    }
+    snprintf(what, sizeof what, "100 samples of 2 sites in turn: all decoded (%d) "
+             "and 2 bytes each after the first two (%zu bytes)", same, bytes);
+    check(same == 100 && bytes <= 2 * 98 + 2 * 8, what);
+    mpt_reader_close(r);
+  }
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;
 }
