@@ -13,7 +13,11 @@
      callstacks are deltas against per-stream state held by the encoder and
      mirrored by the decoder: a callstack is sent as "keep the outermost K
      frames of the previous stack, then these new inner frames", so deep,
-     slowly-changing stacks cost a few bytes per sample.
+     slowly-changing stacks cost a few bytes per sample.  Since version 3
+     each stream also keeps its 32 most recent short ALLOC records (by a
+     hash of their bytes): a sample that would write one of them again
+     writes its slot and time, two bytes; dead young samples with
+     consecutive ids are one COLLECT run.
    - Location and string ids are per stream (each domain defines what it
      uses, with no cross-domain synchronisation in the runtime); the decoder
      merges them into one global, content-deduplicated location table.

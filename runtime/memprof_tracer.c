@@ -24,8 +24,8 @@
    lives of the domains that use the slot, since a slot is one stream of
    the trace and its location table must stay valid)
    - encoder and event buffer (the body of the next EVENTS chunk), plus a
-     compression buffer; a full buffer is compressed and written by the
-     domain itself, so the event path takes no global lock;
+     compression buffer and LZ4 state; a full buffer is compressed and
+     written by the domain itself, so the event path takes no global lock;
    - location table: backtrace slot -> location id, and debuginfo string
      pointer -> string id, both open addressing; a location is defined in
      the stream the first time the stream uses it;
