@@ -188,6 +188,30 @@ static long decode(size_t len, int *truncated, int strict)
   return matched;
 }
 
+/* A one-stream trace built by hand: start_trace writes the header and
+   sets [en] to encode into [buf] (8 + [cap] bytes); end_trace emits the
+   events chunk and opens a reader on the whole (NULL, said, on failure). */
+static uint32_t small_stack[MPT_MAX_FRAMES];
+static void start_trace(mpt_encoder *en, uint8_t *buf, size_t cap)
+{
+  static uint8_t hdr[65536];
+  mpt_trace_info info = { MPT_FORMAT_VERSION, 64, 0, 1e-3, 64, 1000, 1, 1, 0,
+                          "prog", "host", "5.3.0+memprof", "prog" };
+  out_len = 0;
+  emit(hdr, mpt_write_header_chunk(hdr, sizeof hdr, &info), 0);
+  mpt_enc_init(en, buf + 8, cap, small_stack, MPT_MAX_FRAMES);
+}
+
+static mpt_reader *end_trace(mpt_encoder *en, uint8_t *buf)
+{
+  char err[256];
+  mpt_chunk_header(buf, MPT_CHUNK_EVENTS, 0, (uint32_t)mpt_enc_used(en));
+  emit(buf, 8 + mpt_enc_used(en), 0);
+  mpt_reader *r = mpt_reader_open_mem(out, out_len, err, sizeof err);
+  if (!r) printf("open: %s\n", err);
+  return r;
+}
+
 int main(void)
 {
   /* A realistic event mix: allocations whose stacks share their outer part,
@@ -272,22 +296,14 @@ int main(void)
   /* A COLLECT_RUN may not be longer than the allocations not yet
      collected: a corrupt count must not turn 3 bytes into 2^60 events. */
   for (uint32_t n = 2; n <= 3; n++) {
-    out_len = 0;
-    mpt_trace_info info = { MPT_FORMAT_VERSION, 64, 0, 1e-3, 64, 1000, 1, 1, 0,
-                            "prog", "host", "5.3.0+memprof", "prog" };
-    static uint8_t hdr[65536], buf[8 + 512];
-    uint32_t stk[MPT_MAX_FRAMES];
-    emit(hdr, mpt_write_header_chunk(hdr, sizeof hdr, &info), 0);
+    static uint8_t buf[8 + 512];
     mpt_encoder en;
-    mpt_enc_init(&en, buf + 8, 512, stk, MPT_MAX_FRAMES);
+    start_trace(&en, buf, 512);
     mpt_enc_alloc(&en, 1, 1, 2, 1, MPT_SRC_MINOR, 0, NULL, 0);
     mpt_enc_alloc(&en, 2, 2, 2, 1, MPT_SRC_MINOR, 0, NULL, 0);
     mpt_enc_collect_run(&en, 1, n);
-    mpt_chunk_header(buf, MPT_CHUNK_EVENTS, 0, (uint32_t)mpt_enc_used(&en));
-    emit(buf, 8 + mpt_enc_used(&en), 0);
-    char err[256], what[128];
-    mpt_reader *r = mpt_reader_open_mem(out, out_len, err, sizeof err);
-    if (!r) printf("open: %s\n", err);
+    mpt_reader *r = end_trace(&en, buf);
+    char what[128];
     mpt_event ev;
     int rc = MPT_ERR, collects = 0;
     while (r && (rc = mpt_reader_next(r, &ev)) == MPT_OK)
@@ -301,14 +317,9 @@ int main(void)
      repeats a kept one (tag 0x60 + slot and the time delta: 2 bytes) and
      decodes to the same site. */
   {
-    out_len = 0;
-    mpt_trace_info info = { MPT_FORMAT_VERSION, 64, 0, 1e-3, 64, 1000, 1, 1, 0,
-                            "prog", "host", "5.3.0+memprof", "prog" };
-    static uint8_t hdr[65536], buf[8 + 4096];
-    uint32_t stk[MPT_MAX_FRAMES];
-    emit(hdr, mpt_write_header_chunk(hdr, sizeof hdr, &info), 0);
+    static uint8_t buf[8 + 4096];
     mpt_encoder en;
-    mpt_enc_init(&en, buf + 8, 4096, stk, MPT_MAX_FRAMES);
+    start_trace(&en, buf, 4096);
     for (uint32_t f = 1; f <= 3; f++) {
       mpt_enc_string(&en, f, fun_name(f), strlen(fun_name(f)));
       mpt_loc_entry_ids le = { f, f, f, 1, 9 };
@@ -319,10 +330,8 @@ int main(void)
     for (uint64_t i = 0; i < 100; i++)
       mpt_enc_alloc(&en, 10 * i, i + 1, 3 + i % 2, 1, MPT_SRC_MINOR, 0, site[i % 2], 2);
     size_t bytes = mpt_enc_used(&en) - defs;
-    mpt_chunk_header(buf, MPT_CHUNK_EVENTS, 0, (uint32_t)mpt_enc_used(&en));
-    emit(buf, 8 + mpt_enc_used(&en), 0);
-    char err[256], what[128];
-    mpt_reader *r = mpt_reader_open_mem(out, out_len, err, sizeof err);
+    mpt_reader *r = end_trace(&en, buf);
+    char what[128];
     mpt_event ev;
     int n = 0, same = 0;
     uint32_t first[2][3];
