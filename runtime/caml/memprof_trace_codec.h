@@ -33,7 +33,8 @@ extern "C" {
 #define MPT_MAGIC_LEN 8
 #define MPT_FORMAT_VERSION 3   /* 2: cut stacks marked, location addresses and
                                   MAJOR_CYCLE statistics as differences;
-                                  3: the compact ALLOC */
+                                  3: compact and repeated ALLOCs, COLLECT
+                                  runs, MINOR_GC counts as differences */
 #define MPT_CHUNK_HEADER_BYTES 8         /* u32 len, u8 type, u8 0, u16 stream */
 #define MPT_MAX_CHUNK_PAYLOAD (1u << 20)  /* decoders reject larger chunks  */
 #define MPT_MAX_FRAMES 4096              /* upper bound on captured frames */
