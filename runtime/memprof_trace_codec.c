@@ -17,7 +17,10 @@
      each stream also keeps its 32 most recent short ALLOC records (by a
      hash of their bytes): a sample that would write one of them again
      writes its slot and time, two bytes; dead young samples with
-     consecutive ids are one COLLECT run.
+     consecutive ids are one COLLECT run.  Since version 4 new inner
+     frames may be packed, 2 bits each against a 3-entry move-to-front
+     list the stream keeps (deep recursion through two or three call
+     sites), and a PROMOTE or COLLECT of the next id is its tag alone.
    - Location and string ids are per stream (each domain defines what it
      uses, with no cross-domain synchronisation in the runtime); the decoder
      merges them into one global, content-deduplicated location table.
@@ -44,6 +47,8 @@ enum {
   TAG_PROMOTE = MPT_TAG_PROMOTE,
   TAG_COLLECT = MPT_TAG_COLLECT,
   TAG_COLLECT_RUN = MPT_TAG_COLLECT_RUN,
+  TAG_PROMOTE_NEXT = MPT_TAG_PROMOTE_NEXT,    /* version 4 */
+  TAG_COLLECT_NEXT = MPT_TAG_COLLECT_NEXT,    /* version 4 */
   TAG_LOCATION = 0x30,
   TAG_STRING = 0x31,
   TAG_MAJOR_CYCLE = 0x40,
@@ -102,6 +107,77 @@ void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
     common++;
   mpt_enc_alloc_shared(e, time, id, wosize, nsamples, src, truncated,
                        stack, len - common, common);
+}
+
+/* Packed fresh frames (version 4).  Each stream keeps a move-to-front
+   list of three location ids, all 0 (no location) at the stream's start,
+   which only packed records change.  Frame i's 2-bit code is at bits
+   2 (i mod 4) of the codes' byte i / 4: 0-2, the list's entry, moved to
+   the front; 3, the next escaped id, pushed at the front (the last entry
+   drops out).  The escaped ids follow the ceil(fresh / 4) code bytes, as
+   varints. */
+/* Frame [id]'s code against the list [m], which it updates; an escaped
+   id goes to [*esc]. */
+static inline uint32_t pack_code(uint32_t id, uint32_t m[3], uint8_t **esc)
+{
+  if (id == m[0]) return 0;
+  if (id == m[1]) { m[1] = m[0]; m[0] = id; return 1; }
+  if (id == m[2]) { m[2] = m[1]; m[1] = m[0]; m[0] = id; return 2; }
+  m[2] = m[1]; m[1] = m[0]; m[0] = id;
+  *esc = mpt_put_uvarint(*esc, id);
+  return 3;
+}
+
+uint8_t *mpt_enc_frames_packed(mpt_encoder *e, uint8_t *p,
+                               const uint32_t *fresh_ids, uint32_t fresh,
+                               uint32_t common)
+{
+  uint32_t m[3] = { e->mtf[0], e->mtf[1], e->mtf[2] };
+  /* Packed first, unless it turns out no shorter than [fresh] bytes (the
+     plain form's length when every id is below 128, which is most of the
+     time; ids above it only make packing better than that): then plain
+     over it.  The common field's length does not depend on its packed
+     bit. */
+  uint8_t *field = p;
+  p = mpt_put_uvarint(p, (uint64_t)common << 1 | 1);
+  if (fresh >= 7) p = mpt_put_uvarint(p, fresh);
+  uint8_t *frames = p, *codes = p, *esc = p + (fresh + 3) / 4,
+    *esc_max = p + fresh;
+  uint32_t *ps = e->prev_stack + common + fresh;
+  e->prev_len = common + fresh;
+  uint32_t i = 0;
+  /* Four frames to a byte, unrolled: constant shifts, one store. */
+  for (; i + 4 <= fresh; i += 4) {
+    const uint32_t *f = fresh_ids + i;
+    ps[-1] = f[0]; ps[-2] = f[1]; ps[-3] = f[2]; ps[-4] = f[3];
+    ps -= 4;
+    uint32_t byte = pack_code(f[0], m, &esc);
+    byte |= pack_code(f[1], m, &esc) << 2;
+    byte |= pack_code(f[2], m, &esc) << 4;
+    byte |= pack_code(f[3], m, &esc) << 6;
+    *codes++ = (uint8_t)byte;
+    if (esc >= esc_max) goto plain;
+  }
+  if (i < fresh) {
+    uint32_t byte = 0;
+    for (uint32_t k = 0; i < fresh; i++, k += 2) {
+      *--ps = fresh_ids[i];
+      byte |= pack_code(fresh_ids[i], m, &esc) << k;
+    }
+    *codes = (uint8_t)byte;
+    if (esc >= esc_max) goto plain;
+  }
+  e->mtf[0] = m[0]; e->mtf[1] = m[1]; e->mtf[2] = m[2];
+  return esc;
+ plain:
+  *field &= (uint8_t)~1u;
+  p = frames;
+  ps = e->prev_stack + common + fresh;
+  for (i = 0; i < fresh; i++) {
+    p = mpt_put_uvarint(p, fresh_ids[i]);
+    *--ps = fresh_ids[i];
+  }
+  return p;
 }
 
 void mpt_enc_simple(mpt_encoder *e, enum mpt_event_kind kind,
@@ -424,6 +500,7 @@ typedef struct {               /* per stream: ids are local to a stream */
   uint32_t nloc_defined, nstr_defined;  /* for the density rule of ids */
   uint64_t last_time, last_alloc_id, last_gc_id;
   uint32_t *stack; uint32_t stack_len;  /* previous allocation's global ids */
+  uint32_t mtf[3];             /* version 4: packed frames' list         */
   uint64_t last_loc_address;   /* version 2: addresses are differences   */
   mpt_heap_stats last_stats;   /* version 2: MAJOR_CYCLE holds differences */
   uint64_t repeat[32];         /* version 3: the encoder's record slots   */
@@ -1131,6 +1208,7 @@ static int alloc_fields(mpt_reader *r, stream_state *st, mpt_event *ev,
                         uint8_t tag)
 {
   uint64_t ns, common, fresh;
+  int packed = 0;
   ev->kind = MPT_EV_ALLOC;
   if (tag >= TAG_ALLOC_COMPACT) {
     ev->truncated = (tag & 8) != 0;
@@ -1145,6 +1223,10 @@ static int alloc_fields(mpt_reader *r, stream_state *st, mpt_event *ev,
     ev->id = st->last_alloc_id;
     ev->wosize = get_var(r);
     common = get_var(r);
+    if (r->info.format_version >= 4) {
+      packed = common & 1;
+      common >>= 1;
+    }
     fresh = (tag >> 4 & 7) < 7 ? (tag >> 4 & 7) : get_var(r);
   } else {
     ev->truncated = tag >= TAG_ALLOC_CUT;
@@ -1160,8 +1242,31 @@ static int alloc_fields(mpt_reader *r, stream_state *st, mpt_event *ev,
     return fail(r, "callstack refers beyond the previous stack or is too deep");
   ev->nsamples = (uint32_t)ns;
   uint32_t len = (uint32_t)(common + fresh);
+  const uint8_t *codes = NULL;
+  uint32_t *mtf = st->mtf;     /* stream-local ids, as the writer's list */
+  if (packed) {
+    if ((size_t)(r->cend - r->cp) < (fresh + 3) / 4)
+      return fail(r, "packed callstack cut short");
+    codes = r->cp;
+    r->cp += (fresh + 3) / 4;
+  }
   for (uint64_t i = 0; i < fresh; i++) {
-    uint64_t local = get_var(r);
+    uint64_t local;
+    if (codes) {
+      uint32_t code = codes[i / 4] >> (2 * (i % 4)) & 3, id;
+      if (code == 3) {
+        uint64_t v = get_var(r);
+        id = v > UINT32_MAX ? 0 : (uint32_t)v;
+        mtf[2] = mtf[1]; mtf[1] = mtf[0]; mtf[0] = id;
+      } else {
+        id = mtf[code];
+        for (; code > 0; code--) mtf[code] = mtf[code - 1];
+        mtf[0] = id;
+      }
+      local = id;
+    } else {
+      local = get_var(r);
+    }
     if (local == 0 || local >= st->nloc || !st->loc_map[local])
       return fail(r, "callstack uses an undefined location");
     r->stack_out[i] = st->loc_map[local];
@@ -1259,13 +1364,19 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
       return r->failed ? MPT_ERR : MPT_OK;
     }
     switch (tag) {
-    case TAG_PROMOTE: case TAG_COLLECT:
-      ev->kind = tag == TAG_PROMOTE ? MPT_EV_PROMOTE : MPT_EV_COLLECT;
-      st->last_gc_id += (uint64_t)mpt_unzigzag(get_var(r));
+    case TAG_PROMOTE_NEXT: case TAG_COLLECT_NEXT:
+      if (r->info.format_version < 4) return fail(r, "unknown event tag");
+      /* fall through */
+    case TAG_PROMOTE: case TAG_COLLECT: {
+      int promote = tag == TAG_PROMOTE || tag == TAG_PROMOTE_NEXT;
+      ev->kind = promote ? MPT_EV_PROMOTE : MPT_EV_COLLECT;
+      st->last_gc_id += tag == TAG_PROMOTE || tag == TAG_COLLECT
+        ? (uint64_t)mpt_unzigzag(get_var(r)) : 1;
       ev->id = st->last_gc_id;
       ev->time_ns = st->last_time * r->info.time_unit_ns;
-      if (tag == TAG_COLLECT) r->collects_seen++;
+      if (!promote) r->collects_seen++;
       return r->failed ? MPT_ERR : MPT_OK;
+    }
     case TAG_COLLECT_RUN: {
       if (r->info.format_version < 3) return fail(r, "unknown event tag 0x22");
       uint64_t id = st->last_gc_id + (uint64_t)mpt_unzigzag(get_var(r));

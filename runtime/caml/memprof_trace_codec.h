@@ -31,10 +31,12 @@ extern "C" {
 
 #define MPT_MAGIC "OCMPTRCE"             /* first 8 bytes of the stream   */
 #define MPT_MAGIC_LEN 8
-#define MPT_FORMAT_VERSION 3   /* 2: cut stacks marked, location addresses and
+#define MPT_FORMAT_VERSION 4   /* 2: cut stacks marked, location addresses and
                                   MAJOR_CYCLE statistics as differences;
                                   3: compact and repeated ALLOCs, COLLECT
-                                  runs, MINOR_GC counts as differences */
+                                  runs, MINOR_GC counts as differences;
+                                  4: packed fresh frames, PROMOTE and
+                                  COLLECT of the next id in one byte */
 #define MPT_CHUNK_HEADER_BYTES 8         /* u32 len, u8 type, u8 0, u16 stream */
 #define MPT_MAX_CHUNK_PAYLOAD (1u << 20)  /* decoders reject larger chunks  */
 #define MPT_MAX_FRAMES 4096              /* upper bound on captured frames */
@@ -169,6 +171,8 @@ typedef struct {
   uint32_t *prev_stack;         /* caller-provided, prev_cap entries  */
   uint64_t repeat[32];          /* recent compact ALLOC records, see
                                    MPT_TAG_ALLOC_REPEAT                 */
+  uint32_t mtf[3];              /* packed frames' list, see
+                                   MPT_PACK_MIN_FRESH                   */
 } mpt_encoder;
 
 /* [stack_buf] holds [stack_cap] entries and remembers the previous stack. */
@@ -282,6 +286,10 @@ size_t mpt_frame_compress(mpt_frame_state *state, uint8_t *dst, size_t dst_cap,
 #define MPT_TAG_PROMOTE 0x20
 #define MPT_TAG_COLLECT 0x21
 #define MPT_TAG_COLLECT_RUN 0x22   /* version 3 */
+/* Version 4: PROMOTE and COLLECT of last_gc_id + 1, no field (a minor GC
+   goes through a domain's young samples in id order). */
+#define MPT_TAG_PROMOTE_NEXT 0x23
+#define MPT_TAG_COLLECT_NEXT 0x24
 /* The longest run one COLLECT_RUN record holds. */
 #define MPT_MAX_COLLECT_RUN 65536
 /* Version 3's compact ALLOC, one byte for what most samples share:
@@ -296,6 +304,21 @@ size_t mpt_frame_compress(mpt_frame_state *state, uint8_t *dst, size_t dst_cap,
    change from the previous stack. */
 #define MPT_TAG_ALLOC_REPEAT 0x60
 #define MPT_REPEAT_MAX 7
+/* Version 4: a compact ALLOC's `common` field is common << 1 | packed.
+   Packed fresh frames are 2-bit codes, four to a byte, naming entries of
+   a move-to-front list of three ids that the stream keeps, then the
+   escaped ids (docs/trace-format.md).  Deep recursion through two or three call
+   sites (a tree builder, Map.add) writes its frames in a quarter of the
+   bytes.  The encoder tries packing from this many fresh frames on: fewer
+   cannot save a byte often enough to pay for the try on the sample path. */
+#define MPT_PACK_MIN_FRESH 4
+
+/* Write [common]'s field, the fresh count when not in the tag, and the
+   [fresh] ids at [p], packed when that is shorter; the previous stack
+   becomes this one.  Returns the end. */
+uint8_t *mpt_enc_frames_packed(mpt_encoder *e, uint8_t *p,
+                               const uint32_t *fresh_ids, uint32_t fresh,
+                               uint32_t common);
 
 /* The key of the record at [rec] of [len] bytes (at most 7; 8 readable):
    its bytes, little-endian, and its length in the top byte. */
@@ -335,14 +358,18 @@ mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
   }
   e->last_alloc_id = id;
   p = mpt_put_uvarint(p, wosize);
-  p = mpt_put_uvarint(p, common);
-  if (fresh >= 7) p = mpt_put_uvarint(p, fresh);
-  uint32_t *ps = e->prev_stack + common + fresh;
-  for (uint32_t i = 0; i < fresh; i++) {
-    p = mpt_put_uvarint(p, fresh_ids[i]);
-    *--ps = fresh_ids[i];
+  if (fresh >= MPT_PACK_MIN_FRESH) {
+    p = mpt_enc_frames_packed(e, p, fresh_ids, fresh, common);
+  } else {
+    p = mpt_put_uvarint(p, (uint64_t)common << 1);
+    if (fresh >= 7) p = mpt_put_uvarint(p, fresh);
+    uint32_t *ps = e->prev_stack + common + fresh;
+    for (uint32_t i = 0; i < fresh; i++) {
+      p = mpt_put_uvarint(p, fresh_ids[i]);
+      *--ps = fresh_ids[i];
+    }
+    e->prev_len = common + fresh;
   }
-  e->prev_len = common + fresh;
   /* The caller left MPT_MAX_EVENT_BYTES (at least 64) free: 8 bytes of
      the record can be read. */
   if (p - rec <= MPT_REPEAT_MAX) {
@@ -360,23 +387,29 @@ mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
   e->pos = mpt_put_uvarint(p, dt);
 }
 
-static inline void mpt_enc_gc_id(mpt_encoder *e, int tag, uint64_t id)
+static inline void mpt_enc_gc_id(mpt_encoder *e, int tag, int next_tag,
+                                 uint64_t id)
 {
-  *e->pos++ = (uint8_t)tag;
-  e->pos = mpt_put_uvarint(e->pos, mpt_zigzag((int64_t)(id - e->last_gc_id)));
+  if (id == e->last_gc_id + 1) {
+    *e->pos++ = (uint8_t)next_tag;
+  } else {
+    *e->pos++ = (uint8_t)tag;
+    e->pos = mpt_put_uvarint(e->pos, mpt_zigzag((int64_t)(id - e->last_gc_id)));
+  }
   e->last_gc_id = id;
 }
 static inline void mpt_enc_promote(mpt_encoder *e, uint64_t id)
-{ mpt_enc_gc_id(e, MPT_TAG_PROMOTE, id); }
+{ mpt_enc_gc_id(e, MPT_TAG_PROMOTE, MPT_TAG_PROMOTE_NEXT, id); }
 static inline void mpt_enc_collect(mpt_encoder *e, uint64_t id)
-{ mpt_enc_gc_id(e, MPT_TAG_COLLECT, id); }
+{ mpt_enc_gc_id(e, MPT_TAG_COLLECT, MPT_TAG_COLLECT_NEXT, id); }
 /* COLLECTs of ids [id, id + n), 1 <= n <= MPT_MAX_COLLECT_RUN: a minor GC
    finds most of a domain's young samples dead, and their ids follow each
    other. */
 static inline void mpt_enc_collect_run(mpt_encoder *e, uint64_t id, uint32_t n)
 {
   if (n == 1) { mpt_enc_collect(e, id); return; }
-  mpt_enc_gc_id(e, MPT_TAG_COLLECT_RUN, id);
+  *e->pos++ = MPT_TAG_COLLECT_RUN;
+  e->pos = mpt_put_uvarint(e->pos, mpt_zigzag((int64_t)(id - e->last_gc_id)));
   e->pos = mpt_put_uvarint(e->pos, n);
   e->last_gc_id = id + n - 1;
 }

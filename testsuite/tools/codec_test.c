@@ -233,7 +233,11 @@ int main(void)
       /* stack[len-1] is main: keep the outermost [keep] frames. */
       uint32_t tmp[64];
       for (uint32_t k = 0; k < keep; k++) tmp[len - keep + k] = c[curlen[e->stream] - keep + k];
-      for (uint32_t k = 0; k < len - keep; k++) tmp[k] = 1 + rnd(NFUN);
+      /* A third are recursion through two or three call sites: packed
+         frames (version 4) on both sides of their MTF list. */
+      uint32_t rec = rnd(3) == 0 ? 2 + rnd(2) : 0, base = rnd(NFUN);
+      for (uint32_t k = 0; k < len - keep; k++)
+        tmp[k] = 1 + (rec ? (base + rnd(rec)) % NFUN : rnd(NFUN));
       memcpy(c, tmp, len * sizeof *c); curlen[e->stream] = len;
       memcpy(e->stack, tmp, len * sizeof *tmp); e->len = len; e->cut = rnd(8) == 0;
     } else if (r < 85 && id > 20 && i + 6 < NEV && rnd(3) == 0) {
@@ -346,6 +350,93 @@ int main(void)
     snprintf(what, sizeof what, "100 samples of 2 sites in turn: all decoded (%d) "
              "and 2 bytes each after the first two (%zu bytes)", same, bytes);
     check(same == 100 && bytes <= 2 * 98 + 2 * 8, what);
+    mpt_reader_close(r);
+  }
+  /* Deep recursion through two call sites: 100 stacks of 32 fresh frames
+     on a random path of sites 1 and 2 under 3.  Packed, a record is its tag,
+     size, common, count, 8 bytes of codes and the time: 13 bytes instead of
+     37, and it decodes to the same stack. */
+  {
+    static uint8_t buf[8 + 8192];
+    mpt_encoder en;
+    start_trace(&en, buf, 8192);
+    for (uint32_t f = 1; f <= 3; f++) {
+      mpt_enc_string(&en, f, fun_name(f), strlen(fun_name(f)));
+      mpt_loc_entry_ids le = { f, f, f, 1, 9 };
+      mpt_enc_location(&en, f, 0x1000 + f, &le, 1);
+    }
+    size_t defs = mpt_enc_used(&en);
+    static uint32_t paths[100][33];
+    for (int i = 0; i < 100; i++) {
+      for (int k = 0; k < 32; k++) paths[i][k] = 1 + rnd(2);
+      paths[i][32] = 3;
+      mpt_enc_alloc(&en, (uint64_t)i, (uint64_t)i + 1, 5, 1, MPT_SRC_MINOR, 0,
+                    paths[i], 33);
+    }
+    size_t bytes = mpt_enc_used(&en) - defs;
+    mpt_reader *r = end_trace(&en, buf);
+    mpt_event ev;
+    int n = 0, same = 0;
+    while (r && mpt_reader_next(r, &ev) == MPT_OK && ev.kind == MPT_EV_ALLOC) {
+      int ok = ev.stack_len == 33;
+      for (int k = 0; ok && k < 33; k++) {
+        const mpt_location *l = mpt_reader_location(r, ev.stack[k]);
+        ok = l && l->address == 0x1000 + paths[n][k];
+      }
+      same += ok;
+      n++;
+    }
+    char what[160];
+    snprintf(what, sizeof what, "100 stacks of 32 frames through 2 sites: all "
+             "decoded (%d) in at most 13 bytes each (%zu bytes)", same, bytes);
+    check(same == 100 && bytes <= 13 * 100 + 4, what);
+    mpt_reader_close(r);
+  }
+  /* A minor GC goes through the young samples in id order: PROMOTE and
+     COLLECT of the next id take one byte; others keep their delta. */
+  {
+    static uint8_t buf[8 + 512];
+    mpt_encoder en;
+    start_trace(&en, buf, 512);
+    for (uint64_t i = 1; i <= 6; i++)
+      mpt_enc_alloc(&en, i, i, 2, 1, MPT_SRC_MINOR, 0, NULL, 0);
+    size_t before = mpt_enc_used(&en);
+    uint64_t gc[5] = { 1, 2, 3, 5, 6 };
+    for (int k = 0; k < 5; k++)
+      if (k % 2) mpt_enc_collect(&en, gc[k]); else mpt_enc_promote(&en, gc[k]);
+    size_t bytes = mpt_enc_used(&en) - before;
+    mpt_reader *r = end_trace(&en, buf);
+    mpt_event ev;
+    int k = 0, ok = 1;
+    while (r && mpt_reader_next(r, &ev) == MPT_OK)
+      if (ev.kind == MPT_EV_PROMOTE || ev.kind == MPT_EV_COLLECT) {
+        ok &= k < 5 && ev.id == gc[k]
+              && ev.kind == (k % 2 ? MPT_EV_COLLECT : MPT_EV_PROMOTE);
+        k++;
+      }
+    check(r && ok && k == 5 && bytes == 6,
+          "PROMOTE/COLLECT of ids 1 2 3 5 6: decoded, one byte each but 5's two");
+    mpt_reader_close(r);
+  }
+  /* A packed code must name an entry of the list: with no previous stack
+     the list is empty, and the record is refused (not read as location 0). */
+  {
+    static uint8_t buf[8 + 512];
+    mpt_encoder en;
+    start_trace(&en, buf, 512);
+    mpt_enc_string(&en, 1, "f", 1);
+    mpt_loc_entry_ids le = { 1, 1, 1, 1, 9 };
+    mpt_enc_location(&en, 1, 0x1001, &le, 1);
+    /* compact ALLOC: 4 fresh frames, unit, minor; wosize 1; common 0,
+       packed; codes 0 0 0 0; dt 0 */
+    static const uint8_t rec[] = { 0xc4, 1, 1, 0x00, 0 };
+    memcpy(en.pos, rec, sizeof rec);
+    en.pos += sizeof rec;
+    mpt_reader *r = end_trace(&en, buf);
+    mpt_event ev;
+    int rc = MPT_END;
+    while (r && (rc = mpt_reader_next(r, &ev)) == MPT_OK) {}
+    check(r && rc == MPT_ERR, "a packed code naming an empty list entry is an error");
     mpt_reader_close(r);
   }
   mpt_frame_state_free(kept_state);
