@@ -202,6 +202,16 @@ static void start_trace(mpt_encoder *en, uint8_t *buf, size_t cap)
   mpt_enc_init(en, buf + 8, cap, small_stack, MPT_MAX_FRAMES);
 }
 
+/* Locations 1..[n] (address 0x1000 + id, function fun_name(id)). */
+static void define_sites(mpt_encoder *en, uint32_t n)
+{
+  for (uint32_t f = 1; f <= n; f++) {
+    mpt_enc_string(en, f, fun_name(f), strlen(fun_name(f)));
+    mpt_loc_entry_ids le = { f, f, f, 1, 9 };
+    mpt_enc_location(en, f, 0x1000 + f, &le, 1);
+  }
+}
+
 static mpt_reader *end_trace(mpt_encoder *en, uint8_t *buf)
 {
   char err[256];
@@ -324,11 +334,7 @@ int main(void)
     static uint8_t buf[8 + 4096];
     mpt_encoder en;
     start_trace(&en, buf, 4096);
-    for (uint32_t f = 1; f <= 3; f++) {
-      mpt_enc_string(&en, f, fun_name(f), strlen(fun_name(f)));
-      mpt_loc_entry_ids le = { f, f, f, 1, 9 };
-      mpt_enc_location(&en, f, 0x1000 + f, &le, 1);
-    }
+    define_sites(&en, 3);
     size_t defs = mpt_enc_used(&en);
     uint32_t site[2][2] = { { 1, 3 }, { 2, 3 } };
     for (uint64_t i = 0; i < 100; i++)
@@ -360,11 +366,7 @@ int main(void)
     static uint8_t buf[8 + 8192];
     mpt_encoder en;
     start_trace(&en, buf, 8192);
-    for (uint32_t f = 1; f <= 3; f++) {
-      mpt_enc_string(&en, f, fun_name(f), strlen(fun_name(f)));
-      mpt_loc_entry_ids le = { f, f, f, 1, 9 };
-      mpt_enc_location(&en, f, 0x1000 + f, &le, 1);
-    }
+    define_sites(&en, 3);
     size_t defs = mpt_enc_used(&en);
     static uint32_t paths[100][33];
     for (int i = 0; i < 100; i++) {
