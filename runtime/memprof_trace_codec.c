@@ -49,6 +49,7 @@ enum {
   TAG_COLLECT_RUN = MPT_TAG_COLLECT_RUN,
   TAG_PROMOTE_NEXT = MPT_TAG_PROMOTE_NEXT,    /* version 4 */
   TAG_COLLECT_NEXT = MPT_TAG_COLLECT_NEXT,    /* version 4 */
+  TAG_MINOR_GC_NEXT = 0x25,     /* version 4: MINOR_GC, count + 1, `dt` */
   TAG_LOCATION = 0x30,
   TAG_STRING = 0x31,
   TAG_MAJOR_CYCLE = 0x40,
@@ -80,6 +81,7 @@ void mpt_enc_init(mpt_encoder *e, uint8_t *buf, size_t len,
   mpt_enc_reset_buffer(e, buf, len);
   e->prev_stack = stack_buf;
   e->prev_cap = stack_cap;
+  e->pack_min_fresh = MPT_PACK_MIN_FRESH;
 }
 
 void mpt_enc_reset_buffer(mpt_encoder *e, uint8_t *buf, size_t len)
@@ -128,54 +130,56 @@ static inline uint32_t pack_code(uint32_t id, uint32_t m[3], uint8_t **esc)
   return 3;
 }
 
-uint8_t *mpt_enc_frames_packed(mpt_encoder *e, uint8_t *p,
-                               const uint32_t *fresh_ids, uint32_t fresh,
-                               uint32_t common)
+/* Packed into the free space after the plain record (the caller left
+   MPT_MAX_EVENT_BYTES: the plain ids take at most 5 bytes each, the packed
+   ones are given up as soon as they take as many bytes as the plain ones,
+   give or take one group of four), then moved in place when shorter; the
+   stream's list changes only then. */
+static uint8_t *pack_frames(mpt_encoder *e, uint8_t *field, uint8_t *frames,
+                            uint8_t *end, const uint32_t *fresh_ids,
+                            uint32_t fresh)
 {
   uint32_t m[3] = { e->mtf[0], e->mtf[1], e->mtf[2] };
-  /* Packed first, unless it turns out no shorter than [fresh] bytes (the
-     plain form's length when every id is below 128, which is most of the
-     time; ids above it only make packing better than that): then plain
-     over it.  The common field's length does not depend on its packed
-     bit. */
-  uint8_t *field = p;
-  p = mpt_put_uvarint(p, (uint64_t)common << 1 | 1);
-  if (fresh >= 7) p = mpt_put_uvarint(p, fresh);
-  uint8_t *frames = p, *codes = p, *esc = p + (fresh + 3) / 4,
-    *esc_max = p + fresh;
-  uint32_t *ps = e->prev_stack + common + fresh;
-  e->prev_len = common + fresh;
+  size_t plain = (size_t)(end - frames);
+  uint8_t *codes = end, *esc = end + (fresh + 3) / 4, *esc_max = end + plain;
   uint32_t i = 0;
   /* Four frames to a byte, unrolled: constant shifts, one store. */
   for (; i + 4 <= fresh; i += 4) {
     const uint32_t *f = fresh_ids + i;
-    ps[-1] = f[0]; ps[-2] = f[1]; ps[-3] = f[2]; ps[-4] = f[3];
-    ps -= 4;
     uint32_t byte = pack_code(f[0], m, &esc);
     byte |= pack_code(f[1], m, &esc) << 2;
     byte |= pack_code(f[2], m, &esc) << 4;
     byte |= pack_code(f[3], m, &esc) << 6;
     *codes++ = (uint8_t)byte;
-    if (esc >= esc_max) goto plain;
+    if (esc >= esc_max) return end;
   }
   if (i < fresh) {
     uint32_t byte = 0;
-    for (uint32_t k = 0; i < fresh; i++, k += 2) {
-      *--ps = fresh_ids[i];
+    for (uint32_t k = 0; i < fresh; i++, k += 2)
       byte |= pack_code(fresh_ids[i], m, &esc) << k;
-    }
     *codes = (uint8_t)byte;
-    if (esc >= esc_max) goto plain;
+    if (esc >= esc_max) return end;
   }
+  size_t len = (size_t)(esc - end);
+  memmove(frames, end, len);
+  *field |= 1;
   e->mtf[0] = m[0]; e->mtf[1] = m[1]; e->mtf[2] = m[2];
-  return esc;
- plain:
-  *field &= (uint8_t)~1u;
-  p = frames;
-  ps = e->prev_stack + common + fresh;
-  for (i = 0; i < fresh; i++) {
-    p = mpt_put_uvarint(p, fresh_ids[i]);
-    *--ps = fresh_ids[i];
+  return frames + len;
+}
+
+uint8_t *mpt_enc_pack_record(mpt_encoder *e, uint8_t *rec, uint8_t *field,
+                             uint8_t *frames, uint8_t *end,
+                             const uint32_t *fresh_ids, uint32_t fresh)
+{
+  uint8_t *p = pack_frames(e, field, frames, end, fresh_ids, fresh);
+  if (p - rec <= MPT_REPEAT_MAX) {
+    uint64_t k = mpt_repeat_key(rec, (size_t)(p - rec));
+    unsigned i = mpt_repeat_slot(k);
+    if (e->repeat[i] == k) {
+      *rec = (uint8_t)(MPT_TAG_ALLOC_REPEAT + i);
+      return rec + 1;
+    }
+    e->repeat[i] = k;
   }
   return p;
 }
@@ -183,14 +187,21 @@ uint8_t *mpt_enc_frames_packed(mpt_encoder *e, uint8_t *p,
 void mpt_enc_simple(mpt_encoder *e, enum mpt_event_kind kind,
                     uint64_t time, uint64_t arg)
 {
-  *e->pos++ = (uint8_t)(TAG_SIMPLE + kind);
-  put_time(e, time);
   if (kind == MPT_EV_MINOR_GC) {
-    /* version 3: the count of minor collections as a difference */
+    /* version 3: the count of minor collections as a difference; version
+       4: the next one (most often: a stream records every minor GC that
+       finds one of its samples young) is its tag and time alone */
     uint64_t d = arg - e->last_minor_gc;
     e->last_minor_gc = arg;
+    if (d == 1) {
+      *e->pos++ = TAG_MINOR_GC_NEXT;
+      put_time(e, time);
+      return;
+    }
     arg = mpt_zigzag((int64_t)d);
   }
+  *e->pos++ = (uint8_t)(TAG_SIMPLE + kind);
+  put_time(e, time);
   e->pos = mpt_put_uvarint(e->pos, arg);
 }
 
@@ -1437,10 +1448,11 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
         ev->arg = get_var(r);
         return r->failed ? MPT_ERR : MPT_OK;
       }
-      if (tag == TAG_SIMPLE + MPT_EV_MINOR_GC) {
+      if (tag == TAG_SIMPLE + MPT_EV_MINOR_GC
+          || (tag == TAG_MINOR_GC_NEXT && r->info.format_version >= 4)) {
         ev->kind = MPT_EV_MINOR_GC;
         get_time(r, st, ev);
-        ev->arg = get_var(r);
+        ev->arg = tag == TAG_MINOR_GC_NEXT ? 2 /* zigzag(1) */ : get_var(r);
         if (r->info.format_version >= 3)
           ev->arg = st->last_minor_gc += (uint64_t)mpt_unzigzag(ev->arg);
         return r->failed ? MPT_ERR : MPT_OK;

@@ -107,6 +107,8 @@
 #define DEFAULT_RATE 1e-5
 #define DEFAULT_FRAMES 1024
 #define BUFFER_BYTES (256 * 1024)
+/* Streams pack deep stacks' frames below this rate (see reset_stream). */
+#define PACK_RATE_MAX 1e-4
 /* The flusher writes every stream's buffered events this often, so a
    process killed at time t keeps what it did up to about t - 200 ms. */
 #define DEFAULT_FLUSH_MS 200
@@ -485,6 +487,12 @@ static int reset_stream(tracer_domain *d, uintnat gen)
   }
   mpt_enc_init(&d->enc, d->buf + MPT_CHUNK_HEADER_BYTES,
                BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES, d->enc_stack, MPT_MAX_FRAMES);
+  /* Packed frames save bytes on deep recursion for about as many
+     instructions again as writing the frames plain.  Below 1e-4 a sample
+     is rare enough that its bytes weigh more (a trace's size then grows
+     with the run's length more than with its samples); from 1e-4 up,
+     its instructions do. */
+  if (lambda >= PACK_RATE_MAX) d->enc.pack_min_fresh = UINT32_MAX;
   if (d->locs) memset(d->locs, 0, d->loc_cap * sizeof *d->locs);
   if (d->strs) memset(d->strs, 0, d->str_cap * sizeof *d->strs);
   d->loc_count = d->str_count = 0;

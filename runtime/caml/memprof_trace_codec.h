@@ -36,7 +36,8 @@ extern "C" {
                                   3: compact and repeated ALLOCs, COLLECT
                                   runs, MINOR_GC counts as differences;
                                   4: packed fresh frames, PROMOTE and
-                                  COLLECT of the next id in one byte */
+                                  COLLECT of the next id in one byte,
+                                  MINOR_GC of the next count */
 #define MPT_CHUNK_HEADER_BYTES 8         /* u32 len, u8 type, u8 0, u16 stream */
 #define MPT_MAX_CHUNK_PAYLOAD (1u << 20)  /* decoders reject larger chunks  */
 #define MPT_MAX_FRAMES 4096              /* upper bound on captured frames */
@@ -173,6 +174,8 @@ typedef struct {
                                    MPT_TAG_ALLOC_REPEAT                 */
   uint32_t mtf[3];              /* packed frames' list, see
                                    MPT_PACK_MIN_FRESH                   */
+  uint32_t pack_min_fresh;      /* the writer's choice, see
+                                   MPT_PACK_MIN_FRESH                   */
 } mpt_encoder;
 
 /* [stack_buf] holds [stack_cap] entries and remembers the previous stack. */
@@ -307,18 +310,23 @@ size_t mpt_frame_compress(mpt_frame_state *state, uint8_t *dst, size_t dst_cap,
 /* Version 4: a compact ALLOC's `common` field is common << 1 | packed.
    Packed fresh frames are 2-bit codes, four to a byte, naming entries of
    a move-to-front list of three ids that the stream keeps, then the
-   escaped ids (docs/trace-format.md).  Deep recursion through two or three call
-   sites (a tree builder, Map.add) writes its frames in a quarter of the
-   bytes.  The encoder tries packing from this many fresh frames on: fewer
-   cannot save a byte often enough to pay for the try on the sample path. */
+   escaped ids (docs/trace-format.md).  Deep recursion through two or
+   three call sites (a tree builder, Map.add) writes its frames in a
+   quarter of the bytes.  By default (mpt_enc_init) the encoder tries
+   packing a record of this many fresh frames or more that is not the
+   repeat of a kept one (packing cannot beat a repeat, and its bytes depend
+   on the list: it would make fewer records repeat).  Trying costs about
+   as much again as writing the frames; a writer for which instructions
+   weigh more than bytes sets pack_min_fresh to UINT32_MAX (never). */
 #define MPT_PACK_MIN_FRESH 4
 
-/* Write [common]'s field, the fresh count when not in the tag, and the
-   [fresh] ids at [p], packed when that is shorter; the previous stack
-   becomes this one.  Returns the end. */
-uint8_t *mpt_enc_frames_packed(mpt_encoder *e, uint8_t *p,
-                               const uint32_t *fresh_ids, uint32_t fresh,
-                               uint32_t common);
+/* The record at [rec], not a repeat, its [fresh] ids written plain from
+   [frames] to [end] (its common field at [field]): packed in their place
+   when that is shorter, then kept or repeated as the record finally is.
+   Returns the record's new end. */
+uint8_t *mpt_enc_pack_record(mpt_encoder *e, uint8_t *rec, uint8_t *field,
+                             uint8_t *frames, uint8_t *end,
+                             const uint32_t *fresh_ids, uint32_t fresh);
 
 /* The key of the record at [rec] of [len] bytes (at most 7; 8 readable):
    its bytes, little-endian, and its length in the top byte. */
@@ -358,18 +366,16 @@ mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
   }
   e->last_alloc_id = id;
   p = mpt_put_uvarint(p, wosize);
-  if (fresh >= MPT_PACK_MIN_FRESH) {
-    p = mpt_enc_frames_packed(e, p, fresh_ids, fresh, common);
-  } else {
-    p = mpt_put_uvarint(p, (uint64_t)common << 1);
-    if (fresh >= 7) p = mpt_put_uvarint(p, fresh);
-    uint32_t *ps = e->prev_stack + common + fresh;
-    for (uint32_t i = 0; i < fresh; i++) {
-      p = mpt_put_uvarint(p, fresh_ids[i]);
-      *--ps = fresh_ids[i];
-    }
-    e->prev_len = common + fresh;
+  uint8_t *field = p;
+  p = mpt_put_uvarint(p, (uint64_t)common << 1);
+  if (fresh >= 7) p = mpt_put_uvarint(p, fresh);
+  uint8_t *frames = p;
+  uint32_t *ps = e->prev_stack + common + fresh;
+  for (uint32_t i = 0; i < fresh; i++) {
+    p = mpt_put_uvarint(p, fresh_ids[i]);
+    *--ps = fresh_ids[i];
   }
+  e->prev_len = common + fresh;
   /* The caller left MPT_MAX_EVENT_BYTES (at least 64) free: 8 bytes of
      the record can be read. */
   if (p - rec <= MPT_REPEAT_MAX) {
@@ -378,9 +384,13 @@ mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
     if (e->repeat[i] == k) {
       *rec = (uint8_t)(MPT_TAG_ALLOC_REPEAT + i);
       p = rec + 1;
-    } else {
+    } else if (fresh < e->pack_min_fresh) {
       e->repeat[i] = k;
+    } else {
+      p = mpt_enc_pack_record(e, rec, field, frames, p, fresh_ids, fresh);
     }
+  } else if (fresh >= e->pack_min_fresh) {
+    p = mpt_enc_pack_record(e, rec, field, frames, p, fresh_ids, fresh);
   }
   uint64_t dt = time > e->last_time ? time - e->last_time : 0;
   e->last_time += dt;      /* times never go backwards in a stream: clamped */

@@ -267,7 +267,11 @@ int main(void)
       e->kind = MPT_EV_MAJOR_CYCLE; e->id = rnd(100000); e->wosize = rnd(1u << 30);
       e->src = rnd(2);            /* 1: a bare cycle mark */
     } else {
-      e->kind = MPT_EV_MINOR_GC; e->id = rnd(1000);
+      /* mostly the stream's next count (one byte since version 4), at
+         times any */
+      static uint64_t minors[NSTREAMS];
+      e->kind = MPT_EV_MINOR_GC;
+      e->id = minors[e->stream] = rnd(4) ? minors[e->stream] + 1 : rnd(1000);
     }
   }
   for (int compress = 0; compress <= 1; compress++) {
