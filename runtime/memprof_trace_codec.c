@@ -173,12 +173,9 @@ uint8_t *mpt_enc_pack_record(mpt_encoder *e, uint8_t *rec, uint8_t *field,
 {
   uint8_t *p = pack_frames(e, field, frames, end, fresh_ids, fresh);
   if (p - rec <= MPT_REPEAT_MAX) {
-    uint64_t k = mpt_repeat_key(rec, (size_t)(p - rec));
-    unsigned i = mpt_repeat_slot(k);
-    if (e->repeat[i] == k) {
-      *rec = (uint8_t)(MPT_TAG_ALLOC_REPEAT + i);
-      return rec + 1;
-    }
+    uint64_t k;
+    unsigned i;
+    if (mpt_repeated(e, rec, (size_t)(p - rec), &k, &i)) return rec + 1;
     e->repeat[i] = k;
   }
   return p;

@@ -852,7 +852,12 @@ void caml_memprof_tracer_sample_young(caml_domain_state *s, uintnat wosize,
    young_limit is then set back by us rather than by caml_reset_young_limit,
    which would also flag an action pending (and so send the next sample
    down the slow path); an interrupt that arrived meanwhile is not lost:
-   the exchange returns its UINTNAT_MAX, which we put back. */
+   the exchange returns its UINTNAT_MAX, which we put back.
+   Called by caml_garbage_collection for allocations from OCaml, before it
+   would call caml_alloc_small_dispatch (the call and its frame cost about
+   20 instructions per sample), and at the start of caml_alloc_small_
+   dispatch for the others (Alloc_small from C, and OCaml's when we return
+   0 here: the conditions are the same, the second call returns 0 too). */
 int caml_memprof_tracer_sample_fast(caml_domain_state *s, uintnat wosize,
                                     int flags, int nallocs,
                                     unsigned char *lens)

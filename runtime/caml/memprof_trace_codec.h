@@ -343,6 +343,18 @@ static inline unsigned mpt_repeat_slot(uint64_t key)
 {
   return (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 59);
 }
+/* Whether the record at [rec] of [len] <= MPT_REPEAT_MAX bytes repeats
+   the one kept in its slot: then its first byte becomes the repeat's tag.
+   Else [*key] goes to e->repeat[*slot] to keep it. */
+static inline int mpt_repeated(const mpt_encoder *e, uint8_t *rec, size_t len,
+                               uint64_t *key, unsigned *slot)
+{
+  *key = mpt_repeat_key(rec, len);
+  *slot = mpt_repeat_slot(*key);
+  if (e->repeat[*slot] != *key) return 0;
+  *rec = (uint8_t)(MPT_TAG_ALLOC_REPEAT + *slot);
+  return 1;
+}
 
 /* The previous stack is kept outermost frame first, so that the part a
    new stack shares with it stays where it is and only the fresh frames
@@ -379,16 +391,14 @@ mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
   /* The caller left MPT_MAX_EVENT_BYTES (at least 64) free: 8 bytes of
      the record can be read. */
   if (p - rec <= MPT_REPEAT_MAX) {
-    uint64_t k = mpt_repeat_key(rec, (size_t)(p - rec));
-    unsigned i = mpt_repeat_slot(k);
-    if (e->repeat[i] == k) {
-      *rec = (uint8_t)(MPT_TAG_ALLOC_REPEAT + i);
+    uint64_t k;
+    unsigned i;
+    if (mpt_repeated(e, rec, (size_t)(p - rec), &k, &i))
       p = rec + 1;
-    } else if (fresh < e->pack_min_fresh) {
+    else if (fresh < e->pack_min_fresh)
       e->repeat[i] = k;
-    } else {
+    else
       p = mpt_enc_pack_record(e, rec, field, frames, p, fresh_ids, fresh);
-    }
   } else if (fresh >= e->pack_min_fresh) {
     p = mpt_enc_pack_record(e, rec, field, frames, p, fresh_ids, fresh);
   }
