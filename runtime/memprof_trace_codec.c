@@ -20,7 +20,9 @@
      consecutive ids are one COLLECT run.  Since version 4 new inner
      frames may be packed, 2 bits each against a 3-entry move-to-front
      list the stream keeps (deep recursion through two or three call
-     sites), and a PROMOTE or COLLECT of the next id is its tag alone.
+     sites), a PROMOTE or COLLECT of the next id is its tag alone, and
+     the 32 kept records are 16 sets of two (records of a site that hash
+     alike no longer evict each other).
    - Location and string ids are per stream (each domain defines what it
      uses, with no cross-domain synchronisation in the runtime); the decoder
      merges them into one global, content-deduplicated location table.
@@ -176,7 +178,7 @@ uint8_t *mpt_enc_pack_record(mpt_encoder *e, uint8_t *rec, uint8_t *field,
     uint64_t k;
     unsigned i;
     if (mpt_repeated(e, rec, (size_t)(p - rec), &k, &i)) return rec + 1;
-    e->repeat[i] = k;
+    mpt_repeat_keep(e->repeat, i, k);
   }
   return p;
 }
@@ -511,7 +513,8 @@ typedef struct {               /* per stream: ids are local to a stream */
   uint32_t mtf[3];             /* version 4: packed frames' list         */
   uint64_t last_loc_address;   /* version 2: addresses are differences   */
   mpt_heap_stats last_stats;   /* version 2: MAJOR_CYCLE holds differences */
-  uint64_t repeat[32];         /* version 3: the encoder's record slots   */
+  uint64_t repeat[32];         /* version 3: the encoder's record slots
+                                  (version 4: 16 sets of two)             */
   uint64_t last_minor_gc;      /* version 3: MINOR_GC holds a difference  */
 } stream_state;
 
@@ -1350,14 +1353,17 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
         uint8_t b[8] = { 0 };
         memcpy(b, rec, len);
         uint64_t k = mpt_repeat_key(b, len);
-        st->repeat[mpt_repeat_slot(k)] = k;
+        if (r->info.format_version >= 4) mpt_repeat_keep(st->repeat, mpt_repeat_set(k), k);
+        else st->repeat[mpt_repeat_slot(k)] = k;
       }
       get_time(r, st, ev);
       return r->failed ? MPT_ERR : MPT_OK;
     }
     if (tag >= TAG_ALLOC_REPEAT && tag < TAG_ALLOC_REPEAT + 32
         && r->info.format_version >= 3) {
-      uint64_t k = st->repeat[tag - TAG_ALLOC_REPEAT];
+      uint64_t k = r->info.format_version >= 4
+        ? mpt_repeat_use(st->repeat, tag - TAG_ALLOC_REPEAT)
+        : st->repeat[tag - TAG_ALLOC_REPEAT];
       size_t len = (size_t)(k >> 56);
       if (len == 0) return fail(r, "repeat of an allocation record never kept");
       uint8_t b[8];

@@ -301,10 +301,15 @@ size_t mpt_frame_compress(mpt_frame_state *state, uint8_t *dst, size_t dst_cap,
    the fields, and last the time delta. */
 #define MPT_TAG_ALLOC_COMPACT 0x80
 /* ... or, 0x60 + slot then the time delta: the same bytes (tag and fields)
-   as the compact ALLOC last kept in that slot of the stream's 32, which a
-   record of at most 7 bytes goes to by mpt_repeat_slot.  Most samples of
-   a site repeat the record of an earlier one: the same size, and the same
-   change from the previous stack. */
+   as the compact ALLOC kept in that slot of the stream's 32, where records
+   of at most 7 bytes are kept.  Most samples of a site repeat the record
+   of an earlier one: the same size, and the same change from the previous
+   stack.  Version 3: a record goes to slot mpt_repeat_slot.  Version 4:
+   the slots are 16 sets of two, most recent first (a site's few records
+   no longer evict each other when two of them hash alike: a quarter more
+   repeats on a recursive program): a record goes to the first slot of
+   set mpt_repeat_set, the one there moving to the second; a repeat of
+   the second swaps them. */
 #define MPT_TAG_ALLOC_REPEAT 0x60
 #define MPT_REPEAT_MAX 7
 /* Version 4: a compact ALLOC's `common` field is common << 1 | packed.
@@ -339,20 +344,39 @@ static inline uint64_t mpt_repeat_key(const uint8_t *rec, size_t len)
 #endif
   return (v & (((uint64_t)1 << (8 * len)) - 1)) | (uint64_t)len << 56;
 }
-static inline unsigned mpt_repeat_slot(uint64_t key)
+static inline unsigned mpt_repeat_slot(uint64_t key)       /* version 3 */
 {
   return (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 59);
 }
+static inline unsigned mpt_repeat_set(uint64_t key)        /* version 4 */
+{
+  return (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 60);
+}
+/* Version 4: keep [key] in [set] of [kept]; use slot [slot] of [kept]
+   (a repeat), which returns its key. */
+static inline void mpt_repeat_keep(uint64_t *kept, unsigned set, uint64_t key)
+{
+  kept[2 * set + 1] = kept[2 * set];
+  kept[2 * set] = key;
+}
+static inline uint64_t mpt_repeat_use(uint64_t *kept, unsigned slot)
+{
+  uint64_t k = kept[slot];
+  if (slot & 1) { kept[slot] = kept[slot - 1]; kept[slot - 1] = k; }
+  return k;
+}
 /* Whether the record at [rec] of [len] <= MPT_REPEAT_MAX bytes repeats
-   the one kept in its slot: then its first byte becomes the repeat's tag.
-   Else [*key] goes to e->repeat[*slot] to keep it. */
-static inline int mpt_repeated(const mpt_encoder *e, uint8_t *rec, size_t len,
-                               uint64_t *key, unsigned *slot)
+   one kept in its set: then its first byte becomes the repeat's tag.
+   Else [*key] is to be kept in [*set] (mpt_repeat_keep). */
+static inline int mpt_repeated(mpt_encoder *e, uint8_t *rec, size_t len,
+                               uint64_t *key, unsigned *set)
 {
   *key = mpt_repeat_key(rec, len);
-  *slot = mpt_repeat_slot(*key);
-  if (e->repeat[*slot] != *key) return 0;
-  *rec = (uint8_t)(MPT_TAG_ALLOC_REPEAT + *slot);
+  *set = mpt_repeat_set(*key);
+  unsigned slot = 2 * *set;
+  if (e->repeat[slot] != *key && e->repeat[++slot] != *key) return 0;
+  mpt_repeat_use(e->repeat, slot);
+  *rec = (uint8_t)(MPT_TAG_ALLOC_REPEAT + slot);
   return 1;
 }
 
@@ -396,7 +420,7 @@ mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
     if (mpt_repeated(e, rec, (size_t)(p - rec), &k, &i))
       p = rec + 1;
     else if (fresh < e->pack_min_fresh)
-      e->repeat[i] = k;
+      mpt_repeat_keep(e->repeat, i, k);
     else
       p = mpt_enc_pack_record(e, rec, field, frames, p, fresh_ids, fresh);
   } else if (fresh >= e->pack_min_fresh) {

@@ -362,6 +362,43 @@ int main(void)
     check(same == 100 && bytes <= 2 * 98 + 2 * 8, what);
     mpt_reader_close(r);
   }
+  /* Two records that hash to the same set both stay kept (version 4's
+     two-way sets; one slot each, they evicted each other): 100 samples
+     alternating between them take 2 bytes each after the first two. */
+  {
+    static uint8_t buf[8 + 4096];
+    mpt_encoder en;
+    uint32_t site[1] = { 1 };
+    int set_of[2] = { -1, -1 };
+    uint64_t ws[2] = { 3, 0 };
+    /* The set a sample of size w is kept in, from a trace of its own. */
+    for (uint64_t w = 3; w < 4096 && ws[1] == 0; w++) {
+      start_trace(&en, buf, 4096);
+      define_sites(&en, 1);
+      mpt_enc_alloc(&en, 0, 1, w, 1, MPT_SRC_MINOR, 0, site, 1);
+      int set = -1;
+      for (int k = 0; k < 32; k += 2) if (en.repeat[k]) set = k / 2;
+      if (w == 3) set_of[0] = set;
+      else if (set == set_of[0]) { ws[1] = w; set_of[1] = set; }
+    }
+    start_trace(&en, buf, 4096);
+    define_sites(&en, 1);
+    size_t defs = mpt_enc_used(&en);
+    for (uint64_t i = 0; i < 100; i++)
+      mpt_enc_alloc(&en, i, i + 1, ws[i % 2], 1, MPT_SRC_MINOR, 0, site, 1);
+    size_t bytes = mpt_enc_used(&en) - defs;
+    mpt_reader *r = end_trace(&en, buf);
+    mpt_event ev;
+    int n = 0, same = 0;
+    while (r && mpt_reader_next(r, &ev) == MPT_OK && ev.kind == MPT_EV_ALLOC)
+      same += ev.wosize == ws[n++ % 2] && ev.stack_len == 1;
+    char what[160];
+    snprintf(what, sizeof what, "sizes %" PRIu64 " and %" PRIu64 " (one set) in turn: "
+             "all decoded (%d), 2 bytes each after the first two (%zu bytes)",
+             ws[0], ws[1], same, bytes);
+    check(ws[1] != 0 && same == 100 && bytes <= 2 * 98 + 2 * 8, what);
+    mpt_reader_close(r);
+  }
   /* Deep recursion through two call sites: 100 stacks of 32 fresh frames
      on a random path of sites 1 and 2 under 3.  Packed, a record is its tag,
      size, common, count, 8 bytes of codes and the time: 13 bytes instead of
