@@ -120,16 +120,24 @@ void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
    the front; 3, the next escaped id, pushed at the front (the last entry
    drops out).  The escaped ids follow the ceil(fresh / 4) code bytes, as
    varints. */
+/* [id] to the front of the list [m], the entries before [pos] moving one
+   down: [pos] is its entry (codes 0-2), or 2 for an escaped id (code 3,
+   the last entry drops out).  The one update of the list, for the
+   encoder and the decoder alike. */
+static inline void mtf_front(uint32_t m[3], uint32_t pos, uint32_t id)
+{
+  for (; pos > 0; pos--) m[pos] = m[pos - 1];
+  m[0] = id;
+}
+
 /* Frame [id]'s code against the list [m], which it updates; an escaped
    id goes to [*esc]. */
 static inline uint32_t pack_code(uint32_t id, uint32_t m[3], uint8_t **esc)
 {
-  if (id == m[0]) return 0;
-  if (id == m[1]) { m[1] = m[0]; m[0] = id; return 1; }
-  if (id == m[2]) { m[2] = m[1]; m[1] = m[0]; m[0] = id; return 2; }
-  m[2] = m[1]; m[1] = m[0]; m[0] = id;
-  *esc = mpt_put_uvarint(*esc, id);
-  return 3;
+  uint32_t code = id == m[0] ? 0 : id == m[1] ? 1 : id == m[2] ? 2 : 3;
+  mtf_front(m, code < 3 ? code : 2, id);
+  if (code == 3) *esc = mpt_put_uvarint(*esc, id);
+  return code;
 }
 
 /* Packed into the free space after the plain record (the caller left
@@ -1268,12 +1276,10 @@ static int alloc_fields(mpt_reader *r, stream_state *st, mpt_event *ev,
       if (code == 3) {
         uint64_t v = get_var(r);
         id = v > UINT32_MAX ? 0 : (uint32_t)v;
-        mtf[2] = mtf[1]; mtf[1] = mtf[0]; mtf[0] = id;
       } else {
         id = mtf[code];
-        for (; code > 0; code--) mtf[code] = mtf[code - 1];
-        mtf[0] = id;
       }
+      mtf_front(mtf, code < 3 ? code : 2, id);
       local = id;
     } else {
       local = get_var(r);

@@ -37,7 +37,8 @@ extern "C" {
                                   runs, MINOR_GC counts as differences;
                                   4: packed fresh frames, PROMOTE and
                                   COLLECT of the next id in one byte,
-                                  MINOR_GC of the next count */
+                                  MINOR_GC of the next count, kept
+                                  ALLOC records in sets of two */
 #define MPT_CHUNK_HEADER_BYTES 8         /* u32 len, u8 type, u8 0, u16 stream */
 #define MPT_MAX_CHUNK_PAYLOAD (1u << 20)  /* decoders reject larger chunks  */
 #define MPT_MAX_FRAMES 4096              /* upper bound on captured frames */
