@@ -50,7 +50,12 @@
    ends the stack chunk at Stack_high; a stack's end (or an address with no
    descriptor) continues in the parent fiber's stack.  The tests run every
    sample through both walks (memprof_verify=1) on programs with effects,
-   exceptions, callbacks from C, systhreads and several domains. */
+   exceptions, callbacks from C, systhreads and several domains.
+
+   The walk (bytecode) follows caml_next_frame_pointer: it scans the
+   stack's words, see there; the cache maps return addresses (code
+   pointers) to location ids.  The same tests run it against upstream's,
+   also under the toplevel, whose code is compiled at run time. */
 
 #define CAML_INTERNALS
 #include <stddef.h>
@@ -65,6 +70,8 @@
 #ifdef NATIVE_CODE
 #include "caml/frame_descriptors.h"
 #include "caml/stack.h"
+#else
+#include "caml/fix_code.h"
 #endif
 
 /* Marks in caml_memprof_frame_slot.size (frame sizes are below 2^16). */
@@ -147,37 +154,7 @@ insert(caml_memprof_callstack_cache *c, uintnat key, uint32_t size,
   return &c->slots[h];
 }
 
-/* Location id of backtrace slot [s] through the cache. */
-static uint32_t slot_location(caml_memprof_callstack_cache *c, backtrace_slot s,
-                              caml_memprof_define_location define, void *ctx)
-{
-  caml_memprof_frame_slot *e = c->cap ? probe(c, (uintnat)s) : NULL;
-  if (e) return e->loc;
-  uint32_t loc = define(ctx, s);
-  if (loc == 0 || !insert(c, (uintnat)s, 0, loc)) return 0;
-  return loc;
-}
-
-/* Upstream's walk, each slot mapped to its location through the cache
-   ([cached]: bytecode's capture) or straight through [define] (the
-   reference the native walk is checked against). */
-static int capture_upstream(caml_memprof_callstack_cache *c, uint32_t *ids,
-                            uint32_t max, ptrdiff_t alloc_idx, int *truncated,
-                            caml_memprof_define_location define, void *ctx,
-                            int cached)
-{
-  size_t n = caml_get_callstack((size_t)max + 1, &c->scratch, &c->scratch_cap,
-                                alloc_idx);
-  *truncated = n > max;
-  if (n > max) n = max;
-  for (size_t i = 0; i < n; i++) {
-    backtrace_slot s = c->scratch[i];
-    if ((ids[i] = cached ? slot_location(c, s, define, ctx) : define(ctx, s)) == 0)
-      return -1;
-  }
-  return (int)n;
-}
-
+/* Upstream's walk, each slot mapped straight through [define]. */
 int caml_memprof_capture_callstack_reference(caml_memprof_callstack_cache *c,
                                              uint32_t *ids, uint32_t max,
                                              ptrdiff_t alloc_idx,
@@ -185,9 +162,14 @@ int caml_memprof_capture_callstack_reference(caml_memprof_callstack_cache *c,
                                              caml_memprof_define_location define,
                                              void *ctx)
 {
-  return capture_upstream(c, ids, max, alloc_idx, truncated, define, ctx, 0);
+  size_t n = caml_get_callstack((size_t)max + 1, &c->scratch, &c->scratch_cap,
+                                alloc_idx);
+  *truncated = n > max;
+  if (n > max) n = max;
+  for (size_t i = 0; i < n; i++)
+    if ((ids[i] = define(ctx, c->scratch[i])) == 0) return -1;
+  return (int)n;
 }
-
 
 #ifdef NATIVE_CODE
 
@@ -303,19 +285,21 @@ static int walk_ends_after(caml_memprof_callstack_cache *c,
    [max] + 1 frames in all is enough: this stack is cut too.  The result
    becomes prev: the shared part stays in place, the fresh frames are
    copied after it. */
-int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
-                                   uint32_t *ids, uint32_t max,
-                                   ptrdiff_t alloc_idx, int *truncated,
-                                   int *common,
-                                   caml_memprof_define_location define,
-                                   void *ctx)
+caml_memprof_capture
+caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
+                               uint32_t *ids, uint32_t max,
+                               ptrdiff_t alloc_idx,
+                               caml_memprof_define_location define,
+                               void *ctx)
 {
+  const caml_memprof_capture failed = { -1, 0, -1 };
+  caml_memprof_capture r;
   caml_frame_descrs *fds = caml_get_frame_descrs();
   if ((void *)fds != c->frametable) {
     caml_memprof_callstack_cache_clear(c);
     c->frametable = fds;
   }
-  if (c->frames_cap != max + 1 && !reserve_frames(c, max)) return -1;
+  if (c->frames_cap != max + 1 && !reserve_frames(c, max)) return failed;
   struct stack_info *stack = Caml_state->current_stack;
   /* sp and pc never have their address taken (they stay in registers):
      caml_get_stack_sp_pc writes into start_sp and start_pc. */
@@ -360,7 +344,7 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                 define, ctx);
           slots = c->slots; mask = c->cap - 1;  /* a fill may have grown it */
         }
-        if (end < 0) return -1;
+        if (end < 0) return failed;
         if (end) {
           shared = q;
           pq->ret_at = ret_at;
@@ -384,7 +368,7 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     caml_memprof_frame_slot *e = &slots[slot_index(key, mask)];
     if (__builtin_expect(e->key != key, 0)) {
       e = lookup_slow(c, key, pc, alloc_idx, fds, define, ctx);
-      if (e == NULL) return -1;
+      if (e == NULL) return failed;
       slots = c->slots; mask = c->cap - 1;
     }
     uint32_t size = e->size;
@@ -417,18 +401,18 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
   }
  walked:;
   uint32_t fresh = (uint32_t)(w - fresh_start), total = fresh + shared, n = fresh;
-  *truncated = cut || total > max;
-  if (shared > 0 && !*truncated && c->prev_encoded == CALLSTACK_ENCODED_ALL) {
-    *common = (int)shared;
+  r.truncated = cut || total > max;
+  if (shared > 0 && !r.truncated && c->prev_encoded == CALLSTACK_ENCODED_ALL) {
+    r.common = (int)shared;
   } else if (cut_match && total == c->frames_cap
              && c->prev_encoded == CALLSTACK_ENCODED_INNER) {
     /* The innermost [max] frames: the fresh ones and prev[1, shared),
        which the encoder has as its previous stack's outermost. */
-    *common = (int)shared - 1;
+    r.common = (int)shared - 1;
   } else {
     if (n > max) n = max;
     for (uint32_t i = shared; i > 0 && n < max; i--) ids[n++] = prev[i - 1].loc;
-    *common = -1;
+    r.common = -1;
   }
   /* The new prev: prev[0, shared) then the fresh frames, outermost first,
      at most frames_cap of them (the innermost). */
@@ -449,23 +433,96 @@ int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
   c->prev_len = shared + fresh;
   /* A cut stack fills prev (its frames_cap innermost frames), and the
      encoder gets all but the outermost. */
-  c->prev_encoded = *truncated ? CALLSTACK_ENCODED_INNER : CALLSTACK_ENCODED_ALL;
-  return (int)n;
+  c->prev_encoded = r.truncated ? CALLSTACK_ENCODED_INNER : CALLSTACK_ENCODED_ALL;
+  r.n = (int)n;
+  return r;
 }
 
-#else /* bytecode: the cache maps code pointers (the slots) to locations */
+#else /* bytecode */
 
-
-
-int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
-                                   uint32_t *ids, uint32_t max,
-                                   ptrdiff_t alloc_idx, int *truncated,
-                                   int *common,
-                                   caml_memprof_define_location define,
-                                   void *ctx)
+/* Location id of backtrace slot [s] through the cache. */
+static inline uint32_t slot_location(caml_memprof_callstack_cache *c, backtrace_slot s,
+                              caml_memprof_define_location define, void *ctx)
 {
-  *common = -1;
-  return capture_upstream(c, ids, max, alloc_idx, truncated, define, ctx, 1);
+  caml_memprof_frame_slot *e = c->cap ? probe(c, (uintnat)s) : NULL;
+  if (e) return e->loc;
+  uint32_t loc = define(ctx, s);
+  if (loc == 0 || !insert(c, (uintnat)s, 0, loc)) return 0;
+  return loc;
+}
+
+/* backtrace_byt.c's, declared in no header: the table of code blocks with
+   debug information (the main program's first, see caml_init_debug_info),
+   and the step of its walk. */
+extern struct ext_table caml_debug_info;
+extern code_t caml_next_frame_pointer(value *stack_high, value **sp,
+                                      intnat *trap_spoff);
+
+/* Whether the word at [spv], not an integer, points into a code block with
+   debug information other than the main program's: upstream's own test,
+   caml_next_frame_pointer over that one word (with a trap frame that is
+   not there). */
+static int other_code_frame(value *spv)
+{
+  value *sp = spv;
+  intnat no_trap = 0;        /* Trap_pc at spv + 1: never spv */
+  return caml_next_frame_pointer(spv + 1, &sp, &no_trap) != NULL;
+}
+
+/* The walk follows caml_next_frame_pointer and get_callstack in
+   backtrace_byt.c: every word of the stack from sp up that is not an
+   integer, not the pc of the next trap frame (skipped, the walk then
+   looking for the trap frame it links to), and points into code with debug
+   information is a frame's return address; a stack's end continues in the
+   parent fiber's stack, whose first word is its trap offset.  Upstream
+   tests a word against every code block with debug information (a call
+   and a loop per word, most of a frame's cost: a frame has several
+   words); here the main program's code, always registered, is one range
+   test, and upstream's test runs only on the words outside it, and only
+   while other blocks are registered (the toplevel, Dynlink).  Each return
+   address then maps to its location through the cache. */
+caml_memprof_capture
+caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
+                               uint32_t *ids, uint32_t max,
+                               ptrdiff_t alloc_idx,
+                               caml_memprof_define_location define,
+                               void *ctx)
+{
+  (void)alloc_idx;            /* bytecode has no combined allocations */
+  caml_memprof_capture r = { -1, 0, -1 };
+  struct stack_info *stack = Caml_state->current_stack;
+  value *sp = stack->sp, *high = Stack_high(stack);
+  value *trap_pc = high + Caml_state->trap_sp_off;   /* &Trap_pc(...) */
+  const char *code = (const char *)caml_start_code;
+  uintnat code_size = caml_code_size;
+  int other_blocks = caml_debug_info.size > 1;
+  uint32_t n = 0;
+  for (;;) {
+    /* The next frame of this stack. */
+    value v;
+    for (;;) {
+      if (sp >= high) goto stack_end;
+      v = *sp++;
+      if (Is_long(v)) continue;
+      if (sp - 1 == trap_pc) { trap_pc = high + Trap_link(trap_pc); continue; }
+      if ((uintnat)((const char *)v - code) < code_size
+          || (other_blocks && other_code_frame(sp - 1)))
+        break;
+    }
+    if (n == max) { r.truncated = 1; break; }
+    if ((ids[n++] = slot_location(c, (backtrace_slot)v, define, ctx)) == 0)
+      return r;
+    continue;
+  stack_end:;
+    struct stack_info *parent = Stack_parent(stack);
+    if (parent == NULL) break;
+    stack = parent;
+    sp = stack->sp;
+    high = Stack_high(stack);
+    trap_pc = high + Long_val(sp[0]);
+  }
+  r.n = (int)n;
+  return r;
 }
 
 #endif

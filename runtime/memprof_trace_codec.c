@@ -40,6 +40,17 @@
 #include <lz4frame.h>
 #include "caml/memprof_trace_codec.h"
 
+/* The runtime's build warns of an unmarked fall-through; this file is also
+   built outside the runtime, without its misc.h. */
+#if defined(__has_attribute)
+#if __has_attribute(fallthrough)
+#define MPT_FALLTHROUGH __attribute__((fallthrough))
+#endif
+#endif
+#ifndef MPT_FALLTHROUGH
+#define MPT_FALLTHROUGH ((void)0)
+#endif
+
 /* Encoded tags (on the wire only; decoders expose mpt_event_kind). */
 enum {
   TAG_ALLOC = 0x10,             /* 0x10 + source                      */
@@ -1386,7 +1397,7 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
     switch (tag) {
     case TAG_PROMOTE_NEXT: case TAG_COLLECT_NEXT:
       if (r->info.format_version < 4) return fail(r, "unknown event tag");
-      /* fall through */
+      MPT_FALLTHROUGH;
     case TAG_PROMOTE: case TAG_COLLECT: {
       int promote = tag == TAG_PROMOTE || tag == TAG_PROMOTE_NEXT;
       ev->kind = promote ? MPT_EV_PROMOTE : MPT_EV_COLLECT;

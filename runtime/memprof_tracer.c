@@ -648,10 +648,10 @@ static inline void record(tracer_domain *d, value block, uintnat wosize,
 {
   stream_lock(d);
   if (!atomic_load(&active) || !ensure_stream(d)) goto out;
-  int truncated, common;
-  int n = caml_memprof_capture_callstack(&d->frames, d->ids, max_frames,
-                                         alloc_idx, &truncated, &common,
-                                         define_location, d);
+  caml_memprof_capture cap =
+    caml_memprof_capture_callstack(&d->frames, d->ids, max_frames, alloc_idx,
+                                   define_location, d);
+  int n = cap.n, truncated = cap.truncated, common = cap.common;
   if (n < 0) { d->lost += nsamples; goto out; }
   if (params.verify) verify_callstack(d, n, common, truncated, alloc_idx);
   uint64_t id;
@@ -815,15 +815,17 @@ static inline void sample_minor(caml_domain_state *s, tracer_domain *d,
     --n;
     uintnat wosz = from_caml && lens ? Wosize_encoded_alloc_len(lens[n]) : wosize;
     alloc_ofs -= (intnat)Whsize_wosize(wosz);
-    uintnat samples = 0;
-    while (alloc_ofs < trigger_ofs) {
-      samples++;
-      trigger_ofs -= (intnat)rand_geom(d);
-    }
-    if (samples)
+    if (alloc_ofs < trigger_ofs) {
+      uintnat samples = 0;
+      do {
+        samples++;
+        trigger_ofs -= (intnat)rand_geom(d);
+      } while (alloc_ofs < trigger_ofs);
       record(d, Val_hp(s->young_ptr + alloc_ofs), wosz, samples, MPT_SRC_MINOR,
              from_caml ? n : -1, 1);
-  } while (n > 0);
+    }
+    /* A sample point at or below young_ptr is in no lower block. */
+  } while (n > 0 && trigger_ofs > 0);
   value *t = s->young_ptr + trigger_ofs;
   trigger_set(s, t < s->young_start ? s->young_start : t);
   trigger_drawn(s, d);

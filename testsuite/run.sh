@@ -469,6 +469,9 @@ stacks_run bytecode "ocamlrun $W/stacks.byte" 1024 300
 stacks_run bytecode-cut "ocamlrun $W/stacks.byte" 5 300
 check "stacks bytecode cut at 5 frames: cut and marked" \
   [ "$(get "$W/stacks-bytecode-cut.sum" cut_marked)" -gt 100 ]
+# The toplevel runs code it compiled itself: the bytecode walk's test of
+# words outside the main program's code.
+stacks_run toplevel "ocaml -I +unix -I +threads unix.cma threads.cma $P/stacks.ml" 1024 300
 
 # ---- acceptance: trace the compiler itself ----
 big=${OCAML_BIG_SOURCE:-}

@@ -13,7 +13,10 @@
      C-to-OCaml stack header, a fiber's walk continues in its parent), over
      the current domain's current stack; the stack it yields is identical to
      caml_get_callstack's (checked by memprof_verify=1 in the tests).
-     Bytecode: caml_get_callstack, each slot mapped through the same cache.
+     Bytecode: caml_next_frame_pointer's rules (every stack word that
+     points into code with debug information, trap frames skipped), with
+     the main program's code tested by one range check; each return
+     address mapped through the same cache.
    - [define] gives the location id of a backtrace slot the cache has not
      seen (the tracer defines the location in its stream); it returns 0 on
      failure, which makes the capture fail (-1).
@@ -77,24 +80,32 @@ typedef struct {
 
 typedef uint32_t (*caml_memprof_define_location)(void *ctx, backtrace_slot s);
 
+/* What a capture gives: in registers, not through pointers (the call is
+   on the sample path). */
+typedef struct {
+  int n;                /* number of ids written, or -1 on failure        */
+  int truncated;        /* the stack had more than [max] frames            */
+  int common;           /* see caml_memprof_capture_callstack               */
+} caml_memprof_capture;
+
 /* Capture the current callstack: at most [max] location ids into [ids]
    (which has room for [max] + 1, used as scratch),
    innermost first.  [alloc_idx] >= 0 names the allocation, among those of
    a combined allocation from OCaml, whose own location the innermost frame
-   gets (as caml_get_callstack's).  Returns the number of ids, or -1 on
-   failure; [*truncated] is set when the stack had more than [max] frames.
-   [*common] >= 0 says that the stack is the ids returned followed by the
-   outermost [*common] frames of the stack last given to the encoder (see
+   gets (as caml_get_callstack's).  Returns the number of ids (n), or -1 on
+   failure; [truncated] is set when the stack had more than [max] frames.
+   [common] >= 0 says that the stack is the ids returned followed by the
+   outermost [common] frames of the stack last given to the encoder (see
    mpt_enc_alloc_shared): the walk stopped where the stack joined the
    previous capture's, and checked the rest of it frame by frame (one
-   load and compare each).  [*common] = -1: the ids are the whole stack.
+   load and compare each).  [common] = -1: the ids are the whole stack.
    [max] must be the same at every call. */
-int caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
-                                   uint32_t *ids, uint32_t max,
-                                   ptrdiff_t alloc_idx, int *truncated,
-                                   int *common,
-                                   caml_memprof_define_location define,
-                                   void *ctx);
+caml_memprof_capture
+caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
+                               uint32_t *ids, uint32_t max,
+                               ptrdiff_t alloc_idx,
+                               caml_memprof_define_location define,
+                               void *ctx);
 
 /* The stack just captured was not given to the encoder (sample lost). */
 #define CALLSTACK_ENCODED_ALL 1
