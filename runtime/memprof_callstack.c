@@ -54,8 +54,10 @@
 
    The walk (bytecode) follows caml_next_frame_pointer: it scans the
    stack's words, see there; the cache maps return addresses (code
-   pointers) to location ids.  The same tests run it against upstream's,
-   also under the toplevel, whose code is compiled at run time. */
+   pointers) to location ids, and the previous capture's frames (return
+   address, word, scan state) spare the scan of the outer frames' words.
+   The same tests run it against upstream's, also under the toplevel,
+   whose code is compiled at run time. */
 
 #define CAML_INTERNALS
 #include <stddef.h>
@@ -78,6 +80,7 @@
 #define CALLSTACK_RETURN_TO_C 0x10000u
 #define CALLSTACK_NO_DESCR 0x20000u
 
+#ifdef NATIVE_CODE
 /* The walk copies an entry's size and location id to a walked frame as
    one 8-byte word. */
 _Static_assert(offsetof(caml_memprof_frame_slot, loc)
@@ -85,6 +88,7 @@ _Static_assert(offsetof(caml_memprof_frame_slot, loc)
                && offsetof(caml_memprof_walked_frame, loc)
                == offsetof(caml_memprof_walked_frame, size) + 4,
                "size and loc are adjacent");
+#endif
 
 #define ALLOC_TAG(alloc_idx) ((uintnat)((alloc_idx) + 1) << 56)
 
@@ -172,6 +176,88 @@ int caml_memprof_capture_callstack_reference(caml_memprof_callstack_cache *c,
 }
 
 #ifdef NATIVE_CODE
+/* caml_memprof_walked_frame.ret_at of a frame the walk did not reach by
+   adding a frame size: never equal to a key. */
+static const uintnat no_return_address = 0;
+#endif
+
+/* Room for the sentinel, then twice [max] + 1 walked frames: the previous
+   capture's and the walk's, one more than a stack may show, so that a walk
+   that fills its part knows the stack was cut.  Also the cache's first
+   table, so that probe never meets an empty one. */
+static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
+{
+  if (c->cap == 0 && !reserve(c)) return 0;
+  free(c->frames);
+  c->frames = malloc((1 + 2 * ((size_t)max + 1)) * sizeof *c->frames);
+  c->prev_len = 0; c->prev_encoded = 0;
+  c->frames_cap = c->frames ? max + 1 : 0;
+  if (c->frames == NULL) return 0;
+  /* The sentinel: no frame is at or above it, so the search for the
+     previous capture's frames stops there without a bound check; and the
+     check of prev's outer frames fails there. */
+  caml_memprof_walked_frame *sentinel = &c->frames[0];
+  sentinel->key = 1;
+#ifdef NATIVE_CODE
+  sentinel->sp = (char *)UINTPTR_MAX;
+  sentinel->ret_at = &no_return_address;
+#else
+  sentinel->at = (value *)UINTPTR_MAX;
+  sentinel->linked = 0;
+#endif
+  return 1;
+}
+
+/* The end of a walk that found [fresh_start, w) (innermost first) and
+   then, when [shared] > 0, the outermost [shared] frames of prev: the
+   capture's results, and the new prev. */
+static inline caml_memprof_capture
+finish_capture(caml_memprof_callstack_cache *c, uint32_t *ids, uint32_t max,
+               caml_memprof_walked_frame *fresh_start,
+               caml_memprof_walked_frame *w, uint32_t shared, int cut,
+               int cut_match)
+{
+  caml_memprof_capture r;
+  caml_memprof_walked_frame *prev = c->frames + 1;
+  uint32_t fresh = (uint32_t)(w - fresh_start), total = fresh + shared, n = fresh;
+  r.truncated = cut || total > max;
+  if (shared > 0 && !r.truncated && c->prev_encoded == CALLSTACK_ENCODED_ALL) {
+    r.common = (int)shared;
+  } else if (cut_match && total == c->frames_cap
+             && c->prev_encoded == CALLSTACK_ENCODED_INNER) {
+    /* The innermost [max] frames: the fresh ones and prev[1, shared),
+       which the encoder has as its previous stack's outermost. */
+    r.common = (int)shared - 1;
+  } else {
+    if (n > max) n = max;
+    for (uint32_t i = shared; i > 0 && n < max; i--) ids[n++] = prev[i - 1].loc;
+    r.common = -1;
+  }
+  /* The new prev: prev[0, shared) then the fresh frames, outermost first,
+     at most frames_cap of them (the innermost). */
+  c->prev_complete = !cut;
+  if (total > c->frames_cap) {
+    uint32_t drop = total - c->frames_cap;
+    memmove(prev, prev + drop, (shared - drop) * sizeof *prev);
+    shared -= drop;
+    c->prev_complete = 0;
+  }
+  /* The fresh frames' ids, innermost first (ids has room for
+     frames_cap), and the fresh frames after prev's shared part. */
+  caml_memprof_walked_frame *to = prev + shared + fresh;
+  for (uint32_t i = 0; i < fresh; i++) {
+    ids[i] = fresh_start[i].loc;
+    *--to = fresh_start[i];
+  }
+  c->prev_len = shared + fresh;
+  /* A cut stack fills prev (its frames_cap innermost frames), and the
+     encoder gets all but the outermost. */
+  c->prev_encoded = r.truncated ? CALLSTACK_ENCODED_INNER : CALLSTACK_ENCODED_ALL;
+  r.n = (int)n;
+  return r;
+}
+
+#ifdef NATIVE_CODE
 
 /* Fill the entry of return address [pc] (tagged [key]) on a miss. */
 static caml_memprof_frame_slot *
@@ -195,9 +281,6 @@ fill(caml_memprof_callstack_cache *c, uintnat key, uintnat pc,
   return insert(c, key, frame_size(d), loc);
 }
 
-/* caml_memprof_walked_frame.ret_at of a frame the walk did not reach by
-   adding a frame size: never equal to a key. */
-static const uintnat no_return_address = 0;
 
 /* The entry for [key] when its home slot holds another key: the rest of
    the probe sequence, or a fill on a miss.  Out of line, so that the walk's
@@ -210,26 +293,6 @@ lookup_slow(caml_memprof_callstack_cache *c, uintnat key, uintnat pc,
   caml_memprof_frame_slot *e = probe(c, key);
   if (e == NULL) e = fill(c, key, pc, key != pc ? alloc_idx : -1, fds, define, ctx);
   return e;
-}
-
-/* Room for the sentinel, then twice [max] + 1 walked frames: the previous
-   capture's and the walk's, one more than a stack may show, so that a walk
-   that fills its part knows the stack was cut.  Also the cache's first
-   table, so that probe never meets an empty one. */
-static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
-{
-  if (c->cap == 0 && !reserve(c)) return 0;
-  free(c->frames);
-  c->frames = malloc((1 + 2 * ((size_t)max + 1)) * sizeof *c->frames);
-  c->prev_len = 0; c->prev_encoded = 0;
-  c->frames_cap = c->frames ? max + 1 : 0;
-  if (c->frames == NULL) return 0;
-  /* The sentinel: no frame is at or above its sp, so the search for the
-     previous capture's frames stops there without a bound check. */
-  c->frames[0].sp = (char *)UINTPTR_MAX;
-  c->frames[0].key = 1;
-  c->frames[0].ret_at = &no_return_address;
-  return 1;
 }
 
 /* Whether the walk ends right after the frame at [sp] of [size] in
@@ -293,7 +356,6 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                void *ctx)
 {
   const caml_memprof_capture failed = { -1, 0, -1 };
-  caml_memprof_capture r;
   caml_frame_descrs *fds = caml_get_frame_descrs();
   if ((void *)fds != c->frametable) {
     caml_memprof_callstack_cache_clear(c);
@@ -399,43 +461,8 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     caml_get_stack_sp_pc(stack, &start_sp, &start_pc);
     sp = start_sp; key = pc = start_pc;
   }
- walked:;
-  uint32_t fresh = (uint32_t)(w - fresh_start), total = fresh + shared, n = fresh;
-  r.truncated = cut || total > max;
-  if (shared > 0 && !r.truncated && c->prev_encoded == CALLSTACK_ENCODED_ALL) {
-    r.common = (int)shared;
-  } else if (cut_match && total == c->frames_cap
-             && c->prev_encoded == CALLSTACK_ENCODED_INNER) {
-    /* The innermost [max] frames: the fresh ones and prev[1, shared),
-       which the encoder has as its previous stack's outermost. */
-    r.common = (int)shared - 1;
-  } else {
-    if (n > max) n = max;
-    for (uint32_t i = shared; i > 0 && n < max; i--) ids[n++] = prev[i - 1].loc;
-    r.common = -1;
-  }
-  /* The new prev: prev[0, shared) then the fresh frames, outermost first,
-     at most frames_cap of them (the innermost). */
-  c->prev_complete = !cut;
-  if (total > c->frames_cap) {
-    uint32_t drop = total - c->frames_cap;
-    memmove(prev, prev + drop, (shared - drop) * sizeof *prev);
-    shared -= drop;
-    c->prev_complete = 0;
-  }
-  /* The fresh frames' ids, innermost first (ids has room for
-     frames_cap), and the fresh frames after prev's shared part. */
-  caml_memprof_walked_frame *to = prev + shared + fresh;
-  for (uint32_t i = 0; i < fresh; i++) {
-    ids[i] = fresh_start[i].loc;
-    *--to = fresh_start[i];
-  }
-  c->prev_len = shared + fresh;
-  /* A cut stack fills prev (its frames_cap innermost frames), and the
-     encoder gets all but the outermost. */
-  c->prev_encoded = r.truncated ? CALLSTACK_ENCODED_INNER : CALLSTACK_ENCODED_ALL;
-  r.n = (int)n;
-  return r;
+ walked:
+  return finish_capture(c, ids, max, fresh_start, w, shared, cut, cut_match);
 }
 
 #else /* bytecode */
@@ -476,11 +503,41 @@ static int other_code_frame(value *spv)
    information is a frame's return address; a stack's end continues in the
    parent fiber's stack, whose first word is its trap offset.  Upstream
    tests a word against every code block with debug information (a call
-   and a loop per word, most of a frame's cost: a frame has several
-   words); here the main program's code, always registered, is one range
-   test, and upstream's test runs only on the words outside it, and only
-   while other blocks are registered (the toplevel, Dynlink).  Each return
-   address then maps to its location through the cache. */
+   and a loop per word); here the main program's code, always registered,
+   is one range test, and upstream's test runs only on the words outside
+   it, and only while other blocks are registered (the toplevel, Dynlink).
+
+   Which trap frames the scan skips depends on its state, the address of
+   the next trap frame it expects: after one, caml_next_frame_pointer
+   adds the trap frame's link, a tagged integer (Val_long of an offset),
+   as an offset, so the address it then expects is not the next trap
+   frame's, and the pcs of the outer trap frames count as frames.  The
+   walk does the same, so that its stacks are upstream's, and records the
+   state with each frame it finds.
+
+   The previous capture's frames are used as in the native walk: a frame
+   found at the word where the previous walk found one, with the same
+   return address and the same scan state, is the same frame, and each
+   outer frame that the previous walk found by scanning on in the same
+   stack is checked by one load and compare, without scanning the words
+   between.  Why that gives what the scan would: the words between two
+   frames of a stack are the working space of the function that the inner
+   frame returns to (its arguments, locals, temporaries and trap frames).
+   They change only while that function runs, and it runs only after its
+   callee returned, popping the inner frame's word.  If the word holds the
+   same return address again, at the same place, the function is at the
+   same call site at the same depth; where its trap frames are, and their
+   links (the only words there that point into code other than return
+   addresses: OCaml values never do), is then fixed by the compiler, as is
+   where the scan meets the next frame, whose return address the check
+   reads.  From the same state, the scan would find the same frames at the
+   same words, in the same state: after the last checked frame it resumes
+   in the state recorded there.  The check never reads past the stack's
+   end (the memory there may hold an old stack's frames).  The words above
+   a complete previous walk's outermost frame are the same too, up to the
+   stack's end, when that end is where the previous walk ended and the
+   stack has no parent now either.  Tests: memprof_verify=1, as for the
+   native walk (a version that ignored the scan state failed them). */
 caml_memprof_capture
 caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                uint32_t *ids, uint32_t max,
@@ -489,40 +546,87 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                void *ctx)
 {
   (void)alloc_idx;            /* bytecode has no combined allocations */
-  caml_memprof_capture r = { -1, 0, -1 };
+  const caml_memprof_capture failed = { -1, 0, -1 };
+  if (c->frames_cap != max + 1 && !reserve_frames(c, max)) return failed;
   struct stack_info *stack = Caml_state->current_stack;
   value *sp = stack->sp, *high = Stack_high(stack);
   value *trap_pc = high + Caml_state->trap_sp_off;   /* &Trap_pc(...) */
   const char *code = (const char *)caml_start_code;
   uintnat code_size = caml_code_size;
   int other_blocks = caml_debug_info.size > 1;
-  uint32_t n = 0;
+  caml_memprof_walked_frame *prev = c->frames + 1;
+  caml_memprof_walked_frame *fresh_start = prev + c->frames_cap,
+    *w = fresh_start, *wend = fresh_start + c->frames_cap;
+  caml_memprof_walked_frame *pq = prev + c->prev_len - 1; /* prev[q - 1] */
+  uint32_t shared = 0, linked = 0;
+  int cut = 0, cut_match = 0;
   for (;;) {
     /* The next frame of this stack. */
-    value v;
+    value v, *at;
     for (;;) {
       if (sp >= high) goto stack_end;
-      v = *sp++;
+      at = sp++;
+      v = *at;
       if (Is_long(v)) continue;
-      if (sp - 1 == trap_pc) { trap_pc = high + Trap_link(trap_pc); continue; }
+      if (at == trap_pc) { trap_pc = high + Trap_link(trap_pc); continue; }
       if ((uintnat)((const char *)v - code) < code_size
-          || (other_blocks && other_code_frame(sp - 1)))
+          || (other_blocks && other_code_frame(at)))
         break;
     }
-    if (n == max) { r.truncated = 1; break; }
-    if ((ids[n++] = slot_location(c, (backtrace_slot)v, define, ctx)) == 0)
-      return r;
+    while (pq->at < at) pq--;
+    if (pq->at == at && pq->key == (uintnat)v && pq->trap == trap_pc) {
+      caml_memprof_walked_frame *f = pq;
+      while (f[-1].linked && f[-1].at < high && *f[-1].at == (value)f[-1].key)
+        f--;
+      uint32_t q = (uint32_t)(pq - prev) + 1, k = (uint32_t)(f - prev);
+      if (k == 0 && !c->prev_complete
+          && (uint32_t)(w - fresh_start) + q >= c->frames_cap) {
+        /* prev was cut, and this stack has as many frames up to prev's
+           outermost: it is cut too. */
+        shared = q;
+        pq->linked = linked;
+        cut = cut_match = 1;
+        break;
+      }
+      if (k == 0 && c->prev_complete && Stack_parent(stack) == NULL
+          && (uintnat)high == c->prev_end_pc) {
+        shared = q;
+        pq->linked = linked;
+        break;
+      }
+      /* Frames q-1 down to k are this stack's; the scan goes on after
+         prev[k]. */
+      for (caml_memprof_walked_frame *g = pq; g >= f; g--) {
+        if (w == wend) { cut = 1; goto walked; }
+        *w = *g;
+        if (g == pq) w->linked = linked;
+        w++;
+      }
+      pq = f - 1;
+      sp = f->at + 1;
+      trap_pc = f->trap;
+      linked = 1;
+      continue;
+    }
+    if (w == wend) { cut = 1; break; }
+    uint32_t loc = slot_location(c, (backtrace_slot)v, define, ctx);
+    if (loc == 0) return failed;
+    w->key = (uintnat)v; w->at = at; w->trap = trap_pc;
+    w->linked = linked; w->loc = loc;
+    w++;
+    linked = 1;
     continue;
   stack_end:;
     struct stack_info *parent = Stack_parent(stack);
-    if (parent == NULL) break;
+    if (parent == NULL) { c->prev_end_pc = (uintnat)high; break; }
     stack = parent;
     sp = stack->sp;
     high = Stack_high(stack);
     trap_pc = high + Long_val(sp[0]);
+    linked = 0;
   }
-  r.n = (int)n;
-  return r;
+ walked:
+  return finish_capture(c, ids, max, fresh_start, w, shared, cut, cut_match);
 }
 
 #endif

@@ -14,9 +14,11 @@
      the current domain's current stack; the stack it yields is identical to
      caml_get_callstack's (checked by memprof_verify=1 in the tests).
      Bytecode: caml_next_frame_pointer's rules (every stack word that
-     points into code with debug information, trap frames skipped), with
-     the main program's code tested by one range check; each return
-     address mapped through the same cache.
+     points into code with debug information, trap frames skipped as it
+     skips them), with the main program's code tested by one range check,
+     each return address mapped through the same cache, and the outer
+     frames shared with the previous capture checked one word each; the
+     same check against caml_get_callstack.
    - [define] gives the location id of a backtrace slot the cache has not
      seen (the tracer defines the location in its stream); it returns 0 on
      failure, which makes the capture fail (-1).
@@ -43,7 +45,8 @@ typedef struct {
   uint32_t loc;         /* location id in the stream                        */
 } caml_memprof_frame_slot;
 
-/* One frame of a walked stack (native code), 32 bytes. */
+/* One frame of a walked stack. */
+#ifdef NATIVE_CODE
 typedef struct {
   uintnat key;          /* as in caml_memprof_frame_slot                  */
   char *sp;
@@ -54,6 +57,17 @@ typedef struct {
                            holds 0, which no key is                       */
   uint32_t size, loc;
 } caml_memprof_walked_frame;
+#else
+typedef struct {
+  uintnat key;          /* the return address (a code pointer)             */
+  value *at;            /* the stack word that holds it                    */
+  value *trap;          /* the scan's state there: the word it takes for
+                           the next trap frame's pc (see the walk)         */
+  uint32_t linked;      /* the walk found this frame by scanning on from
+                           the next inner one, in the same stack           */
+  uint32_t loc;
+} caml_memprof_walked_frame;
+#endif
 
 typedef struct {
   caml_memprof_frame_slot *slots;
@@ -61,16 +75,19 @@ typedef struct {
   void *frametable;             /* the frame table the entries came from */
   backtrace_slot *scratch;      /* caml_get_callstack's buffer            */
   size_t scratch_cap;
-  /* Native code: frames[0] is a sentinel (sp above every address); the
+  /* frames[0] is a sentinel (sp, at: above every address); the
      previous capture's frames follow, outermost first, in
      prev = frames + 1, [0, prev_len); the walk in progress writes its
      fresh frames, innermost first, from prev + frames_cap. */
   caml_memprof_walked_frame *frames;
   uint32_t prev_len, frames_cap;  /* frames_cap: max + 1                  */
   int prev_complete;            /* prev ends at the stack's root          */
-  uintnat prev_end_pc;          /* the return-to-C address read after
-                                   prev[0] when the walk ended right there
-                                   (that stack's end, no parent), else 0   */
+  uintnat prev_end_pc;          /* native: the return-to-C address read
+                                   after prev[0] when the walk ended right
+                                   there (that stack's end, no parent),
+                                   else 0; bytecode: the end (Stack_high)
+                                   of the stack where the last walk that
+                                   went to the end ended                   */
   int prev_encoded;             /* the encoder's previous stack is prev's
                                    location ids (CALLSTACK_ENCODED_ALL: the
                                    last capture was complete and encoded),
