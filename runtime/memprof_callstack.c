@@ -208,6 +208,21 @@ static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
   return 1;
 }
 
+/* Prev's frames from [pq] out to [f], found still there, appended to the
+   walk's at [*w]; 0 when the walk's part fills up first (the stack is
+   cut).  The caller has recorded in [pq] how this walk came to it. */
+static inline int append_checked(caml_memprof_walked_frame **w,
+                                 caml_memprof_walked_frame *wend,
+                                 caml_memprof_walked_frame *pq,
+                                 caml_memprof_walked_frame *f)
+{
+  for (caml_memprof_walked_frame *g = pq; g >= f; g--) {
+    if (*w == wend) return 0;
+    *(*w)++ = *g;
+  }
+  return 1;
+}
+
 /* The end of a walk that found [fresh_start, w) (innermost first) and
    then, when [shared] > 0, the outermost [shared] frames of prev: the
    capture's results, and the new prev. */
@@ -414,13 +429,10 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
         }
       }
       /* Frames q-1 down to k are this stack's; the walk goes on after
-         prev[k]. */
-      for (caml_memprof_walked_frame *g = pq; g >= f; g--) {
-        if (w == wend) { cut = 1; goto walked; }
-        *w = *g;
-        if (g == pq) w->ret_at = ret_at;
-        w++;
-      }
+         prev[k].  (prev[q-1] is not kept as it is: the new prev keeps at
+         most prev[0, k).) */
+      pq->ret_at = ret_at;
+      if (!append_checked(&w, wend, pq, f)) { cut = 1; goto walked; }
       pq = f - 1;
       sp = f->sp + f->size;
       ret_at = (const uintnat *)&Saved_return_address(sp);
@@ -596,12 +608,8 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
       }
       /* Frames q-1 down to k are this stack's; the scan goes on after
          prev[k]. */
-      for (caml_memprof_walked_frame *g = pq; g >= f; g--) {
-        if (w == wend) { cut = 1; goto walked; }
-        *w = *g;
-        if (g == pq) w->linked = linked;
-        w++;
-      }
+      pq->linked = linked;
+      if (!append_checked(&w, wend, pq, f)) { cut = 1; goto walked; }
       pq = f - 1;
       sp = f->at + 1;
       trap_pc = f->trap;
