@@ -288,10 +288,12 @@ typedef struct tracer_domain {
   uint32_t *enc_stack;
   uint64_t last_stats;            /* last MAJOR_CYCLE event, time units   */
   /* location and string tables */
-  loc_slot *locs; uint32_t loc_cap, loc_count;
+  loc_slot *locs; uint32_t loc_cap, loc_used, loc_count; /* count: ids */
   str_slot *strs; uint32_t str_cap, str_count;
   /* callstacks */
   caml_memprof_callstack_cache frames; /* return address -> size, location */
+  uintnat code_releases;          /* code_releases when the tables were
+                                     last emptied of code addresses     */
   uint32_t *ids;                  /* this sample's location ids          */
   uint32_t *ref_ids;              /* memprof_verify=1: upstream's walk's  */
   /* sampling */
@@ -327,6 +329,12 @@ static _Atomic(tracer_domain *) domains[Max_domains_max];
 static atomic_int slots_used;
 static atomic_int active;                 /* tracing now                  */
 static atomic_uintnat generation;         /* one per trace file           */
+/* Bytecode freed by the toplevel (Meta.release_bytecode, after a phrase
+   that defines no function): a later phrase's code may take its address,
+   and then a return address means another location.  Each stream empties
+   its tables of code addresses when this count moves (bytecode only:
+   native code is never freed). */
+static atomic_uintnat code_releases;
 static double lambda, one_log1m;          /* 1 / log(1 - lambda)          */
 static uint32_t max_frames;
 static _Atomic uint64_t next_id_block = 1;
@@ -498,7 +506,8 @@ static int reset_stream(tracer_domain *d, uintnat gen)
   if (lambda >= PACK_RATE_MAX) d->enc.pack_min_fresh = UINT32_MAX;
   if (d->locs) memset(d->locs, 0, d->loc_cap * sizeof *d->locs);
   if (d->strs) memset(d->strs, 0, d->str_cap * sizeof *d->strs);
-  d->loc_count = d->str_count = 0;
+  d->loc_used = d->loc_count = d->str_count = 0;
+  d->code_releases = atomic_load_relaxed(&code_releases);
   caml_memprof_callstack_cache_clear(&d->frames);
   d->young.len = d->major.len = 0;
   d->samples = d->lost = 0;
@@ -560,12 +569,32 @@ static uint32_t string_id(tracer_domain *d, const char *s)
   return id;
 }
 
-/* Location id of a backtrace slot, decoding and defining it on first use. */
+#ifndef NATIVE_CODE
+/* The code released since the stream last looked (see code_releases):
+   every code address is looked up and decoded again.  The stream's
+   location definitions stay; a location used again gets a new id. */
+static void forget_code_addresses(tracer_domain *d)
+{
+  if (d->locs) memset(d->locs, 0, d->loc_cap * sizeof *d->locs);
+  d->loc_used = 0;
+  caml_memprof_callstack_cache_clear(&d->frames);
+  d->code_releases = atomic_load_relaxed(&code_releases);
+}
+#endif
+
+void caml_memprof_tracer_code_released(void)
+{
+  atomic_fetch_add(&code_releases, 1);
+}
+
+/* Location id of a backtrace slot, decoding and defining it on first use.
+   Keyed by the slot (a code address): valid while the code stays where it
+   is, see forget_code_addresses. */
 static uint32_t location_id(tracer_domain *d, backtrace_slot slot)
 {
   uintnat key = (uintnat)slot;
-  if (2 * (d->loc_count + 1) > d->loc_cap)
-    REHASH(loc_slot, d->locs, d->loc_cap, d->loc_count, );
+  if (2 * (d->loc_used + 1) > d->loc_cap)
+    REHASH(loc_slot, d->locs, d->loc_cap, d->loc_used, );
   uintnat h = hash_word(key) & (d->loc_cap - 1);
   while (d->locs[h].id) {
     if (d->locs[h].key == key) return d->locs[h].id;
@@ -594,6 +623,7 @@ static uint32_t location_id(tracer_domain *d, backtrace_slot slot)
   /* string_id may have rehashed nothing here, but it may have flushed:
      the slot index is still valid, the table was not touched. */
   uint32_t id = ++d->loc_count;
+  d->loc_used++;
   d->locs[h].key = key; d->locs[h].id = id;
   mpt_enc_location(&d->enc, id, (uint64_t)key, en, n);
   return id;
@@ -648,6 +678,10 @@ static inline void record(tracer_domain *d, value block, uintnat wosize,
 {
   stream_lock(d);
   if (!atomic_load(&active) || !ensure_stream(d)) goto out;
+#ifndef NATIVE_CODE
+  if (d->code_releases != atomic_load_relaxed(&code_releases))
+    forget_code_addresses(d);
+#endif
   caml_memprof_capture cap =
     caml_memprof_capture_callstack(&d->frames, d->ids, max_frames, alloc_idx,
                                    define_location, d);

@@ -472,6 +472,20 @@ check "stacks bytecode cut at 5 frames: cut and marked" \
 # The toplevel runs code it compiled itself: the bytecode walk's test of
 # words outside the main program's code.
 stacks_run toplevel "ocaml -I +unix -I +threads unix.cma threads.cma $P/stacks.ml" 1024 300
+# The toplevel frees a phrase's code when it defines no function, and the
+# next phrase's code may take its address: each of these 8 phrases, alike
+# but for their line, must keep its own location (they were all line 1's).
+for i in 1 2 3 4 5 6 7 8; do
+  echo 'let () = for i = 1 to 200000 do ignore (Sys.opaque_identity (Array.make 10 i)) done'
+done > "$W/phrases.ml"
+OCAMLRUNPARAM="memprof=$W/phrases.trace,memprof_rate=0.001,memprof_seed=3" \
+  ocaml "$W/phrases.ml" > "$W/phrases.out" 2>&1
+expect "toplevel phrases: exit status" $? 0
+ocaml-memprof top --by location "$W/phrases.trace" > "$W/phrases.top" 2>&1
+# 200000 x 11 words x 0.001: 2200 samples per line expected (sd 47;
+# columns: bytes, unit, share, samples)
+lines=$(awk '/phrases\.ml:[1-8]:/ && $4 > 1900 && $4 < 2500' "$W/phrases.top" | wc -l)
+expect "toplevel phrases: 8 lines of about 2200 samples each" "$lines" 8
 
 # ---- acceptance: trace the compiler itself ----
 big=${OCAML_BIG_SOURCE:-}

@@ -92,6 +92,11 @@ void caml_memprof_tracer_new_domain(caml_domain_state *state);
 void caml_memprof_tracer_leave_stw(caml_domain_state *state);
 void caml_memprof_tracer_delete_domain(caml_domain_state *state);
 
+/* Bytecode was freed (Meta.release_bytecode): its addresses may be
+   reused by other code, so the tracer looks every code address up
+   again. */
+void caml_memprof_tracer_code_released(void);
+
 /* For heap snapshots (memprof_heap_snapshot.c), which run inside a STW
    section.  tracing: a trace file is open.  flush: write every stream's
    buffered events (so that a snapshot follows the ALLOCs it names).
