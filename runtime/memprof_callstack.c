@@ -529,7 +529,8 @@ static int other_code_frame(value *spv)
 
    The previous capture's frames are used as in the native walk: a frame
    found at the word where the previous walk found one, with the same
-   return address and the same scan state, is the same frame, and each
+   return address, in a stack with the same end and with the same scan
+   state, is the same frame, and each
    outer frame that the previous walk found by scanning on in the same
    stack is checked by one load and compare, without scanning the words
    between.  Why that gives what the scan would: the words between two
@@ -544,8 +545,9 @@ static int other_code_frame(value *spv)
    where the scan meets the next frame, whose return address the check
    reads.  From the same state, the scan would find the same frames at the
    same words, in the same state: after the last checked frame it resumes
-   in the state recorded there.  The check never reads past the stack's
-   end (the memory there may hold an old stack's frames).  The words above
+   in the state recorded there.  The stack must end where it ended then
+   (the links are offsets from there, and the check must not read past
+   the end, where the memory may hold an old stack's frames).  The words above
    a complete previous walk's outermost frame are the same too, up to the
    stack's end, when that end is where the previous walk ended and the
    stack has no parent now either.  Tests: memprof_verify=1, as for the
@@ -586,10 +588,10 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
         break;
     }
     while (pq->at < at) pq--;
-    if (pq->at == at && pq->key == (uintnat)v && pq->trap == trap_pc) {
+    if (pq->at == at && pq->key == (uintnat)v && pq->trap == trap_pc
+        && pq->high == high) {
       caml_memprof_walked_frame *f = pq;
-      while (f[-1].linked && f[-1].at < high && *f[-1].at == (value)f[-1].key)
-        f--;
+      while (f[-1].linked && *f[-1].at == (value)f[-1].key) f--;
       uint32_t q = (uint32_t)(pq - prev) + 1, k = (uint32_t)(f - prev);
       if (k == 0 && !c->prev_complete
           && (uint32_t)(w - fresh_start) + q >= c->frames_cap) {
@@ -619,7 +621,7 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     if (w == wend) { cut = 1; break; }
     uint32_t loc = slot_location(c, (backtrace_slot)v, define, ctx);
     if (loc == 0) return failed;
-    w->key = (uintnat)v; w->at = at; w->trap = trap_pc;
+    w->key = (uintnat)v; w->at = at; w->high = high; w->trap = trap_pc;
     w->linked = linked; w->loc = loc;
     w++;
     linked = 1;

@@ -31,7 +31,8 @@
      written by the domain itself, so the event path takes no global lock;
    - location table: backtrace slot -> location id, and debuginfo string
      pointer -> string id, both open addressing; a location is defined in
-     the stream the first time the stream uses it;
+     the stream the first time the stream uses it (and again, under a new
+     id, after the toplevel freed bytecode: see code_releases);
    - previous encoded raw callstack: frames shared with it (counted from
      main) are neither looked up nor compared again by the encoder, which
      holds the matching location ids;

@@ -61,6 +61,7 @@ typedef struct {
 typedef struct {
   uintnat key;          /* the return address (a code pointer)             */
   value *at;            /* the stack word that holds it                    */
+  value *high;          /* the end of that stack                           */
   value *trap;          /* the scan's state there: the word it takes for
                            the next trap frame's pc (see the walk)         */
   uint32_t linked;      /* the walk found this frame by scanning on from
