@@ -479,11 +479,14 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
 
 #else /* bytecode */
 
-/* Location id of backtrace slot [s] through the cache. */
-static inline uint32_t slot_location(caml_memprof_callstack_cache *c, backtrace_slot s,
-                              caml_memprof_define_location define, void *ctx)
+/* Location id of backtrace slot [s] through the cache (which has a
+   table: see reserve_frames). */
+static inline uint32_t slot_location(caml_memprof_callstack_cache *c,
+                                     backtrace_slot s,
+                                     caml_memprof_define_location define,
+                                     void *ctx)
 {
-  caml_memprof_frame_slot *e = c->cap ? probe(c, (uintnat)s) : NULL;
+  caml_memprof_frame_slot *e = probe(c, (uintnat)s);
   if (e) return e->loc;
   uint32_t loc = define(ctx, s);
   if (loc == 0 || !insert(c, (uintnat)s, 0, loc)) return 0;
