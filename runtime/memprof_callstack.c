@@ -208,6 +208,9 @@ static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
   return 1;
 }
 
+/* What a failed walk returns (no memory, or a location not defined). */
+static const caml_memprof_capture capture_failed = { -1, 0, -1 };
+
 /* Prev's frames from [pq] out to [f], found still there, appended to the
    walk's at [*w]; 0 when the walk's part fills up first (the stack is
    cut).  The caller has recorded in [pq] how this walk came to it. */
@@ -370,13 +373,13 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                caml_memprof_define_location define,
                                void *ctx)
 {
-  const caml_memprof_capture failed = { -1, 0, -1 };
   caml_frame_descrs *fds = caml_get_frame_descrs();
   if ((void *)fds != c->frametable) {
     caml_memprof_callstack_cache_clear(c);
     c->frametable = fds;
   }
-  if (c->frames_cap != max + 1 && !reserve_frames(c, max)) return failed;
+  if (c->frames_cap != max + 1 && !reserve_frames(c, max))
+    return capture_failed;
   struct stack_info *stack = Caml_state->current_stack;
   /* sp and pc never have their address taken (they stay in registers):
      caml_get_stack_sp_pc writes into start_sp and start_pc. */
@@ -421,7 +424,7 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                 define, ctx);
           slots = c->slots; mask = c->cap - 1;  /* a fill may have grown it */
         }
-        if (end < 0) return failed;
+        if (end < 0) return capture_failed;
         if (end) {
           shared = q;
           pq->ret_at = ret_at;
@@ -442,7 +445,7 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     caml_memprof_frame_slot *e = &slots[slot_index(key, mask)];
     if (__builtin_expect(e->key != key, 0)) {
       e = lookup_slow(c, key, pc, alloc_idx, fds, define, ctx);
-      if (e == NULL) return failed;
+      if (e == NULL) return capture_failed;
       slots = c->slots; mask = c->cap - 1;
     }
     uint32_t size = e->size;
@@ -563,8 +566,8 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                void *ctx)
 {
   (void)alloc_idx;            /* bytecode has no combined allocations */
-  const caml_memprof_capture failed = { -1, 0, -1 };
-  if (c->frames_cap != max + 1 && !reserve_frames(c, max)) return failed;
+  if (c->frames_cap != max + 1 && !reserve_frames(c, max))
+    return capture_failed;
   struct stack_info *stack = Caml_state->current_stack;
   value *sp = stack->sp, *high = Stack_high(stack);
   value *trap_pc = high + Caml_state->trap_sp_off;   /* &Trap_pc(...) */
@@ -623,7 +626,7 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     }
     if (w == wend) { cut = 1; break; }
     uint32_t loc = slot_location(c, (backtrace_slot)v, define, ctx);
-    if (loc == 0) return failed;
+    if (loc == 0) return capture_failed;
     w->key = (uintnat)v; w->at = at; w->high = high; w->trap = trap_pc;
     w->linked = linked; w->loc = loc;
     w++;
