@@ -491,16 +491,18 @@ void mpt_frame_state_free(mpt_frame_state *st)
 }
 
 size_t mpt_frame_compress(mpt_frame_state *st, uint8_t *dst, size_t dst_cap,
-                          const uint8_t *src, size_t len)
+                          const uint8_t *src, size_t len, int acceleration)
 {
   if (dst_cap < mpt_frame_bound(len)) return 0;
+  LZ4F_preferences_t p = frame_prefs;
+  /* LZ4F's fast mode: a negative level is the acceleration. */
+  if (acceleration > 1) p.compressionLevel = -acceleration;
   if (st == NULL) {
-    size_t r = LZ4F_compressFrame(dst, dst_cap, src, len, &frame_prefs);
+    size_t r = LZ4F_compressFrame(dst, dst_cap, src, len, &p);
     return LZ4F_isError(r) ? 0 : r;
   }
   /* The smallest block size that holds the frame, as LZ4F_compressFrame
      chooses (a decoder sizes its buffer by it). */
-  LZ4F_preferences_t p = frame_prefs;
   p.frameInfo.blockSizeID = len <= (64 << 10) ? LZ4F_max64KB
     : len <= (256 << 10) ? LZ4F_max256KB : len <= (1 << 20) ? LZ4F_max1MB
     : LZ4F_max4MB;

@@ -218,7 +218,7 @@ static void write_failed(void)
 static int append_frame(const uint8_t *plain, size_t len, uint8_t *zbuf, size_t zcap)
 {
   if (!compress) return append(plain, len);
-  size_t z = mpt_frame_compress(NULL, zbuf, zcap, plain, len);
+  size_t z = mpt_frame_compress(NULL, zbuf, zcap, plain, len, 1);
   if (z == 0) { errno = ENOMEM; return -1; }
   return append(zbuf, z);
 }
@@ -296,7 +296,8 @@ int caml_trace_writer_typed_chunk(enum mpt_chunk_type type, uint16_t stream,
   const uint8_t *out = chunk;
   if (compress) {
     /* Compress before taking the lock: domains compress in parallel. */
-    len = mpt_frame_compress(zstate, zbuf, zcap, chunk, len);
+    len = mpt_frame_compress(zstate, zbuf, zcap, chunk, len,
+                             type == MPT_CHUNK_EVENTS ? MPT_EVENTS_ACCELERATION : 1);
     out = zbuf;
     if (len == 0) return -1;
   }
