@@ -35,7 +35,22 @@
      tool does) always meets the trace of the forked child's first image,
      and a line on stderr would change the output of the programs run.
    - A header that cannot be written leaves no file behind.
-   - Time: CLOCK_MONOTONIC since the trace started, in microseconds. */
+   - Time: CLOCK_MONOTONIC since the trace started, in microseconds.  Read
+     once per sample: clock_gettime costs 19 ns on the development machine
+     (the vDSO reads the TSC, the kernel's scale and a sequence lock),
+     reading the TSC 8.  Where the kernel's clock source is the TSC
+     (x86-64, current_clocksource "tsc": the kernel has checked that it is
+     invariant and synchronised across CPUs), the writer reads it and
+     scales it itself: time = base + (tsc - tsc0) * scale, in time units.
+     The scale is measured against CLOCK_MONOTONIC over the process's
+     first TSC_CALIBRATION_NS of tracing (clock_gettime serves meanwhile),
+     then published once, release/acquire, and never changed: a reader
+     that sees it ready sees all of it, and forked children keep it (same
+     TSC).  Its error is the clock readings' (tens of ns) over 100 ms,
+     under a microsecond per second.  base moves at each open (a restart);
+     it is read relaxed, so a time read during a restart may belong to
+     either trace, as with clock_gettime.  A time may step back by a unit
+     at the switch, which streams clamp (mpt_enc_alloc_shared). */
 
 #define CAML_INTERNALS
 #include <errno.h>
@@ -48,14 +63,18 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <stdatomic.h>
 #include "caml/memprof_trace_writer.h"
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <x86intrin.h>
+#define TSC_CLOCK
+#endif
 
 static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
 static int trace_fd = -1;
 static int compress = 1;
 static char *path_template;   /* as given in OCAMLRUNPARAM / Gc API */
 static char *path;            /* expanded */
-static uint64_t start_ns;
 
 static uint64_t mono_ns(void)
 {
@@ -64,9 +83,120 @@ static uint64_t mono_ns(void)
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static _Atomic uint64_t start_ns; /* the trace's start, CLOCK_MONOTONIC */
+
+static uint64_t units_since_start(uint64_t ns)
+{
+  uint64_t start = atomic_load_explicit(&start_ns, memory_order_relaxed);
+  return ns > start ? (ns - start) / CAML_TRACE_TIME_UNIT_NS : 0;
+}
+
+#ifdef TSC_CLOCK
+#define TSC_CALIBRATION_NS 100000000u
+enum { TSC_UNUSED, TSC_CALIBRATING, TSC_PUBLISHING, TSC_READY };
+static atomic_int tsc_state;          /* TSC_UNUSED until the first open */
+static uint64_t cal_tsc, cal_ns;      /* the calibration's start */
+static uint64_t tsc0, tsc_scale;      /* ready: units per tick (24.40) */
+static _Atomic int64_t tsc_base;      /* ready: the trace's time at tsc0 */
+/* Serialises the writes of start_ns and tsc_base (an open and the
+   publication); never held while taking another lock. */
+static pthread_mutex_t time_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A TSC reading and CLOCK_MONOTONIC's time at the same moment: the
+   middle of two TSC readings around clock_gettime, the closest pair of
+   four (a preemption in between would skew the scale). */
+static uint64_t tsc_and_ns(uint64_t *ns)
+{
+  uint64_t best = 0, gap = UINT64_MAX;
+  for (int k = 0; k < 4; k++) {
+    uint64_t a = __rdtsc(), t = mono_ns(), b = __rdtsc();
+    if (b - a < gap) { gap = b - a; best = a + gap / 2; *ns = t; }
+  }
+  return best;
+}
+
+static inline int64_t tsc_units(void)
+{
+  int64_t d = (int64_t)(__rdtsc() - tsc0);
+  return (int64_t)(((unsigned __int128)(uint64_t)(d > 0 ? d : 0) * tsc_scale) >> 40);
+}
+
+/* At an open, with time_lock: the trace starts now.  The first open
+   starts the calibration if the kernel keeps time with the TSC. */
+static void tsc_open(void)
+{
+  int st = atomic_load(&tsc_state);
+  if (st == TSC_READY) {
+    atomic_store_explicit(&tsc_base, -tsc_units(), memory_order_relaxed);
+    return;
+  }
+  if (st != TSC_UNUSED) return;
+  char src[16] = "";
+  FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/"
+                  "current_clocksource", "r");
+  if (f) {
+    if (!fgets(src, sizeof src, f)) src[0] = 0;
+    fclose(f);
+  }
+  if (strcmp(src, "tsc\n") != 0) return;
+  cal_tsc = tsc_and_ns(&cal_ns);
+  atomic_store(&tsc_state, TSC_CALIBRATING);
+}
+
+/* Called with clock_gettime's [ns] while calibrating: the first caller
+   after TSC_CALIBRATION_NS publishes the scale. */
+static void tsc_calibrate(uint64_t ns)
+{
+  int expected = TSC_CALIBRATING;
+  if (ns - cal_ns < TSC_CALIBRATION_NS
+      || !atomic_compare_exchange_strong(&tsc_state, &expected, TSC_PUBLISHING))
+    return;
+  uint64_t ns0;
+  pthread_mutex_lock(&time_lock);
+  tsc0 = tsc_and_ns(&ns0);
+  if (tsc0 > cal_tsc) {        /* else it stays PUBLISHING: clock_gettime */
+    tsc_scale = (uint64_t)((double)(ns0 - cal_ns) / CAML_TRACE_TIME_UNIT_NS
+                           / (double)(tsc0 - cal_tsc) * 0x1p40);
+    atomic_store_explicit(&tsc_base, (int64_t)units_since_start(ns0),
+                          memory_order_relaxed);
+    atomic_store_explicit(&tsc_state, TSC_READY, memory_order_release);
+  }
+  pthread_mutex_unlock(&time_lock);
+}
+#endif
+
+static __attribute__((noinline)) uint64_t now_by_clock_gettime(void)
+{
+  uint64_t ns = mono_ns();
+#ifdef TSC_CLOCK
+  if (atomic_load(&tsc_state) == TSC_CALIBRATING) tsc_calibrate(ns);
+#endif
+  return units_since_start(ns);
+}
+
 uint64_t caml_trace_writer_now(void)
 {
-  return (mono_ns() - start_ns) / CAML_TRACE_TIME_UNIT_NS;
+#ifdef TSC_CLOCK
+  if (__builtin_expect(atomic_load_explicit(&tsc_state, memory_order_acquire)
+                       == TSC_READY, 1)) {
+    int64_t t = atomic_load_explicit(&tsc_base, memory_order_relaxed) + tsc_units();
+    return t > 0 ? (uint64_t)t : 0;
+  }
+#endif
+  return now_by_clock_gettime();
+}
+
+/* At an open: the trace starts now. */
+static void start_clock(void)
+{
+#ifdef TSC_CLOCK
+  pthread_mutex_lock(&time_lock);
+  atomic_store_explicit(&start_ns, mono_ns(), memory_order_relaxed);
+  tsc_open();
+  pthread_mutex_unlock(&time_lock);
+#else
+  atomic_store_explicit(&start_ns, mono_ns(), memory_order_relaxed);
+#endif
 }
 
 int caml_trace_writer_is_open(void) { return trace_fd >= 0; }
@@ -256,7 +386,7 @@ int caml_trace_writer_open(const char *template, const mpt_trace_info *info)
     goto out;
   }
   remember_name(path);
-  start_ns = mono_ns();
+  start_clock();
   size_t cap = MPT_MAGIC_LEN + MPT_CHUNK_HEADER_BYTES + 128 + 4 * (MPT_MAX_STRING + 10);
   uint8_t *hdr = malloc(cap), *z = malloc(mpt_frame_bound(cap));
   errno = ENOMEM;
@@ -333,6 +463,9 @@ int caml_trace_writer_forget_after_fork(void)
   /* Only this thread exists in the child; the lock may have been held by
      another thread of the parent at fork time. */
   pthread_mutex_init(&writer_lock, NULL);
+#ifdef TSC_CLOCK
+  pthread_mutex_init(&time_lock, NULL);
+#endif
   if (trace_fd >= 0) close(trace_fd);
   trace_fd = -1;
   return path_template && strstr(path_template, "%p") != NULL;

@@ -125,10 +125,12 @@ keepalive_tests() {
 # ---- domains that end while the heap is compacted (stale tracked blocks) ----
 # orphans R: 4 short-lived domains per round, traced at 0.1, while the main
 # domain compacts; crashed 3 times in 89 runs before the fix.  `make
-# stress` runs 300 of these.  Upstream's runtime itself crashes here about
-# once in 1,500-2,700 runs (a stale pointer met by major-GC marking), even
-# untraced and with vanilla OCaml 5.3.0: a rare failure of this check that
-# a core shows in do_some_marking is that one.
+# stress` runs 300 of these.  OCaml 5.3.0's runtime itself crashes here
+# about once in 1,500-2,700 runs (a stale pointer met by major-GC marking),
+# even untraced and with vanilla 5.3.0: upstream's race between compaction
+# and domain termination (ocaml/ocaml#13739, fixed in 5.4 by #14025).  A
+# rare failure of this check on 5.3.0 that a core shows in do_some_marking
+# is that one.  5.4.1 ran the program 4,000 times traced without a crash.
 orphans_tests() {
   local ORPHAN_RUNS=${ORPHAN_RUNS:-10} crashes bad t run k
   crashes=0; bad=0

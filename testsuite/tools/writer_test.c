@@ -7,6 +7,8 @@
    - names: a second trace of this process under one name gets NAME.2;
    - exclusivity: a file another writer holds (flock) is left untouched
      and the trace goes to NAME.PID;
+   - time follows CLOCK_MONOTONIC, through the TSC once calibrated, and
+     restarts at 0 with the next trace;
    - a header that cannot be written (RLIMIT_FSIZE 0) leaves no file.
    Runs in the directory given as argv[1].  Prints "N passed, N failed". */
 
@@ -55,6 +57,13 @@ static int decodes(const char *path)
 
 static int exists(const char *p) { struct stat st; return stat(p, &st) == 0; }
 
+static uint64_t mono_us(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000;
+}
+
 int main(int argc, char **argv)
 {
   if (argc != 2 || chdir(argv[1]) != 0) { fprintf(stderr, "usage: writer_test DIR\n"); return 2; }
@@ -99,6 +108,31 @@ int main(int argc, char **argv)
   check(stat("busy.trace", &st) == 0 && st.st_size == 4, "the held file is untouched");
   check(decodes(want), "the trace went to busy.trace.PID");
   close(fd);
+
+  /* time: the trace's clock is CLOCK_MONOTONIC's since the open, also
+     after the switch to the TSC (100 ms into the first trace, where the
+     kernel's clock source is the TSC); it never goes back by more than
+     the unit the switch may cost, and the next trace starts at 0 */
+  check(caml_trace_writer_open("time.trace", &i) == 0, "open time.trace");
+  uint64_t m0 = mono_us(), last = 0, t;
+  int back = 0;
+  while (mono_us() - m0 < 400000) {
+    t = caml_trace_writer_now();
+    if (t + 1 < last) back++;
+    if (t > last) last = t;
+  }
+  t = caml_trace_writer_now();
+  uint64_t m = mono_us() - m0;
+  check(back == 0, "time: never back by more than one unit in 400 ms of readings");
+  check(t + 100 >= m && t <= m + m / 1000 + 100,
+        "time: after 400 ms, CLOCK_MONOTONIC's within 0.1 % + 100 us");
+  caml_trace_writer_close(0, 0);
+  check(caml_trace_writer_open("time2.trace", &i) == 0 && caml_trace_writer_now() < 50000,
+        "time: a new trace starts at 0");
+  usleep(100000);
+  t = caml_trace_writer_now();
+  check(t >= 100000 && t < 150000, "time: 100 ms of sleep in the new trace read as 100-150 ms");
+  caml_trace_writer_close(0, 0);
 
   /* a header that cannot be written */
   signal(SIGXFSZ, SIG_IGN);
