@@ -911,7 +911,12 @@ int caml_memprof_tracer_sample_fast(caml_domain_state *s, uintnat wosize,
       || atomic_load_relaxed(&s->young_limit) == CAML_UINTNAT_MAX
       || d->parked || !atomic_load_relaxed(&active))
     return 0;
-  sample_minor(s, d, wosize, flags, nallocs, lens);
+  /* Allocations from OCaml (caml_garbage_collection's call) get a copy of
+     sample_minor where flags and lens are known. */
+  if (flags == (CAML_DO_TRACK | CAML_FROM_CAML) && lens != NULL)
+    sample_minor(s, d, wosize, CAML_DO_TRACK | CAML_FROM_CAML, nallocs, lens);
+  else
+    sample_minor(s, d, wosize, flags, nallocs, lens);
   value *limit = s->young_trigger > s->memprof_young_trigger
     ? s->young_trigger : s->memprof_young_trigger;
   if (s->memprof_tracer_trigger > limit) limit = s->memprof_tracer_trigger;
