@@ -110,7 +110,7 @@ static const mpt_location *ctf_lookup(void *u, uint64_t code)
 static void put_bytes(sink *s, const uint8_t *p, size_t n)
 {
   if (!s->compress) { fwrite(p, 1, n, s->out); return; }
-  size_t k = mpt_frame_compress(NULL, s->frame, sizeof s->frame, p, n);
+  size_t k = mpt_frame_compress(NULL, s->frame, sizeof s->frame, p, n, 1);
   if (!k) { fprintf(stderr, "gen_trace: compression failed\n"); exit(1); }
   fwrite(s->frame, 1, k, s->out);
 }
