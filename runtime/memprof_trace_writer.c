@@ -40,17 +40,21 @@
      (the vDSO reads the TSC, the kernel's scale and a sequence lock),
      reading the TSC 8.  Where the kernel's clock source is the TSC
      (x86-64, current_clocksource "tsc": the kernel has checked that it is
-     invariant and synchronised across CPUs), the writer reads it and
-     scales it itself: time = base + (tsc - tsc0) * scale, in time units.
-     The scale is measured against CLOCK_MONOTONIC over the process's
-     first TSC_CALIBRATION_NS of tracing (clock_gettime serves meanwhile),
-     then published once, release/acquire, and never changed: a reader
-     that sees it ready sees all of it, and forked children keep it (same
-     TSC).  Its error is the clock readings' (tens of ns) over 100 ms,
-     under a microsecond per second.  base moves at each open (a restart);
-     it is read relaxed, so a time read during a restart may belong to
-     either trace, as with clock_gettime.  A time may step back by a unit
-     at the switch, which streams clamp (mpt_enc_alloc_shared). */
+     invariant and synchronised across CPUs) and rdtsc is allowed, the
+     writer reads it and scales it itself: time = base + (tsc - tsc0) *
+     scale, in time units.  The scale is measured over the process's first
+     TSC_CALIBRATION_NS of tracing (clock_gettime serves meanwhile) against
+     CLOCK_MONOTONIC_RAW, which NTP does not slew, then published once,
+     release/acquire, and never changed: a reader that sees it ready sees
+     all of it, and forked children keep it (same TSC).  Its error is the
+     readings' (refused above 2 us, 20 ppm; typically under 1 ppm); from
+     then on times advance at the hardware's rate, within NTP's frequency
+     correction of CLOCK_MONOTONIC's (tens of ppm).  base moves at each
+     open (a restart); it is read relaxed, so a time read during a restart
+     may belong to either trace, as with clock_gettime.  A time may step
+     back by a unit at the switch, which streams clamp
+     (mpt_enc_alloc_shared).  A TSC found far behind (reset by a resume)
+     sends every thread back to clock_gettime. */
 
 #define CAML_INTERNALS
 #include <errno.h>
@@ -66,6 +70,7 @@
 #include <stdatomic.h>
 #include "caml/memprof_trace_writer.h"
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <sys/prctl.h>
 #include <x86intrin.h>
 #define TSC_CLOCK
 #endif
@@ -92,98 +97,171 @@ static uint64_t units_since_start(uint64_t ns)
 }
 
 #ifdef TSC_CLOCK
-#define TSC_CALIBRATION_NS 100000000u
-enum { TSC_UNUSED, TSC_CALIBRATING, TSC_PUBLISHING, TSC_READY };
+#define TSC_CALIBRATION_NS 100000000
+/* The calibration is refused (clock_gettime then serves for good) when
+   its two readings' uncertainty exceeds this: 2 us over 100 ms, 20 ppm. */
+#define TSC_MAX_READING_ERROR_NS 2000
+/* A TSC this far behind tsc0 was reset (a resume from suspend on some
+   machines): clock_gettime serves from then on. */
+#define TSC_BACK_TICKS ((int64_t)1 << 30)
+enum { TSC_UNUSED, TSC_CALIBRATING, TSC_PUBLISHING, TSC_READY, TSC_OFF };
 static atomic_int tsc_state;          /* TSC_UNUSED until the first open */
-static uint64_t cal_tsc, cal_ns;      /* the calibration's start */
+static _Atomic uint64_t cal_ns;       /* the calibration's start (MONOTONIC) */
+static uint64_t cal_tsc, cal_raw, cal_gap;
 static uint64_t tsc0, tsc_scale;      /* ready: units per tick (24.40) */
 static _Atomic int64_t tsc_base;      /* ready: the trace's time at tsc0 */
 /* Serialises the writes of start_ns and tsc_base (an open and the
    publication); never held while taking another lock. */
 static pthread_mutex_t time_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* A TSC reading and CLOCK_MONOTONIC's time at the same moment: the
-   middle of two TSC readings around clock_gettime, the closest pair of
-   four (a preemption in between would skew the scale). */
-static uint64_t tsc_and_ns(uint64_t *ns)
+static uint64_t raw_ns(void)
 {
-  uint64_t best = 0, gap = UINT64_MAX;
-  for (int k = 0; k < 4; k++) {
-    uint64_t a = __rdtsc(), t = mono_ns(), b = __rdtsc();
-    if (b - a < gap) { gap = b - a; best = a + gap / 2; *ns = t; }
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A TSC reading with CLOCK_MONOTONIC's and CLOCK_MONOTONIC_RAW's times at
+   that moment: the middle of two TSC readings around the clocks', the
+   closest pair of eight (a preemption in between would skew the scale);
+   [*gap] is that pair's distance in ticks. */
+static uint64_t tsc_and_clocks(uint64_t *ns, uint64_t *raw, uint64_t *gap)
+{
+  uint64_t best = 0;
+  *gap = UINT64_MAX;
+  for (int k = 0; k < 8; k++) {
+    uint64_t a = __rdtsc(), m = mono_ns(), r = raw_ns(), b = __rdtsc();
+    if (b - a < *gap) { *gap = b - a; best = a + *gap / 2; *ns = m; *raw = r; }
   }
   return best;
 }
 
-static inline int64_t tsc_units(void)
+static inline uint64_t tsc_units(int64_t ticks)
 {
-  int64_t d = (int64_t)(__rdtsc() - tsc0);
-  return (int64_t)(((unsigned __int128)(uint64_t)(d > 0 ? d : 0) * tsc_scale) >> 40);
+  return (uint64_t)(((unsigned __int128)(uint64_t)ticks * tsc_scale) >> 40);
 }
 
-/* At an open, with time_lock: the trace starts now.  The first open
-   starts the calibration if the kernel keeps time with the TSC. */
-static void tsc_open(void)
+/* In a forked child: time_lock may have been held by another thread of
+   the parent, or a publication left half done (it starts again). */
+static void tsc_after_fork(void)
 {
-  int st = atomic_load(&tsc_state);
-  if (st == TSC_READY) {
-    atomic_store_explicit(&tsc_base, -tsc_units(), memory_order_relaxed);
-    return;
-  }
-  if (st != TSC_UNUSED) return;
+  pthread_mutex_init(&time_lock, NULL);
+  if (atomic_load(&tsc_state) == TSC_PUBLISHING)
+    atomic_store(&tsc_state, TSC_CALIBRATING);
+}
+
+/* Whether this process may read the TSC: the kernel keeps time with it
+   (so it checked that it is invariant and synchronised across CPUs), and
+   rdtsc does not fault (prctl PR_SET_TSC). */
+static int tsc_usable(void)
+{
   char src[16] = "";
   FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/"
-                  "current_clocksource", "r");
+                  "current_clocksource", "re");
   if (f) {
     if (!fgets(src, sizeof src, f)) src[0] = 0;
     fclose(f);
   }
-  if (strcmp(src, "tsc\n") != 0) return;
-  cal_tsc = tsc_and_ns(&cal_ns);
+  int mode = PR_TSC_ENABLE;
+  return strcmp(src, "tsc\n") == 0
+    && (prctl(PR_GET_TSC, &mode, 0, 0, 0) != 0 || mode == PR_TSC_ENABLE);
+}
+
+/* At an open, with time_lock: the trace starts now.  The first open
+   starts the calibration if the TSC is usable. */
+static void tsc_open(void)
+{
+  int st = atomic_load(&tsc_state);
+  if (st == TSC_READY) {
+    int64_t d = (int64_t)(__rdtsc() - tsc0);
+    atomic_store_explicit(&tsc_base, -(int64_t)tsc_units(d > 0 ? d : 0),
+                          memory_order_relaxed);
+    return;
+  }
+  if (st != TSC_UNUSED) return;
+  if (!tsc_usable()) { atomic_store(&tsc_state, TSC_OFF); return; }
+  uint64_t ns;
+  cal_tsc = tsc_and_clocks(&ns, &cal_raw, &cal_gap);
+  atomic_store_explicit(&cal_ns, ns, memory_order_relaxed);
+  pthread_atfork(NULL, NULL, tsc_after_fork);
   atomic_store(&tsc_state, TSC_CALIBRATING);
 }
 
-/* Called with clock_gettime's [ns] while calibrating: the first caller
-   after TSC_CALIBRATION_NS publishes the scale. */
+/* Called while calibrating, with a CLOCK_MONOTONIC time read after the
+   state was: the first caller TSC_CALIBRATION_NS after the start
+   publishes the scale, measured against CLOCK_MONOTONIC_RAW (not slewed
+   by NTP: a slew during these 100 ms would stay in the scale), and the
+   base, CLOCK_MONOTONIC's time since the start at tsc0. */
 static void tsc_calibrate(uint64_t ns)
 {
   int expected = TSC_CALIBRATING;
-  if (ns - cal_ns < TSC_CALIBRATION_NS
+  if ((int64_t)(ns - atomic_load_explicit(&cal_ns, memory_order_relaxed))
+        < TSC_CALIBRATION_NS
       || !atomic_compare_exchange_strong(&tsc_state, &expected, TSC_PUBLISHING))
     return;
-  uint64_t ns0;
+  uint64_t ns0, raw0, gap0;
   pthread_mutex_lock(&time_lock);
-  tsc0 = tsc_and_ns(&ns0);
-  if (tsc0 > cal_tsc) {        /* else it stays PUBLISHING: clock_gettime */
-    tsc_scale = (uint64_t)((double)(ns0 - cal_ns) / CAML_TRACE_TIME_UNIT_NS
-                           / (double)(tsc0 - cal_tsc) * 0x1p40);
-    atomic_store_explicit(&tsc_base, (int64_t)units_since_start(ns0),
-                          memory_order_relaxed);
-    atomic_store_explicit(&tsc_state, TSC_READY, memory_order_release);
+  tsc0 = tsc_and_clocks(&ns0, &raw0, &gap0);
+  int st = TSC_OFF;
+  if (tsc0 > cal_tsc && raw0 > cal_raw) {
+    double ns_per_tick = (double)(raw0 - cal_raw) / (double)(tsc0 - cal_tsc);
+    if ((double)(gap0 + cal_gap) / 2 * ns_per_tick <= TSC_MAX_READING_ERROR_NS) {
+      tsc_scale = (uint64_t)(ns_per_tick / CAML_TRACE_TIME_UNIT_NS * 0x1p40);
+      atomic_store_explicit(&tsc_base, (int64_t)units_since_start(ns0),
+                            memory_order_relaxed);
+      st = TSC_READY;
+    }
   }
+  atomic_store_explicit(&tsc_state, st, memory_order_release);
   pthread_mutex_unlock(&time_lock);
 }
 #endif
 
 static __attribute__((noinline)) uint64_t now_by_clock_gettime(void)
 {
-  uint64_t ns = mono_ns();
 #ifdef TSC_CLOCK
-  if (atomic_load(&tsc_state) == TSC_CALIBRATING) tsc_calibrate(ns);
-#endif
+  int st = atomic_load(&tsc_state);   /* before the clock: see tsc_calibrate */
+  uint64_t ns = mono_ns();
+  if (st == TSC_CALIBRATING) tsc_calibrate(ns);
   return units_since_start(ns);
+#else
+  return units_since_start(mono_ns());
+#endif
 }
+
+#ifdef TSC_CLOCK
+/* The TSC read before tsc0: a CPU's few ticks of skew, or a reset. */
+static __attribute__((noinline)) uint64_t now_tsc_behind(int64_t ticks)
+{
+  if (ticks > -TSC_BACK_TICKS)
+    return (uint64_t)atomic_load_explicit(&tsc_base, memory_order_relaxed);
+  atomic_store(&tsc_state, TSC_OFF);
+  return units_since_start(mono_ns());
+}
+#endif
 
 uint64_t caml_trace_writer_now(void)
 {
 #ifdef TSC_CLOCK
   if (__builtin_expect(atomic_load_explicit(&tsc_state, memory_order_acquire)
                        == TSC_READY, 1)) {
-    int64_t t = atomic_load_explicit(&tsc_base, memory_order_relaxed) + tsc_units();
+    int64_t d = (int64_t)(__rdtsc() - tsc0);
+    if (__builtin_expect(d < 0, 0)) return now_tsc_behind(d);
+    int64_t t = atomic_load_explicit(&tsc_base, memory_order_relaxed)
+                + (int64_t)tsc_units(d);
     return t > 0 ? (uint64_t)t : 0;
   }
 #endif
   return now_by_clock_gettime();
+}
+
+int caml_trace_writer_uses_tsc(void)
+{
+#ifdef TSC_CLOCK
+  return atomic_load(&tsc_state) == TSC_READY;
+#else
+  return 0;
+#endif
 }
 
 /* At an open: the trace starts now. */
@@ -463,9 +541,6 @@ int caml_trace_writer_forget_after_fork(void)
   /* Only this thread exists in the child; the lock may have been held by
      another thread of the parent at fork time. */
   pthread_mutex_init(&writer_lock, NULL);
-#ifdef TSC_CLOCK
-  pthread_mutex_init(&time_lock, NULL);
-#endif
   if (trace_fd >= 0) close(trace_fd);
   trace_fd = -1;
   return path_template && strstr(path_template, "%p") != NULL;

@@ -32,12 +32,14 @@ root_retained() {
 within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= p / 100 * b) }'; }
 
 cd "$W"
+# (compiled here: the compilers write their .cm* files next to the source)
+cp "$here"/programs/snap_*.ml .
 for p in snap_hashtbl snap_retention snap_domains snap_memprof; do
-  ocamlopt -g -o "$p" "$here/programs/$p.ml" > "$p.build" 2>&1 || ko "build $p" "$(head -3 "$p.build")"
+  ocamlopt -g -o "$p" "$p.ml" > "$p.build" 2>&1 || ko "build $p" "$(head -3 "$p.build")"
 done
-ocamlopt -g -I +unix unix.cmxa -o snap_signal "$here/programs/snap_signal.ml" > snap_signal.build 2>&1 || ko "build snap_signal"
-ocamlopt -g -runtime-variant d -o snap_stress "$here/programs/snap_stress.ml" > snap_stress.build 2>&1 || ko "build snap_stress (debug runtime)"
-ocamlc -g -o snap_hashtbl.byte "$here/programs/snap_hashtbl.ml" > snap_hashtbl.byte.build 2>&1 || ko "build snap_hashtbl.byte"
+ocamlopt -g -I +unix unix.cmxa -o snap_signal snap_signal.ml > snap_signal.build 2>&1 || ko "build snap_signal"
+ocamlopt -g -runtime-variant d -o snap_stress snap_stress.ml > snap_stress.build 2>&1 || ko "build snap_stress (debug runtime)"
+ocamlc -g -o snap_hashtbl.byte snap_hashtbl.ml > snap_hashtbl.byte.build 2>&1 || ko "build snap_hashtbl.byte"
 
 # ---- acceptance: a Hashtbl held by a module global (native) ----
 OCAMLRUNPARAM="memprof=$W/h.trace,memprof_rate=1e-3,memprof_seed=7" ./snap_hashtbl > h.out 2> h.err

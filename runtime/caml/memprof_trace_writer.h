@@ -22,6 +22,8 @@ int caml_trace_writer_open(const char *template, const mpt_trace_info *info);
 /* Time since the trace started, in the trace's time units. */
 uint64_t caml_trace_writer_now(void);
 #define CAML_TRACE_TIME_UNIT_NS 1000
+/* Whether caml_trace_writer_now reads the TSC now (for the tests). */
+int caml_trace_writer_uses_tsc(void);
 
 /* Append the chunk whose 8-byte header slot starts at [chunk] and whose
    body is [body_len] bytes.  [zbuf] (of [zcap] bytes, at least
