@@ -142,12 +142,18 @@ static inline uint64_t tsc_units(int64_t ticks)
 }
 
 /* In a forked child: time_lock may have been held by another thread of
-   the parent, or a publication left half done (it starts again). */
+   the parent (an open, on any machine), or a publication left half done
+   (it starts again). */
 static void tsc_after_fork(void)
 {
   pthread_mutex_init(&time_lock, NULL);
   if (atomic_load(&tsc_state) == TSC_PUBLISHING)
     atomic_store(&tsc_state, TSC_CALIBRATING);
+}
+
+static void register_tsc_after_fork(void)
+{
+  pthread_atfork(NULL, NULL, tsc_after_fork);
 }
 
 /* Whether this process may read the TSC: the kernel keeps time with it
@@ -183,7 +189,6 @@ static void tsc_open(void)
   uint64_t ns;
   cal_tsc = tsc_and_clocks(&ns, &cal_raw, &cal_gap);
   atomic_store_explicit(&cal_ns, ns, memory_order_relaxed);
-  pthread_atfork(NULL, NULL, tsc_after_fork);
   atomic_store(&tsc_state, TSC_CALIBRATING);
 }
 
@@ -268,6 +273,8 @@ int caml_trace_writer_uses_tsc(void)
 static void start_clock(void)
 {
 #ifdef TSC_CLOCK
+  static pthread_once_t fork_handler = PTHREAD_ONCE_INIT;
+  pthread_once(&fork_handler, register_tsc_after_fork);
   pthread_mutex_lock(&time_lock);
   atomic_store_explicit(&start_ns, mono_ns(), memory_order_relaxed);
   tsc_open();
