@@ -160,18 +160,17 @@ insert(caml_memprof_callstack_cache *c, uintnat key, uint32_t size,
 
 /* Upstream's walk, each slot mapped straight through [define]. */
 int caml_memprof_capture_callstack_reference(caml_memprof_callstack_cache *c,
-                                             uint32_t *ids, uint32_t max,
+                                             uint32_t *ids,
                                              ptrdiff_t alloc_idx,
-                                             int *truncated,
-                                             caml_memprof_define_location define,
-                                             void *ctx)
+                                             int *truncated)
 {
+  uint32_t max = c->max;
   size_t n = caml_get_callstack((size_t)max + 1, &c->scratch, &c->scratch_cap,
                                 alloc_idx);
   *truncated = n > max;
   if (n > max) n = max;
   for (size_t i = 0; i < n; i++)
-    if ((ids[i] = define(ctx, c->scratch[i])) == 0) return -1;
+    if ((ids[i] = c->define(c->ctx, c->scratch[i])) == 0) return -1;
   return (int)n;
 }
 
@@ -230,12 +229,13 @@ static inline int append_checked(caml_memprof_walked_frame **w,
    then, when [shared] > 0, the outermost [shared] frames of prev: the
    capture's results, and the new prev. */
 static inline caml_memprof_capture
-finish_capture(caml_memprof_callstack_cache *c, uint32_t *ids, uint32_t max,
+finish_capture(caml_memprof_callstack_cache *c,
                caml_memprof_walked_frame *fresh_start,
                caml_memprof_walked_frame *w, uint32_t shared, int cut,
                int cut_match)
 {
   caml_memprof_capture r;
+  uint32_t *ids = c->ids, max = c->max;
   caml_memprof_walked_frame *prev = c->frames + 1;
   uint32_t fresh = (uint32_t)(w - fresh_start), total = fresh + shared, n = fresh;
   r.truncated = cut || total > max;
@@ -268,6 +268,9 @@ finish_capture(caml_memprof_callstack_cache *c, uint32_t *ids, uint32_t max,
     *--to = fresh_start[i];
   }
   c->prev_len = shared + fresh;
+#ifdef NATIVE_CODE
+  if (c->prev_len > 0) c->prev_end_sp = prev[0].sp + prev[0].size;
+#endif
   /* A cut stack fills prev (its frames_cap innermost frames), and the
      encoder gets all but the outermost. */
   c->prev_encoded = r.truncated ? CALLSTACK_ENCODED_INNER : CALLSTACK_ENCODED_ALL;
@@ -280,10 +283,9 @@ finish_capture(caml_memprof_callstack_cache *c, uint32_t *ids, uint32_t max,
 /* Fill the entry of return address [pc] (tagged [key]) on a miss. */
 static caml_memprof_frame_slot *
 fill(caml_memprof_callstack_cache *c, uintnat key, uintnat pc,
-     ptrdiff_t alloc_idx, caml_frame_descrs *fds,
-     caml_memprof_define_location define, void *ctx)
+     ptrdiff_t alloc_idx)
 {
-  frame_descr *d = caml_find_frame_descr(fds, pc);
+  frame_descr *d = caml_find_frame_descr(c->frametable, pc);
   if (d == NULL) return insert(c, key, CALLSTACK_NO_DESCR, 0);
   if (frame_return_to_C(d)) return insert(c, key, CALLSTACK_RETURN_TO_C, 0);
   backtrace_slot s = (backtrace_slot)d;   /* backtrace_nat.c's Slot_frame_descr */
@@ -294,7 +296,7 @@ fill(caml_memprof_callstack_cache *c, uintnat key, uintnat pc,
       return NULL;
     s = c->scratch[0];
   }
-  uint32_t loc = define(ctx, s);
+  uint32_t loc = c->define(c->ctx, s);
   if (loc == 0) return NULL;
   return insert(c, key, frame_size(d), loc);
 }
@@ -305,11 +307,10 @@ fill(caml_memprof_callstack_cache *c, uintnat key, uintnat pc,
    loop keeps its registers. */
 static __attribute__((noinline)) caml_memprof_frame_slot *
 lookup_slow(caml_memprof_callstack_cache *c, uintnat key, uintnat pc,
-            ptrdiff_t alloc_idx, caml_frame_descrs *fds,
-            caml_memprof_define_location define, void *ctx)
+            ptrdiff_t alloc_idx)
 {
   caml_memprof_frame_slot *e = probe(c, key);
-  if (e == NULL) e = fill(c, key, pc, key != pc ? alloc_idx : -1, fds, define, ctx);
+  if (e == NULL) e = fill(c, key, pc, key != pc ? alloc_idx : -1);
   return e;
 }
 
@@ -317,9 +318,7 @@ lookup_slow(caml_memprof_callstack_cache *c, uintnat key, uintnat pc,
    [stack] (no outer frame): the walk's rules, emitting nothing.  -1 on
    failure. */
 static int walk_ends_after(caml_memprof_callstack_cache *c,
-                           struct stack_info *stack, char *sp, uint32_t size,
-                           caml_frame_descrs *fds,
-                           caml_memprof_define_location define, void *ctx)
+                           struct stack_info *stack, char *sp, uint32_t size)
 {
   char *start_sp;
   uintnat pc, start_pc;
@@ -327,7 +326,7 @@ static int walk_ends_after(caml_memprof_callstack_cache *c,
   pc = Saved_return_address(sp);
   for (;;) {
     caml_memprof_frame_slot *e = probe(c, pc);
-    if (e == NULL && (e = fill(c, pc, pc, -1, fds, define, ctx)) == NULL)
+    if (e == NULL && (e = fill(c, pc, pc, -1)) == NULL)
       return -1;
     if (e->size < CALLSTACK_RETURN_TO_C) return 0;
     if (e->size == CALLSTACK_RETURN_TO_C) {
@@ -343,6 +342,19 @@ static int walk_ends_after(caml_memprof_callstack_cache *c,
     caml_get_stack_sp_pc(stack, &start_sp, &start_pc);
     sp = start_sp; pc = start_pc;
   }
+}
+
+/* The walk's preparation, when the frame tables changed (which may have
+   unregistered code, whose addresses the cache must forget) or the
+   cache was configured (frametable is then NULL): the cache emptied, the
+   walked frames' room reserved for [max]. */
+static __attribute__((noinline)) int
+prepare(caml_memprof_callstack_cache *c, caml_frame_descrs *fds)
+{
+  caml_memprof_callstack_cache_clear(c);
+  if (c->frames_cap != c->max + 1 && !reserve_frames(c, c->max)) return 0;
+  c->frametable = fds;
+  return 1;
 }
 
 /* The walk.  Before each frame is looked up, it is looked for among the
@@ -365,26 +377,20 @@ static int walk_ends_after(caml_memprof_callstack_cache *c,
    more than [max] frames), reaching its outermost frame with at least
    [max] + 1 frames in all is enough: this stack is cut too.  The result
    becomes prev: the shared part stays in place, the fresh frames are
-   copied after it. */
+   copied after it.
+   Most samples end at such a match, with a few fresh frames and the rest
+   of a complete prev already encoded: that case is finished here, the
+   others by finish_capture. */
 caml_memprof_capture
 caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
-                               uint32_t *ids, uint32_t max,
-                               ptrdiff_t alloc_idx,
-                               caml_memprof_define_location define,
-                               void *ctx)
+                               ptrdiff_t alloc_idx)
 {
   caml_frame_descrs *fds = caml_get_frame_descrs();
-  if ((void *)fds != c->frametable) {
-    caml_memprof_callstack_cache_clear(c);
-    c->frametable = fds;
-  }
-  if (c->frames_cap != max + 1 && !reserve_frames(c, max))
+  if (__builtin_expect((void *)fds != c->frametable, 0) && !prepare(c, fds))
     return capture_failed;
   struct stack_info *stack = Caml_state->current_stack;
-  /* sp and pc never have their address taken (they stay in registers):
-     caml_get_stack_sp_pc writes into start_sp and start_pc. */
-  char *sp = First_frame((char *)stack->sp), *start_sp;
-  uintnat pc = Saved_return_address(sp), start_pc;
+  char *sp = First_frame((char *)stack->sp);
+  uintnat pc = Saved_return_address(sp);
   /* The first frame's key carries the allocation index. */
   uintnat key = alloc_idx >= 0 ? pc | ALLOC_TAG(alloc_idx) : pc;
   const uintnat *ret_at = &no_return_address;  /* how the walk came to sp */
@@ -402,39 +408,47 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     if (pq->sp == sp && pq->key == key) {
       caml_memprof_walked_frame *f = pq;
       while (*f[-1].ret_at == f[-1].key) f--;
-      uint32_t q = (uint32_t)(pq - prev) + 1, k = (uint32_t)(f - prev);
-      if (k == 0 && !c->prev_complete
-          && (uint32_t)(w - fresh_start) + q >= c->frames_cap) {
-        /* prev was cut, and this stack has as many frames up to prev's
-           outermost: it is cut too, and nothing beyond is needed. */
-        shared = q;
-        pq->ret_at = ret_at;
-        cut = cut_match = 1;
-        break;
-      }
-      if (k == 0 && c->prev_complete) {
-        /* The previous walk's end, repeated, or the walk's rules. */
-        char *end_sp = prev[0].sp + prev[0].size;
-        int end = c->prev_end_pc != 0
-          && (uintnat)Saved_return_address(end_sp) == c->prev_end_pc
-          && end_sp + Stack_header_size == (char *)Stack_high(stack)
-          && Stack_parent(stack) == NULL;
-        if (!end) {
-          end = walk_ends_after(c, stack, prev[0].sp, prev[0].size, fds,
-                                define, ctx);
-          slots = c->slots; mask = c->cap - 1;  /* a fill may have grown it */
-        }
-        if (end < 0) return capture_failed;
-        if (end) {
+      uint32_t q = (uint32_t)(pq - prev) + 1;
+      pq->ret_at = ret_at;
+      if (f == prev) {
+        uint32_t fresh = (uint32_t)(w - fresh_start);
+        if (c->prev_complete) {
+          /* The previous walk's end, repeated, or the walk's rules. */
+          int end = c->prev_end_pc != 0
+            && (uintnat)Saved_return_address(c->prev_end_sp) == c->prev_end_pc
+            && c->prev_end_sp + Stack_header_size == (char *)Stack_high(stack)
+            && Stack_parent(stack) == NULL;
+          if (!end) {
+            end = walk_ends_after(c, stack, prev[0].sp, prev[0].size);
+            slots = c->slots; mask = c->cap - 1;  /* a fill may have grown it */
+          }
+          if (end < 0) return capture_failed;
+          if (end && fresh + q <= c->max
+              && c->prev_encoded == CALLSTACK_ENCODED_ALL) {
+            /* The common case: prev keeps its frames [0, q), followed by
+               the fresh ones, outermost first; prev_complete and
+               prev_encoded stay as they are, and so does prev's end. */
+            uint32_t *ids = c->ids;
+            caml_memprof_walked_frame *to = prev + q + fresh;
+            for (uint32_t i = 0; i < fresh; i++) {
+              ids[i] = fresh_start[i].loc;
+              *--to = fresh_start[i];
+            }
+            c->prev_len = q + fresh;
+            return (caml_memprof_capture){ (int)fresh, 0, (int)q };
+          }
+          if (end) { shared = q; break; }
+        } else if (fresh + q >= c->frames_cap) {
+          /* prev was cut, and this stack has as many frames up to prev's
+             outermost: it is cut too, and nothing beyond is needed. */
           shared = q;
-          pq->ret_at = ret_at;
+          cut = cut_match = 1;
           break;
         }
       }
-      /* Frames q-1 down to k are this stack's; the walk goes on after
-         prev[k].  (prev[q-1] is not kept as it is: the new prev keeps at
-         most prev[0, k).) */
-      pq->ret_at = ret_at;
+      /* Frames q-1 down to f are this stack's; the walk goes on after
+         f.  (prev[q-1] is not kept as it is: the new prev keeps at most
+         prev[0, f).) */
       if (!append_checked(&w, wend, pq, f)) { cut = 1; goto walked; }
       pq = f - 1;
       sp = f->sp + f->size;
@@ -444,7 +458,7 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     }
     caml_memprof_frame_slot *e = &slots[slot_index(key, mask)];
     if (__builtin_expect(e->key != key, 0)) {
-      e = lookup_slow(c, key, pc, alloc_idx, fds, define, ctx);
+      e = lookup_slow(c, key, pc, alloc_idx);
       if (e == NULL) return capture_failed;
       slots = c->slots; mask = c->cap - 1;
     }
@@ -470,14 +484,15 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
         continue;
       }
     }
-    /* The end of this stack: go on in the parent fiber's. */
+    /* The end of this stack: go on in the parent fiber's
+       (caml_get_stack_sp_pc's first frame). */
     stack = Stack_parent(stack);
     if (stack == NULL) { c->prev_end_pc = end_pc; break; }
-    caml_get_stack_sp_pc(stack, &start_sp, &start_pc);
-    sp = start_sp; key = pc = start_pc;
+    sp = First_frame((char *)stack->sp);
+    key = pc = Saved_return_address(sp);
   }
  walked:
-  return finish_capture(c, ids, max, fresh_start, w, shared, cut, cut_match);
+  return finish_capture(c, fresh_start, w, shared, cut, cut_match);
 }
 
 #else /* bytecode */
@@ -485,13 +500,11 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
 /* Location id of backtrace slot [s] through the cache (which has a
    table: see reserve_frames). */
 static inline uint32_t slot_location(caml_memprof_callstack_cache *c,
-                                     backtrace_slot s,
-                                     caml_memprof_define_location define,
-                                     void *ctx)
+                                     backtrace_slot s)
 {
   caml_memprof_frame_slot *e = probe(c, (uintnat)s);
   if (e) return e->loc;
-  uint32_t loc = define(ctx, s);
+  uint32_t loc = c->define(c->ctx, s);
   if (loc == 0 || !insert(c, (uintnat)s, 0, loc)) return 0;
   return loc;
 }
@@ -560,13 +573,10 @@ static int other_code_frame(value *spv)
    native walk (a version that ignored the scan state failed them). */
 caml_memprof_capture
 caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
-                               uint32_t *ids, uint32_t max,
-                               ptrdiff_t alloc_idx,
-                               caml_memprof_define_location define,
-                               void *ctx)
+                               ptrdiff_t alloc_idx)
 {
   (void)alloc_idx;            /* bytecode has no combined allocations */
-  if (c->frames_cap != max + 1 && !reserve_frames(c, max))
+  if (c->frames_cap != c->max + 1 && !reserve_frames(c, c->max))
     return capture_failed;
   struct stack_info *stack = Caml_state->current_stack;
   value *sp = stack->sp, *high = Stack_high(stack);
@@ -625,7 +635,7 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
       continue;
     }
     if (w == wend) { cut = 1; break; }
-    uint32_t loc = slot_location(c, (backtrace_slot)v, define, ctx);
+    uint32_t loc = slot_location(c, (backtrace_slot)v);
     if (loc == 0) return capture_failed;
     w->key = (uintnat)v; w->at = at; w->high = high; w->trap = trap_pc;
     w->linked = linked; w->loc = loc;
@@ -642,7 +652,7 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     linked = 0;
   }
  walked:
-  return finish_capture(c, ids, max, fresh_start, w, shared, cut, cut_match);
+  return finish_capture(c, fresh_start, w, shared, cut, cut_match);
 }
 
 #endif

@@ -474,6 +474,7 @@ static inline int ensure_space(tracer_domain *d, size_t n)
 /* Make [d]'s stream state belong to the current trace.  Returns 0 if the
    buffers cannot be allocated (the sample is then lost). */
 static int reset_stream(tracer_domain *d, uintnat gen);
+static uint32_t define_location(void *ctx, backtrace_slot slot);
 static inline int ensure_stream(tracer_domain *d)
 {
   uintnat gen = atomic_load(&generation);
@@ -510,6 +511,8 @@ static int reset_stream(tracer_domain *d, uintnat gen)
   d->loc_used = d->loc_count = d->str_count = 0;
   d->code_releases = atomic_load_relaxed(&code_releases);
   caml_memprof_callstack_cache_clear(&d->frames);
+  caml_memprof_callstack_configure(&d->frames, d->ids, max_frames,
+                                   define_location, d);
   d->young.len = d->major.len = 0;
   d->samples = d->lost = 0;
   d->next_id = d->id_end = 0;
@@ -645,8 +648,7 @@ static void verify_callstack(tracer_domain *d, int n, int common,
     return;
   int ref_truncated;
   int m = caml_memprof_capture_callstack_reference(
-    &d->frames, d->ref_ids, max_frames, alloc_idx, &ref_truncated,
-    define_location, d);
+    &d->frames, d->ref_ids, alloc_idx, &ref_truncated);
   int len = n + (common > 0 ? common : 0), i = 0;
   while (i < len && i < m
          && (i < n ? d->ids[i] : d->enc.prev_stack[len - 1 - i]) == d->ref_ids[i])
@@ -683,9 +685,7 @@ static inline void record(tracer_domain *d, value block, uintnat wosize,
   if (d->code_releases != atomic_load_relaxed(&code_releases))
     forget_code_addresses(d);
 #endif
-  caml_memprof_capture cap =
-    caml_memprof_capture_callstack(&d->frames, d->ids, max_frames, alloc_idx,
-                                   define_location, d);
+  caml_memprof_capture cap = caml_memprof_capture_callstack(&d->frames, alloc_idx);
   int n = cap.n, truncated = cap.truncated, common = cap.common;
   if (n < 0) { d->lost += nsamples; goto out; }
   if (params.verify) verify_callstack(d, n, common, truncated, alloc_idx);

@@ -70,7 +70,17 @@ typedef struct {
 } caml_memprof_walked_frame;
 #endif
 
+typedef uint32_t (*caml_memprof_define_location)(void *ctx, backtrace_slot s);
+
 typedef struct {
+  /* What every capture of the stream is for (caml_memprof_callstack_
+     configure): read from here rather than passed, so that the walk keeps
+     its registers for the stack. */
+  uint32_t *ids;                /* where a capture writes its location ids,
+                                   room for max + 1 (used as scratch)     */
+  uint32_t max;                 /* the most frames a capture gives        */
+  caml_memprof_define_location define;
+  void *ctx;
   caml_memprof_frame_slot *slots;
   uint32_t cap, count;          /* cap: a power of two, or 0             */
   void *frametable;             /* the frame table the entries came from */
@@ -89,14 +99,14 @@ typedef struct {
                                    else 0; bytecode: the end (Stack_high)
                                    of the stack where the last walk that
                                    went to the end ended                   */
+  char *prev_end_sp;            /* native: where that return-to-C address
+                                   is read (prev[0]'s sp plus its size)   */
   int prev_encoded;             /* the encoder's previous stack is prev's
                                    location ids (CALLSTACK_ENCODED_ALL: the
                                    last capture was complete and encoded),
                                    or those of prev[1, prev_len) (..._INNER:
                                    it was cut and encoded), or unknown (0) */
 } caml_memprof_callstack_cache;
-
-typedef uint32_t (*caml_memprof_define_location)(void *ctx, backtrace_slot s);
 
 /* What a capture gives: in registers, not through pointers (the call is
    on the sample path). */
@@ -106,24 +116,34 @@ typedef struct {
   int common;           /* see caml_memprof_capture_callstack               */
 } caml_memprof_capture;
 
-/* Capture the current callstack: at most [max] location ids into [ids]
-   (which has room for [max] + 1, used as scratch),
-   innermost first.  [alloc_idx] >= 0 names the allocation, among those of
-   a combined allocation from OCaml, whose own location the innermost frame
-   gets (as caml_get_callstack's).  Returns the number of ids (n), or -1 on
-   failure; [truncated] is set when the stack had more than [max] frames.
-   [common] >= 0 says that the stack is the ids returned followed by the
-   outermost [common] frames of the stack last given to the encoder (see
-   mpt_enc_alloc_shared): the walk stopped where the stack joined the
-   previous capture's, and checked the rest of it frame by frame (one
-   load and compare each).  [common] = -1: the ids are the whole stack.
-   [max] must be the same at every call. */
+/* Where captures write, how many frames they give at most, and how they
+   define a location the cache has not seen: [define] gives its id in the
+   stream (0 on failure, which makes the capture fail).  To be called
+   before the first capture, and again whenever one of these changes. */
+static inline void
+caml_memprof_callstack_configure(caml_memprof_callstack_cache *c,
+                                 uint32_t *ids, uint32_t max,
+                                 caml_memprof_define_location define,
+                                 void *ctx)
+{
+  c->ids = ids; c->max = max; c->define = define; c->ctx = ctx;
+  c->frametable = NULL;         /* the next capture prepares the cache */
+}
+
+/* Capture the current callstack: at most [c->max] location ids into
+   [c->ids], innermost first.  [alloc_idx] >= 0 names the allocation, among
+   those of a combined allocation from OCaml, whose own location the
+   innermost frame gets (as caml_get_callstack's).  Returns the number of
+   ids (n), or -1 on failure; [truncated] is set when the stack had more
+   than [max] frames.  [common] >= 0 says that the stack is the ids
+   returned followed by the outermost [common] frames of the stack last
+   given to the encoder (see mpt_enc_alloc_shared): the walk stopped where
+   the stack joined the previous capture's, and checked the rest of it
+   frame by frame (one load and compare each).  [common] = -1: the ids are
+   the whole stack. */
 caml_memprof_capture
 caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
-                               uint32_t *ids, uint32_t max,
-                               ptrdiff_t alloc_idx,
-                               caml_memprof_define_location define,
-                               void *ctx);
+                               ptrdiff_t alloc_idx);
 
 /* The stack just captured was not given to the encoder (sample lost). */
 #define CALLSTACK_ENCODED_ALL 1
@@ -134,14 +154,13 @@ caml_memprof_callstack_not_encoded(caml_memprof_callstack_cache *c)
   c->prev_encoded = 0;
 }
 
-/* The same stack through upstream's caml_get_callstack and [define] alone:
-   the reference the tests compare the walk with (memprof_verify=1). */
+/* The same stack through upstream's caml_get_callstack and [c->define]
+   alone, into [ids] (room for [c->max]): the reference the tests compare
+   the walk with (memprof_verify=1). */
 int caml_memprof_capture_callstack_reference(caml_memprof_callstack_cache *c,
-                                             uint32_t *ids, uint32_t max,
+                                             uint32_t *ids,
                                              ptrdiff_t alloc_idx,
-                                             int *truncated,
-                                             caml_memprof_define_location define,
-                                             void *ctx);
+                                             int *truncated);
 
 /* Forget every entry (the stream's location ids were reset). */
 void caml_memprof_callstack_cache_clear(caml_memprof_callstack_cache *c);
