@@ -90,7 +90,9 @@ $(B)/stage.stamp: $(B)/pristine.stamp $(OUR_FILES)
 # the native code generator compiles in): when a file outside runtime/ or
 # domain_state.tbl changes, the build tree is cleaned.  Nor does it relink
 # the native compilers and tools (*.opt) when the runtime library changes:
-# they are removed so that they are relinked with it.
+# they are removed so that they are relinked with it.  Nor does it track
+# the headers of the runtime's assembly: amd64.S expands memprof_trap.h's
+# sample-trap entry, so its objects go when that header changes.
 $(B)/src.stamp: $(B)/stage.stamp
 	@mkdir -p $(SRC)
 	@changes=$$(rsync -rlc --itemize-changes $(STAGE)/ $(SRC)/ | sed -n 's/^>f[^ ]* //p'); \
@@ -103,7 +105,9 @@ $(B)/src.stamp: $(B)/stage.stamp
 	    $(MAKE) -C $(SRC) clean >/dev/null; $(CONFIGURE_SRC); \
 	  elif echo "$$changes" | grep -q '^runtime/'; then \
 	    echo "sync: runtime changed: relinking the native tools that embed it"; \
-	    find $(SRC) -name '*.opt' -type f -perm -u+x -delete; fi; \
+	    find $(SRC) -name '*.opt' -type f -perm -u+x -delete; \
+	    if echo "$$changes" | grep -q '^runtime/caml/memprof_trap.h'; then \
+	      rm -f $(SRC)/runtime/amd64*.o; fi; fi; \
 	  touch $@; fi
 
 # Configured once, again when this version's configuration (config.vars)

@@ -68,12 +68,20 @@
 #include "caml/domain_state.h"
 #include "caml/fiber.h"
 #include "caml/memprof_callstack.h"
+#include "caml/memprof_trap.h"
 #include "caml/misc.h"
 #ifdef NATIVE_CODE
 #include "caml/frame_descriptors.h"
 #include "caml/stack.h"
 #else
 #include "caml/fix_code.h"
+#endif
+
+#ifdef CAML_MEMPROF_TRAP
+/* The fast capture runs in memprof_trap.c's sample trap, where only the
+   general registers have been saved: no code of this file uses others
+   (a test reads the disassembly). */
+#pragma GCC target("general-regs-only")
 #endif
 
 /* Marks in caml_memprof_frame_slot.size (frame sizes are below 2^16). */
@@ -88,9 +96,17 @@ _Static_assert(offsetof(caml_memprof_frame_slot, loc)
                && offsetof(caml_memprof_walked_frame, loc)
                == offsetof(caml_memprof_walked_frame, size) + 4,
                "size and loc are adjacent");
+#else
+/* copy_frame copies linked and loc as one 8-byte word. */
+_Static_assert(offsetof(caml_memprof_walked_frame, loc)
+               == offsetof(caml_memprof_walked_frame, linked) + 4,
+               "linked and loc are adjacent");
 #endif
 
 #define ALLOC_TAG(alloc_idx) ((uintnat)((alloc_idx) + 1) << 56)
+/* The key of an allocation point's lengths (caml_memprof_callstack_note_
+   alloc): bit 55, which neither a user-space address nor ALLOC_TAG uses. */
+#define ALLOC_LENS_TAG ((uintnat)1 << 55)
 
 static inline uint32_t slot_index(uintnat key, uint32_t mask)
 {
@@ -209,10 +225,30 @@ static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
 
 /* What a failed walk returns (no memory, or a location not defined). */
 static const caml_memprof_capture capture_failed = { -1, 0, -1 };
+#ifdef NATIVE_CODE
+/* What a fast capture returns when the stack needs more than it does. */
+static const caml_memprof_capture capture_slow = { CALLSTACK_SLOW, 0, -1 };
+#endif
+
+/* A walked frame copied field by field: a structure assignment may become
+   a string move (rep movs) where only the general registers are used,
+   an instruction per 4 bytes. */
+static inline void copy_frame(caml_memprof_walked_frame *to,
+                              const caml_memprof_walked_frame *from)
+{
+#ifdef NATIVE_CODE
+  to->key = from->key; to->sp = from->sp; to->ret_at = from->ret_at;
+  memcpy(&to->size, &from->size, sizeof from->size + sizeof from->loc);
+#else
+  to->key = from->key; to->at = from->at; to->high = from->high;
+  to->trap = from->trap;
+  memcpy(&to->linked, &from->linked, sizeof from->linked + sizeof from->loc);
+#endif
+}
 
 /* Prev's frames from [pq] out to [f], found still there, appended to the
    walk's at [*w]; 0 when the walk's part fills up first (the stack is
-   cut).  The caller has recorded in [pq] how this walk came to it. */
+   cut). */
 static inline int append_checked(caml_memprof_walked_frame **w,
                                  caml_memprof_walked_frame *wend,
                                  caml_memprof_walked_frame *pq,
@@ -220,19 +256,21 @@ static inline int append_checked(caml_memprof_walked_frame **w,
 {
   for (caml_memprof_walked_frame *g = pq; g >= f; g--) {
     if (*w == wend) return 0;
-    *(*w)++ = *g;
+    copy_frame((*w)++, g);
   }
   return 1;
 }
 
 /* The end of a walk that found [fresh_start, w) (innermost first) and
    then, when [shared] > 0, the outermost [shared] frames of prev: the
-   capture's results, and the new prev. */
-static inline caml_memprof_capture
+   capture's results, and the new prev.  [fast] (a constant): the fast
+   capture's walk, which ends here only at the stack's end, uncut, so
+   that prev need not move (and no call to memmove is compiled in). */
+static inline __attribute__((always_inline)) caml_memprof_capture
 finish_capture(caml_memprof_callstack_cache *c,
                caml_memprof_walked_frame *fresh_start,
                caml_memprof_walked_frame *w, uint32_t shared, int cut,
-               int cut_match)
+               int cut_match, const int fast)
 {
   caml_memprof_capture r;
   uint32_t *ids = c->ids, max = c->max;
@@ -254,7 +292,7 @@ finish_capture(caml_memprof_callstack_cache *c,
   /* The new prev: prev[0, shared) then the fresh frames, outermost first,
      at most frames_cap of them (the innermost). */
   c->prev_complete = !cut;
-  if (total > c->frames_cap) {
+  if (!fast && total > c->frames_cap) {
     uint32_t drop = total - c->frames_cap;
     memmove(prev, prev + drop, (shared - drop) * sizeof *prev);
     shared -= drop;
@@ -265,7 +303,7 @@ finish_capture(caml_memprof_callstack_cache *c,
   caml_memprof_walked_frame *to = prev + shared + fresh;
   for (uint32_t i = 0; i < fresh; i++) {
     ids[i] = fresh_start[i].loc;
-    *--to = fresh_start[i];
+    copy_frame(--to, &fresh_start[i]);
   }
   c->prev_len = shared + fresh;
 #ifdef NATIVE_CODE
@@ -380,14 +418,21 @@ prepare(caml_memprof_callstack_cache *c, caml_frame_descrs *fds)
    copied after it.
    Most samples end at such a match, with a few fresh frames and the rest
    of a complete prev already encoded: that case is finished here, the
-   others by finish_capture. */
-caml_memprof_capture
-caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
-                               ptrdiff_t alloc_idx)
+   others by finish_capture.
+   [fast] (a constant): the sample trap's capture, which must not call
+   out of this file nor reach code that could (a cache miss defines a
+   location, a cut stack moves prev): it returns capture_slow before it
+   changes anything when the stack needs more than cached frames, a match
+   finished here or the stack's end, and the tracer takes the sample the
+   ordinary way. */
+static inline __attribute__((always_inline)) caml_memprof_capture
+walk(caml_memprof_callstack_cache *c, ptrdiff_t alloc_idx, const int fast)
 {
   caml_frame_descrs *fds = caml_get_frame_descrs();
-  if (__builtin_expect((void *)fds != c->frametable, 0) && !prepare(c, fds))
-    return capture_failed;
+  if (__builtin_expect((void *)fds != c->frametable, 0)) {
+    if (fast) return capture_slow;
+    if (!prepare(c, fds)) return capture_failed;
+  }
   struct stack_info *stack = Caml_state->current_stack;
   char *sp = First_frame((char *)stack->sp);
   uintnat pc = Saved_return_address(sp);
@@ -409,7 +454,6 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
       caml_memprof_walked_frame *f = pq;
       while (*f[-1].ret_at == f[-1].key) f--;
       uint32_t q = (uint32_t)(pq - prev) + 1;
-      pq->ret_at = ret_at;
       if (f == prev) {
         uint32_t fresh = (uint32_t)(w - fresh_start);
         if (c->prev_complete) {
@@ -419,6 +463,7 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
             && c->prev_end_sp + Stack_header_size == (char *)Stack_high(stack)
             && Stack_parent(stack) == NULL;
           if (!end) {
+            if (fast) return capture_slow;
             end = walk_ends_after(c, stack, prev[0].sp, prev[0].size);
             slots = c->slots; mask = c->cap - 1;  /* a fill may have grown it */
           }
@@ -429,27 +474,37 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                the fresh ones, outermost first; prev_complete and
                prev_encoded stay as they are, and so does prev's end. */
             uint32_t *ids = c->ids;
-            caml_memprof_walked_frame *to = prev + q + fresh;
-            for (uint32_t i = 0; i < fresh; i++) {
-              ids[i] = fresh_start[i].loc;
-              *--to = fresh_start[i];
+            caml_memprof_walked_frame *to = prev + q + fresh, *from;
+            pq->ret_at = ret_at;
+            for (from = fresh_start; from < w; from++) {
+              *ids++ = from->loc;
+              copy_frame(--to, from);
             }
             c->prev_len = q + fresh;
             return (caml_memprof_capture){ (int)fresh, 0, (int)q };
           }
-          if (end) { shared = q; break; }
+          if (fast) return capture_slow;
+          if (end) { shared = q; pq->ret_at = ret_at; break; }
         } else if (fresh + q >= c->frames_cap) {
+          if (fast) return capture_slow;
           /* prev was cut, and this stack has as many frames up to prev's
              outermost: it is cut too, and nothing beyond is needed. */
           shared = q;
+          pq->ret_at = ret_at;
           cut = cut_match = 1;
           break;
         }
       }
       /* Frames q-1 down to f are this stack's; the walk goes on after
-         f.  (prev[q-1] is not kept as it is: the new prev keeps at most
-         prev[0, f).) */
-      if (!append_checked(&w, wend, pq, f)) { cut = 1; goto walked; }
+         f.  Their copies say how this walk came to them (prev, unchanged,
+         keeps at most prev[0, f) as it is). */
+      caml_memprof_walked_frame *appended = w;
+      if (!append_checked(&w, wend, pq, f)) {
+        if (fast) return capture_slow;
+        cut = 1;
+        goto walked;
+      }
+      appended->ret_at = ret_at;
       pq = f - 1;
       sp = f->sp + f->size;
       ret_at = (const uintnat *)&Saved_return_address(sp);
@@ -458,13 +513,21 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     }
     caml_memprof_frame_slot *e = &slots[slot_index(key, mask)];
     if (__builtin_expect(e->key != key, 0)) {
-      e = lookup_slow(c, key, pc, alloc_idx);
-      if (e == NULL) return capture_failed;
-      slots = c->slots; mask = c->cap - 1;
+      if (fast) {
+        if ((e = probe(c, key)) == NULL) return capture_slow;
+      } else {
+        e = lookup_slow(c, key, pc, alloc_idx);
+        if (e == NULL) return capture_failed;
+        slots = c->slots; mask = c->cap - 1;
+      }
     }
     uint32_t size = e->size;
     if (size < CALLSTACK_RETURN_TO_C) {
-      if (w == wend) { cut = 1; break; }
+      if (w == wend) {
+        if (fast) return capture_slow;
+        cut = 1;
+        break;
+      }
       w->key = key; w->sp = sp; w->ret_at = ret_at;
       memcpy(&w->size, &e->size, sizeof e->size + sizeof e->loc);
       w++;
@@ -492,8 +555,49 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     key = pc = Saved_return_address(sp);
   }
  walked:
-  return finish_capture(c, fresh_start, w, shared, cut, cut_match);
+  return finish_capture(c, fresh_start, w, shared, cut, cut_match, fast);
 }
+
+caml_memprof_capture
+caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
+                               ptrdiff_t alloc_idx)
+{
+  return walk(c, alloc_idx, 0);
+}
+
+#ifdef CAML_MEMPROF_TRAP
+caml_memprof_capture
+caml_memprof_capture_callstack_fast(caml_memprof_callstack_cache *c,
+                                    ptrdiff_t alloc_idx)
+{
+  return walk(c, alloc_idx, 1);
+}
+#endif
+
+#ifdef CAML_MEMPROF_TRAP
+void caml_memprof_callstack_note_alloc(caml_memprof_callstack_cache *c,
+                                       uintnat pc,
+                                       const unsigned char *alloc_len)
+{
+  uintnat key = pc | ALLOC_LENS_TAG;
+  if ((void *)caml_get_frame_descrs() != c->frametable || c->cap == 0
+      || probe(c, key) != NULL)
+    return;
+  caml_memprof_frame_slot *e = insert(c, key, 0, 0);
+  if (e) memcpy(&e->size, &alloc_len, sizeof alloc_len);
+}
+
+const unsigned char *
+caml_memprof_callstack_alloc_lens(caml_memprof_callstack_cache *c, uintnat pc)
+{
+  const unsigned char *alloc_len = NULL;
+  caml_memprof_frame_slot *e;
+  if ((void *)caml_get_frame_descrs() == c->frametable
+      && (e = probe(c, pc | ALLOC_LENS_TAG)) != NULL)
+    memcpy(&alloc_len, &e->size, sizeof alloc_len);
+  return alloc_len;
+}
+#endif
 
 #else /* bytecode */
 
@@ -625,9 +729,10 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
         break;
       }
       /* Frames q-1 down to k are this stack's; the scan goes on after
-         prev[k]. */
-      pq->linked = linked;
+         prev[k].  Their copies say how this walk came to them. */
+      caml_memprof_walked_frame *appended = w;
       if (!append_checked(&w, wend, pq, f)) { cut = 1; goto walked; }
+      appended->linked = linked;
       pq = f - 1;
       sp = f->at + 1;
       trap_pc = f->trap;
@@ -652,7 +757,7 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     linked = 0;
   }
  walked:
-  return finish_capture(c, fresh_start, w, shared, cut, cut_match);
+  return finish_capture(c, fresh_start, w, shared, cut, cut_match, 0);
 }
 
 #endif

@@ -38,6 +38,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <lz4frame.h>
+#include "caml/memprof_trap.h"
+
+#ifdef CAML_MEMPROF_TRAP
+/* The native runtime's sample trap encodes its ALLOC records through the
+   header's inline encoders and the functions of this file up to
+   mpt_enc_pack_record (see memprof_trap.h): the general registers only. */
+#pragma GCC push_options
+#pragma GCC target("general-regs-only")
+#endif
 #include "caml/memprof_trace_codec.h"
 
 /* The runtime's build warns of an unmarked fall-through; this file is also
@@ -117,9 +126,7 @@ void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
 {
   if (len > e->prev_cap) len = e->prev_cap;
   /* Outermost frames shared with the previous stack are sent as a count. */
-  uint32_t common = 0, most = len < e->prev_len ? len : e->prev_len;
-  while (common < most && stack[len - 1 - common] == e->prev_stack[common])
-    common++;
+  uint32_t common = mpt_enc_common_frames(e, stack, len);
   mpt_enc_alloc_shared(e, time, id, wosize, nsamples, src, truncated,
                        stack, len - common, common);
 }
@@ -201,6 +208,9 @@ uint8_t *mpt_enc_pack_record(mpt_encoder *e, uint8_t *rec, uint8_t *field,
   }
   return p;
 }
+#ifdef CAML_MEMPROF_TRAP
+#pragma GCC pop_options
+#endif
 
 void mpt_enc_simple(mpt_encoder *e, enum mpt_event_kind kind,
                     uint64_t time, uint64_t arg)

@@ -69,6 +69,7 @@
 #include <unistd.h>
 #include <stdatomic.h>
 #include "caml/memprof_trace_writer.h"
+#include "caml/memprof_trap.h"
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <sys/prctl.h>
 #include <x86intrin.h>
@@ -136,10 +137,19 @@ static uint64_t tsc_and_clocks(uint64_t *ns, uint64_t *raw, uint64_t *gap)
   return best;
 }
 
+#ifdef CAML_MEMPROF_TRAP
+/* The TSC's time is also the sample trap's clock (memprof_trap.h): these
+   functions use the general registers only. */
+#pragma GCC push_options
+#pragma GCC target("general-regs-only")
+#endif
 static inline uint64_t tsc_units(int64_t ticks)
 {
   return (uint64_t)(((unsigned __int128)(uint64_t)ticks * tsc_scale) >> 40);
 }
+#ifdef CAML_MEMPROF_TRAP
+#pragma GCC pop_options
+#endif
 
 /* In a forked child: time_lock may have been held by another thread of
    the parent (an open, on any machine), or a publication left half done
@@ -234,31 +244,53 @@ static __attribute__((noinline)) uint64_t now_by_clock_gettime(void)
 #endif
 }
 
-#ifdef TSC_CLOCK
-/* The TSC read before tsc0: a CPU's few ticks of skew, or a reset. */
-static __attribute__((noinline)) uint64_t now_tsc_behind(int64_t ticks)
+/* The time when the TSC is not read: not (yet) in use, or read before
+   tsc0 (a CPU's few ticks of skew, or a reset). */
+static __attribute__((noinline)) uint64_t now_not_tsc(void)
 {
-  if (ticks > -TSC_BACK_TICKS)
-    return (uint64_t)atomic_load_explicit(&tsc_base, memory_order_relaxed);
-  atomic_store(&tsc_state, TSC_OFF);
-  return units_since_start(mono_ns());
-}
+#ifdef TSC_CLOCK
+  if (atomic_load_explicit(&tsc_state, memory_order_acquire) == TSC_READY) {
+    int64_t ticks = (int64_t)(__rdtsc() - tsc0);
+    if (ticks > -TSC_BACK_TICKS)
+      return (uint64_t)atomic_load_explicit(&tsc_base, memory_order_relaxed);
+    atomic_store(&tsc_state, TSC_OFF);
+    return units_since_start(mono_ns());
+  }
 #endif
+  return now_by_clock_gettime();
+}
 
-uint64_t caml_trace_writer_now(void)
+#ifdef CAML_MEMPROF_TRAP
+#pragma GCC push_options
+#pragma GCC target("general-regs-only")
+#endif
+int caml_trace_writer_now_tsc(uint64_t *now)
 {
 #ifdef TSC_CLOCK
   if (__builtin_expect(atomic_load_explicit(&tsc_state, memory_order_acquire)
                        == TSC_READY, 1)) {
     int64_t d = (int64_t)(__rdtsc() - tsc0);
-    if (__builtin_expect(d < 0, 0)) return now_tsc_behind(d);
-    int64_t t = atomic_load_explicit(&tsc_base, memory_order_relaxed)
-                + (int64_t)tsc_units(d);
-    return t > 0 ? (uint64_t)t : 0;
+    if (__builtin_expect(d >= 0, 1)) {
+      int64_t t = atomic_load_explicit(&tsc_base, memory_order_relaxed)
+                  + (int64_t)tsc_units(d);
+      *now = t > 0 ? (uint64_t)t : 0;
+      return 1;
+    }
   }
 #endif
-  return now_by_clock_gettime();
+  (void)now;
+  return 0;
 }
+
+uint64_t caml_trace_writer_now(void)
+{
+  uint64_t now;
+  if (__builtin_expect(caml_trace_writer_now_tsc(&now), 1)) return now;
+  return now_not_tsc();
+}
+#ifdef CAML_MEMPROF_TRAP
+#pragma GCC pop_options
+#endif
 
 int caml_trace_writer_uses_tsc(void)
 {

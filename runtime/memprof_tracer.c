@@ -95,6 +95,10 @@
 #include "caml/mlvalues.h"
 #include "caml/osdeps.h"
 #include "caml/shared_heap.h"
+#ifdef NATIVE_CODE
+#include "caml/fiber.h"
+#include "caml/stack.h"
+#endif
 #include "caml/version.h"
 #ifndef NATIVE_CODE
 #include "caml/fix_code.h"
@@ -103,6 +107,7 @@
 #include "caml/memprof_trace_codec.h"
 #include "caml/memprof_trace_writer.h"
 #include "caml/memprof_tracer.h"
+#include "caml/memprof_tracer_domain.h"
 #include "caml/memprof_heap_snapshot.h"
 
 /* ------------------------------------------------------------------ */
@@ -116,7 +121,6 @@
 /* The flusher writes every stream's buffered events this often, so a
    process killed at time t keeps what it did up to about t - 200 ms. */
 #define DEFAULT_FLUSH_MS 200
-#define GEOM_BATCH 64             /* geometric gaps drawn at once        */
 
 static struct {
   char *path;           /* memprof=PATH: tracing on                        */
@@ -270,56 +274,6 @@ int caml_memprof_tracer_parse_option(char_os **optp)
 /* ------------------------------------------------------------------ */
 /* Global state                                                        */
 
-typedef struct { value block; uint64_t id; } entry;
-typedef struct { entry *t; size_t len, cap; } entry_table;
-
-typedef struct { uintnat key; uint32_t id; } loc_slot;
-typedef struct { const char *key; uint32_t id; } str_slot;
-
-typedef struct tracer_domain {
-  atomic_int lock;                /* stream_lock / stream_unlock       */
-  caml_domain_state *state;       /* the domain using the slot, or NULL */
-  uint16_t stream;
-  uintnat gen;                    /* generation the stream state is for */
-  /* encoding */
-  mpt_encoder enc;
-  uint8_t *buf;                   /* 8-byte chunk header slot + body     */
-  uint8_t *zbuf; size_t zcap;
-  mpt_frame_state *zstate;        /* kept from one frame to the next    */
-  uint32_t *enc_stack;
-  uint64_t last_stats;            /* last MAJOR_CYCLE event, time units   */
-  /* location and string tables */
-  loc_slot *locs; uint32_t loc_cap, loc_used, loc_count; /* count: ids */
-  str_slot *strs; uint32_t str_cap, str_count;
-  /* callstacks */
-  caml_memprof_callstack_cache frames; /* return address -> size, location */
-  uintnat code_releases;          /* code_releases when the tables were
-                                     last emptied of code addresses     */
-  uint32_t *ids;                  /* this sample's location ids          */
-  uint32_t *ref_ids;              /* memprof_verify=1: upstream's walk's  */
-  /* sampling */
-  uint32_t rng[4][GEOM_BATCH];    /* xoshiro128+ states, one per lane  */
-  float geom_scratch[GEOM_BATCH];
-  uintnat geom[GEOM_BATCH];       /* gaps drawn, geom[geom_next...] unused */
-  int geom_next;
-  uintnat geom_gen;               /* the trace (generation) they are for */
-  int trigger_valid;
-  value *trigger_drawn_at;        /* young_ptr when the trigger was drawn */
-  uintnat trigger_minor;          /* caml_minor_collections_count then  */
-  /* parked while upstream's statmemprof is suspended (see
-     caml_memprof_tracer_statmemprof_suspended) */
-  int parked;
-  intnat park_gap;                /* trigger - young_ptr when parked     */
-  int unparked;                   /* since caml_memprof_tracer_before_... */
-  uintnat countdown;              /* words to the next non-minor sample   */
-  uintnat countdown_gen;
-  /* identities */
-  uint64_t next_id, id_end;
-  /* tracked blocks */
-  entry_table young, major;
-  uint64_t samples, lost;
-} tracer_domain;
-
 /* Published with release by the domain that creates a slot's state, read
    with acquire by the flusher and by stop/flush from any thread (a race
    found by `make tsan`). */
@@ -328,8 +282,8 @@ static _Atomic(tracer_domain *) domains[Max_domains_max];
 /* One more than the highest slot with a state: loops over the slots stop
    there (Max_domains_max is 4096). */
 static atomic_int slots_used;
-static atomic_int active;                 /* tracing now                  */
-static atomic_uintnat generation;         /* one per trace file           */
+atomic_int caml_memprof_tracer_active;    /* tracing now                  */
+atomic_uintnat caml_memprof_tracer_generation; /* one per trace file        */
 /* Bytecode freed by the toplevel (Meta.release_bytecode, after a phrase
    that defines no function): a later phrase's code may take its address,
    and then a return address means another location.  Each stream empties
@@ -353,21 +307,6 @@ static char *command_line;
 static volatile sig_atomic_t toggle_requested;
 static int handlers_installed;
 static int flusher_started;
-
-/* The per-stream lock: a test-and-set lock, since it is almost never
-   contended (only stop/flush/exit from another thread take it) and a
-   pthread mutex costs several times more per sample.  Holders never block
-   on anything but the writer's mutex. */
-static inline void stream_lock(tracer_domain *d)
-{
-  while (atomic_exchange_explicit(&d->lock, 1, memory_order_acquire))
-    while (atomic_load_explicit(&d->lock, memory_order_relaxed)) sched_yield();
-}
-
-static inline void stream_unlock(tracer_domain *d)
-{
-  atomic_store_explicit(&d->lock, 0, memory_order_release);
-}
 
 /* ------------------------------------------------------------------ */
 /* Random numbers: geometric gaps, drawn GEOM_BATCH at a time          */
@@ -438,7 +377,7 @@ static void refill_gaps(tracer_domain *d)
     }
   }
   d->geom_next = 0;
-  d->geom_gen = atomic_load_relaxed(&generation);
+  d->geom_gen = atomic_load_relaxed(&caml_memprof_tracer_generation);
 }
 
 /* Words up to and including the next sampled word: Geometric(lambda).
@@ -446,7 +385,7 @@ static void refill_gaps(tracer_domain *d)
 static inline uintnat rand_geom(tracer_domain *d)
 {
   if (d->geom_next == GEOM_BATCH
-      || d->geom_gen != atomic_load_relaxed(&generation))
+      || d->geom_gen != atomic_load_relaxed(&caml_memprof_tracer_generation))
     refill_gaps(d);
   return d->geom[d->geom_next++];
 }
@@ -460,7 +399,7 @@ static void flush_locked(tracer_domain *d)
   if (used == 0) return;
   if (caml_trace_writer_chunk(d->stream, d->buf, used, d->zstate,
                               d->zbuf, d->zcap) < 0)
-    atomic_store(&active, 0);         /* the writer has said why, once */
+    atomic_store(&caml_memprof_tracer_active, 0);         /* the writer has said why, once */
   mpt_enc_reset_buffer(&d->enc, d->buf + MPT_CHUNK_HEADER_BYTES,
                        BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES);
 }
@@ -477,7 +416,7 @@ static int reset_stream(tracer_domain *d, uintnat gen);
 static uint32_t define_location(void *ctx, backtrace_slot slot);
 static inline int ensure_stream(tracer_domain *d)
 {
-  uintnat gen = atomic_load(&generation);
+  uintnat gen = atomic_load(&caml_memprof_tracer_generation);
   if (d->gen == gen && d->buf) return 1;
   return reset_stream(d, gen);
 }
@@ -513,6 +452,9 @@ static int reset_stream(tracer_domain *d, uintnat gen)
   caml_memprof_callstack_cache_clear(&d->frames);
   caml_memprof_callstack_configure(&d->frames, d->ids, max_frames,
                                    define_location, d);
+  d->trap_ok = d->enc.pack_min_fresh == UINT32_MAX;
+  d->verify = params.verify != 0;
+  d->trap_capture_pending = 0;
   d->young.len = d->major.len = 0;
   d->samples = d->lost = 0;
   d->next_id = d->id_end = 0;
@@ -680,7 +622,7 @@ static inline void record(tracer_domain *d, value block, uintnat wosize,
                    ptrdiff_t alloc_idx, int young)
 {
   stream_lock(d);
-  if (!atomic_load(&active) || !ensure_stream(d)) goto out;
+  if (!atomic_load(&caml_memprof_tracer_active) || !ensure_stream(d)) goto out;
 #ifndef NATIVE_CODE
   if (d->code_releases != atomic_load_relaxed(&code_releases))
     forget_code_addresses(d);
@@ -688,7 +630,7 @@ static inline void record(tracer_domain *d, value block, uintnat wosize,
   caml_memprof_capture cap = caml_memprof_capture_callstack(&d->frames, alloc_idx);
   int n = cap.n, truncated = cap.truncated, common = cap.common;
   if (n < 0) { d->lost += nsamples; goto out; }
-  if (params.verify) verify_callstack(d, n, common, truncated, alloc_idx);
+  if (d->verify) verify_callstack(d, n, common, truncated, alloc_idx);
   uint64_t id;
   /* An untracked sample would never be collected: drop it instead. */
   if (!ensure_space(d, MPT_MAX_EVENT_BYTES(n))
@@ -721,32 +663,6 @@ static inline void record(tracer_domain *d, value block, uintnat wosize,
    before the other domains have stopped, so a domain may still draw in its
    old heap with the new count.  The count does catch a heap resized in
    place (Gc.set), where young_ptr may land below the old draw point. */
-/* The sample point T is kept in the domain state one byte below where it
-   is: memprof_tracer_trigger = T - 1 byte.  young_ptr is word-aligned, so
-   an allocation still leaves the fast path exactly when young_ptr goes
-   below T, but a poll (which traps when young_ptr <= young_limit, where an
-   allocation traps when young_ptr < young_limit) no longer traps when an
-   unsampled allocation has ended exactly at T: otherwise every poll
-   would then trap, for nothing, until the next allocation (seven per
-   sample on a loop allocating every 32 iterations).  The field is only
-   compared, never dereferenced. */
-static inline value *trigger_get(caml_domain_state *s)
-{
-  return (value *)((char *)s->memprof_tracer_trigger + 1);
-}
-
-static inline void trigger_set(caml_domain_state *s, value *t)
-{
-  s->memprof_tracer_trigger = (value *)((char *)t - 1);
-}
-
-static inline void trigger_drawn(caml_domain_state *s, tracer_domain *d)
-{
-  d->trigger_valid = 1;
-  d->trigger_drawn_at = s->young_ptr;
-  d->trigger_minor = atomic_load_relaxed(&caml_minor_collections_count);
-}
-
 static void draw_minor_trigger(caml_domain_state *s, tracer_domain *d)
 {
   uintnat geom = rand_geom(d);
@@ -758,7 +674,7 @@ static void draw_minor_trigger(caml_domain_state *s, tracer_domain *d)
 void caml_memprof_tracer_set_trigger(caml_domain_state *s)
 {
   tracer_domain *d = s->memprof_tracer;
-  if (d == NULL || !atomic_load_relaxed(&active)) {
+  if (d == NULL || !atomic_load_relaxed(&caml_memprof_tracer_active)) {
     trigger_set(s, s->young_start);
     if (d) d->trigger_valid = 0;
     return;
@@ -806,7 +722,7 @@ void caml_memprof_tracer_statmemprof_suspended(caml_domain_state *s, int on)
   } else {
     d->parked = 0;
     d->unparked = 1;
-    if (!atomic_load_relaxed(&active)) return;
+    if (!atomic_load_relaxed(&caml_memprof_tracer_active)) return;
     value *t = s->young_ptr + d->park_gap;
     trigger_set(s, t < s->young_start ? s->young_start : t);
     trigger_drawn(s, d);
@@ -823,7 +739,7 @@ void caml_memprof_tracer_after_statmemprof_sample(caml_domain_state *s,
                                                   uintnat wosize)
 {
   tracer_domain *d = s->memprof_tracer;
-  if (d == NULL || !d->unparked || d->parked || !atomic_load_relaxed(&active))
+  if (d == NULL || !d->unparked || d->parked || !atomic_load_relaxed(&caml_memprof_tracer_active))
     return;
   d->unparked = 0;
   value *t = trigger_get(s) + Whsize_wosize(wosize);
@@ -871,9 +787,9 @@ void caml_memprof_tracer_sample_young(caml_domain_state *s, uintnat wosize,
                                       unsigned char *lens)
 {
   tracer_domain *d = s->memprof_tracer;
-  if (d == NULL || !atomic_load_relaxed(&active) || !(flags & CAML_DO_TRACK)) {
+  if (d == NULL || !atomic_load_relaxed(&caml_memprof_tracer_active) || !(flags & CAML_DO_TRACK)) {
     /* Not sampled: move the trigger past this allocation. */
-    if (d && atomic_load_relaxed(&active)) draw_minor_trigger(s, d);
+    if (d && atomic_load_relaxed(&caml_memprof_tracer_active)) draw_minor_trigger(s, d);
     else caml_memprof_tracer_set_trigger(s);
     caml_reset_young_limit(s);
     return;
@@ -882,56 +798,64 @@ void caml_memprof_tracer_sample_young(caml_domain_state *s, uintnat wosize,
   caml_reset_young_limit(s);
 }
 
-/* The fast path.  When our sample point is the only reason an allocation
-   left the allocation fast path, nothing else is due: no interrupt (every
-   request from another thread or a signal handler stores UINTNAT_MAX in
-   young_limit), no pending action, no GC request, the block fits in the
-   minor heap and statmemprof does not sample it.  Then caml_alloc_small_
-   dispatch's round trip (undoing the allocation, running pending actions,
-   redoing it) has nothing to do, and the sample is taken right here.
-   young_limit is then set back by us rather than by caml_reset_young_limit,
-   which would also flag an action pending (and so send the next sample
-   down the slow path); an interrupt that arrived meanwhile is not lost:
-   the exchange returns its UINTNAT_MAX, which we put back.
+/* The fast path.  When our sample point is the only reason the
+   allocation left the allocation fast path (only_the_sample_point),
+   caml_alloc_small_dispatch's round trip (undoing the allocation, running
+   pending actions, redoing it) has nothing to do, and the sample is taken
+   right here.
    Called by caml_garbage_collection for allocations from OCaml, before it
    would call caml_alloc_small_dispatch (about 10 instructions per sample
    fewer than from the dispatch), and at the start of caml_alloc_small_
    dispatch for the others (Alloc_small from C, and OCaml's when we return
-   0 here: the conditions are the same, the second call returns 0 too). */
+   0 here: the conditions are the same, the second call returns 0 too).
+   Where the sample trap is built (memprof_trap.h), an allocation from
+   OCaml comes here when the trap could not take its sample: this notes
+   the allocation point's lengths for the trap's next time. */
 int caml_memprof_tracer_sample_fast(caml_domain_state *s, uintnat wosize,
                                     int flags, int nallocs,
                                     unsigned char *lens)
 {
   tracer_domain *d = s->memprof_tracer;
-  if (d == NULL || !(flags & CAML_DO_TRACK)
-      || s->young_ptr >= s->memprof_tracer_trigger
-      || s->young_ptr < s->young_trigger
-      || s->young_ptr < s->memprof_young_trigger
-      || s->action_pending || s->requested_minor_gc || s->requested_major_slice
-      || atomic_load_relaxed(&s->young_limit) == CAML_UINTNAT_MAX
-      || d->parked || !atomic_load_relaxed(&active))
-    return 0;
+#ifdef CAML_MEMPROF_TRAP
+  if (d != NULL && d->trap_capture_pending && (flags & CAML_FROM_CAML)) {
+    /* memprof_verify=1: the trap took this allocation's sample and came
+       here (caml_call_gc's ordinary path) for the comparison only.  The
+       block stays where it is: caml_alloc_small_dispatch, which may undo
+       and redo the allocation elsewhere, is not called. */
+    stream_lock(d);
+    d->trap_capture_pending = 0;
+    verify_callstack(d, d->trap_capture.n, d->trap_capture.common,
+                     d->trap_capture.truncated, d->trap_alloc_idx);
+    stream_unlock(d);
+    return 1;
+  }
+#endif
+  if (!(flags & CAML_DO_TRACK) || !only_the_sample_point(s, d)) return 0;
   /* Allocations from OCaml (caml_garbage_collection's call) get a copy of
      sample_minor where flags and lens are known. */
-  if (flags == (CAML_DO_TRACK | CAML_FROM_CAML) && lens != NULL)
+  if (flags == (CAML_DO_TRACK | CAML_FROM_CAML) && lens != NULL) {
+#ifdef CAML_MEMPROF_TRAP
+    char *sp = First_frame((char *)s->current_stack->sp);
+    stream_lock(d);
+    caml_memprof_callstack_note_alloc(&d->frames, Saved_return_address(sp),
+                                      lens - 1);
+    stream_unlock(d);
+#endif
     sample_minor(s, d, wosize, CAML_DO_TRACK | CAML_FROM_CAML, nallocs, lens);
-  else
+  } else {
     sample_minor(s, d, wosize, flags, nallocs, lens);
-  value *limit = s->young_trigger > s->memprof_young_trigger
-    ? s->young_trigger : s->memprof_young_trigger;
-  if (s->memprof_tracer_trigger > limit) limit = s->memprof_tracer_trigger;
-  if (atomic_exchange(&s->young_limit, (uintnat)limit) == CAML_UINTNAT_MAX)
-    atomic_store(&s->young_limit, CAML_UINTNAT_MAX);
+  }
+  reset_young_limit_after_sample(s);
   return 1;
 }
 
 void caml_memprof_tracer_sample_block(value block, size_t allocated_words,
                                       size_t sampled_words, int source)
 {
-  if (!atomic_load_relaxed(&active)) return;
+  if (!atomic_load_relaxed(&caml_memprof_tracer_active)) return;
   tracer_domain *d = Caml_state->memprof_tracer;
   if (d == NULL || d->parked) return;     /* see statmemprof_suspended */
-  uintnat gen = atomic_load_relaxed(&generation);
+  uintnat gen = atomic_load_relaxed(&caml_memprof_tracer_generation);
   if (d->countdown_gen != gen) { d->countdown = rand_geom(d); d->countdown_gen = gen; }
   if (sampled_words < d->countdown) { d->countdown -= sampled_words; return; }
   uintnat rem = sampled_words - d->countdown, samples = 1, g;
@@ -952,7 +876,7 @@ static void toggle_tracing(void);
 
 static int stream_live(tracer_domain *d)
 {
-  return atomic_load(&active) && d->buf && d->gen == atomic_load(&generation);
+  return atomic_load(&caml_memprof_tracer_active) && d->buf && d->gen == atomic_load(&caml_memprof_tracer_generation);
 }
 
 void caml_memprof_tracer_after_minor_gc(caml_domain_state *s)
@@ -1045,12 +969,12 @@ static void adopt_orphans(tracer_domain *d)
       tracer_domain *o = DOMAIN_AT(w * 64 + __builtin_ctzll(bits));
       if (!o || o == d) continue;
       stream_lock(o);
-      if (atomic_load(&active) && o->buf && o->gen == orphans_gen) flush_locked(o);
+      if (atomic_load(&caml_memprof_tracer_active) && o->buf && o->gen == orphans_gen) flush_locked(o);
       stream_unlock(o);
     }
   memset(orphan_origins, 0, sizeof orphan_origins);
   stream_lock(d);
-  if (orphans.len && atomic_load(&active) && ensure_stream(d)
+  if (orphans.len && atomic_load(&caml_memprof_tracer_active) && ensure_stream(d)
       && orphans_gen == d->gen)
     for (size_t i = 0; i < orphans.len; i++)
       if (!push_entry(&d->major, orphans.t[i].block, orphans.t[i].id)) d->lost++;
@@ -1122,7 +1046,7 @@ void caml_memprof_tracer_compaction(caml_domain_state *s, int begin)
 static void emit_simple(tracer_domain *d, enum mpt_event_kind k, uint64_t arg)
 {
   stream_lock(d);
-  if (atomic_load(&active) && ensure_stream(d)
+  if (atomic_load(&caml_memprof_tracer_active) && ensure_stream(d)
       && ensure_space(d, MPT_MAX_EVENT_BYTES(0)))
     mpt_enc_simple(&d->enc, k, caml_trace_writer_now(), arg);
   stream_unlock(d);
@@ -1150,7 +1074,7 @@ void caml_memprof_tracer_new_domain(caml_domain_state *s)
   d->trigger_valid = 0;
   d->state = s;
   s->memprof_tracer = d;
-  if (atomic_load(&active)) emit_simple(d, MPT_EV_DOMAIN_START, (uint64_t)s->unique_id);
+  if (atomic_load(&caml_memprof_tracer_active)) emit_simple(d, MPT_EV_DOMAIN_START, (uint64_t)s->unique_id);
   /* The minor heap exists already: sample from the first allocation. */
   caml_memprof_tracer_set_trigger(s);
   caml_reset_young_limit(s);
@@ -1237,12 +1161,12 @@ static void install_handlers(void)
 /* Write every stream's buffered events (each under its lock). */
 static void flush_all_streams(void)
 {
-  uintnat gen = atomic_load(&generation);
+  uintnat gen = atomic_load(&caml_memprof_tracer_generation);
   for (int i = 0, n = atomic_load(&slots_used); i < n; i++) {
     tracer_domain *d = DOMAIN_AT(i);
     if (!d) continue;
     stream_lock(d);
-    if (atomic_load(&active) && d->buf && d->gen == gen) flush_locked(d);
+    if (atomic_load(&caml_memprof_tracer_active) && d->buf && d->gen == gen) flush_locked(d);
     stream_unlock(d);
   }
 }
@@ -1261,7 +1185,7 @@ static void *flusher_main(void *arg)
                              (long)(params.flush_ms % 1000) * 1000000L };
   for (;;) {
     nanosleep(&period, NULL);
-    if (atomic_load(&active)) flush_all_streams();
+    if (atomic_load(&caml_memprof_tracer_active)) flush_all_streams();
   }
   return NULL;
 }
@@ -1289,7 +1213,7 @@ static void start_flusher(void)
 static int start_locked(const char *path, double rate, uintnat frames,
                         int compress, char *err, size_t errlen)
 {
-  if (atomic_load(&active)) { snprintf(err, errlen, "tracing is already on"); return -1; }
+  if (atomic_load(&caml_memprof_tracer_active)) { snprintf(err, errlen, "tracing is already on"); return -1; }
   lambda = rate;
   one_log1m = rate >= 1.0 ? 0.0 : 1.0 / log1p(-rate);
   max_frames = (uint32_t)frames;
@@ -1309,7 +1233,7 @@ static int start_locked(const char *path, double rate, uintnat frames,
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   info.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-  atomic_fetch_add(&generation, 1);
+  atomic_fetch_add(&caml_memprof_tracer_generation, 1);
   if (caml_trace_writer_open(path, &info) < 0) {
     snprintf(err, errlen, "cannot create the trace file (see stderr)");
     return -1;
@@ -1317,7 +1241,7 @@ static int start_locked(const char *path, double rate, uintnat frames,
   carried_samples = carried_lost = 0;
   install_handlers();
   start_flusher();
-  atomic_store(&active, 1);
+  atomic_store(&caml_memprof_tracer_active, 1);
   return 0;
 }
 
@@ -1328,11 +1252,11 @@ static int start_locked(const char *path, double rate, uintnat frames,
    structures are never freed. */
 static void stop_locked(tracer_domain *self)
 {
-  if (!caml_trace_writer_is_open()) { atomic_store(&active, 0); return; }
-  uintnat gen = atomic_load(&generation);
+  if (!caml_trace_writer_is_open()) { atomic_store(&caml_memprof_tracer_active, 0); return; }
+  uintnat gen = atomic_load(&caml_memprof_tracer_generation);
   if (!self) self = DOMAIN_AT(0);
   if (self) emit_simple(self, MPT_EV_TRACE_STOP, 0);
-  atomic_store(&active, 0);
+  atomic_store(&caml_memprof_tracer_active, 0);
   uint64_t samples = carried_samples, lost = carried_lost;
   for (int i = 0, n = atomic_load(&slots_used); i < n; i++) {
     tracer_domain *d = DOMAIN_AT(i);
@@ -1359,7 +1283,7 @@ static void toggle_tracing(void)
 {
   pthread_mutex_lock(&control_lock);
   caml_domain_state *self = Caml_state_opt;
-  if (atomic_load(&active)) stop_locked(self ? self->memprof_tracer : NULL);
+  if (atomic_load(&caml_memprof_tracer_active)) stop_locked(self ? self->memprof_tracer : NULL);
   else if (params.path) {
     char err[128];
     if (start_locked(params.path, params.rate, params.frames,
@@ -1374,7 +1298,7 @@ static void toggle_tracing(void)
 static void fork_parent(void)
 {
   caml_domain_state *self = Caml_state_opt;
-  if (atomic_load(&active) && self && self->memprof_tracer)
+  if (atomic_load(&caml_memprof_tracer_active) && self && self->memprof_tracer)
     emit_simple(self->memprof_tracer, MPT_EV_FORK, 0);
 }
 
@@ -1395,8 +1319,8 @@ static void fork_child(void)
       mpt_enc_reset_buffer(&d->enc, d->buf + MPT_CHUNK_HEADER_BYTES,
                            BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES);
   }
-  if (!atomic_load(&active)) return;
-  atomic_store(&active, 0);
+  if (!atomic_load(&caml_memprof_tracer_active)) return;
+  atomic_store(&caml_memprof_tracer_active, 0);
   int own_file = caml_trace_writer_forget_after_fork();
   if (!own_file) {
     fprintf(stderr, "memprof: not tracing forked child %ld "
@@ -1462,7 +1386,7 @@ void caml_memprof_tracer_init(const char_os *exe, char_os **argv)
 
 int caml_memprof_tracer_tracing(void)
 {
-  return atomic_load(&active) && caml_trace_writer_is_open();
+  return atomic_load(&caml_memprof_tracer_active) && caml_trace_writer_is_open();
 }
 
 void caml_memprof_tracer_flush(void)
@@ -1473,7 +1397,7 @@ void caml_memprof_tracer_flush(void)
 void caml_memprof_tracer_iter_tracked(void (*f)(void *, value, uint64_t),
                                       void *data)
 {
-  uintnat gen = atomic_load(&generation);
+  uintnat gen = atomic_load(&caml_memprof_tracer_generation);
   for (int i = 0; i < Max_domains_max; i++) {
     tracer_domain *d = DOMAIN_AT(i);
     if (!d) continue;
@@ -1551,5 +1475,5 @@ CAMLprim value caml_memprof_trace_flush(value unit)
 CAMLprim value caml_memprof_trace_is_active(value unit)
 {
   (void)unit;
-  return Val_bool(atomic_load(&active));
+  return Val_bool(atomic_load(&caml_memprof_tracer_active));
 }

@@ -145,6 +145,28 @@ caml_memprof_capture
 caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                ptrdiff_t alloc_idx);
 
+/* The sample trap's capture (memprof_trap.c; see CAML_MEMPROF_TRAP): the
+   same, but only for a stack of cached frames whose walk ends in a match
+   with the previous capture finished at once, or at the stack's end;
+   it calls nothing outside memprof_callstack.c and uses only the general
+   registers.  For any other stack it returns n = CALLSTACK_SLOW, having
+   changed nothing, and the caller takes the sample the ordinary way. */
+#define CALLSTACK_SLOW (-2)
+caml_memprof_capture
+caml_memprof_capture_callstack_fast(caml_memprof_callstack_cache *c,
+                                    ptrdiff_t alloc_idx);
+
+/* Native code: the allocation lengths of the allocation point whose
+   return address is [pc] (caml_garbage_collection's alloc_len: the count,
+   then the encoded lengths), kept in the cache so that the sample trap
+   need not look up the frame descriptor: noted on the ordinary path,
+   NULL until then (and after the cache is emptied). */
+void caml_memprof_callstack_note_alloc(caml_memprof_callstack_cache *c,
+                                       uintnat pc,
+                                       const unsigned char *alloc_len);
+const unsigned char *
+caml_memprof_callstack_alloc_lens(caml_memprof_callstack_cache *c, uintnat pc);
+
 /* The stack just captured was not given to the encoder (sample lost). */
 #define CALLSTACK_ENCODED_ALL 1
 #define CALLSTACK_ENCODED_INNER 2

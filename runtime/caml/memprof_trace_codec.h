@@ -207,6 +207,21 @@ mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
                      enum mpt_source src, int truncated,
                      const uint32_t *fresh_ids, uint32_t fresh,
                      uint32_t common);
+/* mpt_enc_alloc_shared for an encoder that never packs (pack_min_fresh
+   is UINT32_MAX): the same bytes, and no call out of the inline code
+   (the runtime's sample trap, see memprof_trap.h). */
+static inline void
+mpt_enc_alloc_shared_plain(mpt_encoder *e, uint64_t time, uint64_t id,
+                           uint64_t wosize, uint32_t nsamples,
+                           enum mpt_source src, int truncated,
+                           const uint32_t *fresh_ids, uint32_t fresh,
+                           uint32_t common);
+/* How many outermost frames of [stack] (innermost first, [len] frames,
+   len <= prev_cap) the previous allocation's stack shares: what
+   mpt_enc_alloc sends as a count. */
+static inline uint32_t mpt_enc_common_frames(const mpt_encoder *e,
+                                             const uint32_t *stack,
+                                             uint32_t len);
 /* A sampled block survived a minor GC, or was found dead. */
 static inline void mpt_enc_promote(mpt_encoder *e, uint64_t id);
 static inline void mpt_enc_collect(mpt_encoder *e, uint64_t id);
@@ -388,15 +403,26 @@ static inline int mpt_repeated(mpt_encoder *e, uint8_t *rec, size_t len,
   return 1;
 }
 
+static inline uint32_t mpt_enc_common_frames(const mpt_encoder *e,
+                                             const uint32_t *stack,
+                                             uint32_t len)
+{
+  uint32_t common = 0, most = len < e->prev_len ? len : e->prev_len;
+  while (common < most && stack[len - 1 - common] == e->prev_stack[common])
+    common++;
+  return common;
+}
+
 /* The previous stack is kept outermost frame first, so that the part a
    new stack shares with it stays where it is and only the fresh frames
-   are written. */
-static inline void
-mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
+   are written.  [may_pack] (a constant): whether the encoder may pack
+   (mpt_enc_alloc_shared), or never does (..._plain). */
+static inline __attribute__((always_inline)) void
+mpt_enc_alloc_record(mpt_encoder *e, uint64_t time, uint64_t id,
                      uint64_t wosize, uint32_t nsamples,
                      enum mpt_source src, int truncated,
                      const uint32_t *fresh_ids, uint32_t fresh,
-                     uint32_t common)
+                     uint32_t common, const int may_pack)
 {
   if (common > e->prev_len) common = e->prev_len;
   if (fresh > e->prev_cap - common) fresh = e->prev_cap - common;
@@ -427,16 +453,38 @@ mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
     unsigned i;
     if (mpt_repeated(e, rec, (size_t)(p - rec), &k, &i))
       p = rec + 1;
-    else if (fresh < e->pack_min_fresh)
+    else if (!may_pack || fresh < e->pack_min_fresh)
       mpt_repeat_keep(e->repeat, i, k);
     else
       p = mpt_enc_pack_record(e, rec, field, frames, p, fresh_ids, fresh);
-  } else if (fresh >= e->pack_min_fresh) {
+  } else if (may_pack && fresh >= e->pack_min_fresh) {
     p = mpt_enc_pack_record(e, rec, field, frames, p, fresh_ids, fresh);
   }
   uint64_t dt = time > e->last_time ? time - e->last_time : 0;
   e->last_time += dt;      /* times never go backwards in a stream: clamped */
   e->pos = mpt_put_uvarint(p, dt);
+}
+
+static inline void
+mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
+                     uint64_t wosize, uint32_t nsamples,
+                     enum mpt_source src, int truncated,
+                     const uint32_t *fresh_ids, uint32_t fresh,
+                     uint32_t common)
+{
+  mpt_enc_alloc_record(e, time, id, wosize, nsamples, src, truncated,
+                       fresh_ids, fresh, common, 1);
+}
+
+static inline void
+mpt_enc_alloc_shared_plain(mpt_encoder *e, uint64_t time, uint64_t id,
+                           uint64_t wosize, uint32_t nsamples,
+                           enum mpt_source src, int truncated,
+                           const uint32_t *fresh_ids, uint32_t fresh,
+                           uint32_t common)
+{
+  mpt_enc_alloc_record(e, time, id, wosize, nsamples, src, truncated,
+                       fresh_ids, fresh, common, 0);
 }
 
 static inline void mpt_enc_gc_id(mpt_encoder *e, int tag, int next_tag,

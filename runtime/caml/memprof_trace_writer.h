@@ -22,6 +22,10 @@ int caml_trace_writer_open(const char *template, const mpt_trace_info *info);
 /* Time since the trace started, in the trace's time units. */
 uint64_t caml_trace_writer_now(void);
 #define CAML_TRACE_TIME_UNIT_NS 1000
+/* caml_trace_writer_now when it reads the TSC, and only then (1, the time
+   in [*now]; else 0): the sample trap's clock, which calls nothing else
+   and uses the general registers only (memprof_trap.h). */
+int caml_trace_writer_now_tsc(uint64_t *now);
 /* Whether caml_trace_writer_now reads the TSC now (for the tests). */
 int caml_trace_writer_uses_tsc(void);
 

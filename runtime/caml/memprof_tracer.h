@@ -18,6 +18,8 @@
 #include "domain_state.h"
 #include "roots.h"
 
+#include "memprof_trap.h"
+
 /* OCAMLRUNPARAM: if the option starting at [*opt] is one of ours
    ("memprof=..." or "memprof_KEY=..."), record it, advance [*opt] past it
    and its ',' and return 1; otherwise return 0 and leave [*opt] alone.
@@ -42,6 +44,13 @@ void caml_memprof_tracer_set_trigger(caml_domain_state *state);
 int caml_memprof_tracer_sample_fast(caml_domain_state *state, uintnat wosize,
                                     int flags, int nallocs,
                                     unsigned char *encoded_alloc_lens);
+
+/* The sample trap (CAML_MEMPROF_TRAP, memprof_trap.h): from caml_call_gc,
+   with only the general registers saved; the allocation is already
+   performed at young_ptr.  Takes the sample and returns 1 when it can do
+   so quickly (the conditions of sample_fast, and cached stack and
+   locations); else returns 0 having changed nothing. */
+int caml_memprof_tracer_trap(caml_domain_state *state);
 
 /* Minor heap: young_ptr went below memprof_tracer_trigger in the
    allocation [wosize] (a combined allocation of [nallocs] blocks when

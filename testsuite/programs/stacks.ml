@@ -4,7 +4,9 @@
    effect handlers (allocation in the handler, in the continuation, three
    fibers deep), exception handlers, callbacks from C (finalisers,
    Gc.Memprof callbacks, a signal handler), systhreads and domains.
-   Usage: stacks [DEPTH] *)
+   Usage: stacks [DEPTH [MS]]: all of it again until MS milliseconds have
+   passed (the sample trap, runtime/memprof_trap.c, serves samples once
+   the trace's TSC clock is calibrated, 100 ms after the start). *)
 
 type _ Effect.t += Yield : int -> int Effect.t
 
@@ -76,12 +78,19 @@ let work depth () =
   ignore (in_fibers ());
   ignore (in_handlers ())
 
-let () =
-  let depth = if Array.length Sys.argv > 1 then int_of_string Sys.argv.(1) else 300 in
+let all depth =
   work depth ();
   from_c ();
   let th = List.init 2 (fun _ -> Thread.create (work depth) ()) in
   List.iter Thread.join th;
   let ds = List.init 2 (fun _ -> Domain.spawn (work depth)) in
-  List.iter Domain.join ds;
+  List.iter Domain.join ds
+
+let () =
+  let arg i default =
+    if Array.length Sys.argv > i then int_of_string Sys.argv.(i) else default in
+  let depth = arg 1 300 and ms = arg 2 0 in
+  let until = Unix.gettimeofday () +. float_of_int ms /. 1000. in
+  all depth;
+  while Unix.gettimeofday () < until do all depth done;
   print_endline "stacks: done"

@@ -1,0 +1,170 @@
+/* memprof_tracer_domain.h: the 5.x+memprof tracer's per-domain state,
+   shared by its two sample paths: memprof_tracer.c (everything) and
+   memprof_trap.c (the sample trap, compiled for the general registers
+   only, see CAML_MEMPROF_TRAP).  Internal to those two files.
+
+   Contracts
+   - A tracer_domain is used by its domain under its lock (stream_lock),
+     taken also by whoever stops or flushes the trace; the fields that
+     describe the stream (gen, buf, the encoder, the tables) change only
+     under it.
+   - The inline functions here compile in either file; none calls out. */
+
+#ifndef CAML_MEMPROF_TRACER_DOMAIN_H
+#define CAML_MEMPROF_TRACER_DOMAIN_H
+
+#ifdef CAML_INTERNALS
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include "camlatomic.h"
+#include "domain_state.h"
+#include "minor_gc.h"
+#include "memprof_callstack.h"
+#include "memprof_trace_codec.h"
+
+#define GEOM_BATCH 64             /* geometric gaps drawn at once        */
+
+/* Tracing is on (memprof_tracer.c's start and stop), and the trace file's
+   generation: a stream whose state is for an older one resets first. */
+extern atomic_int caml_memprof_tracer_active;
+extern atomic_uintnat caml_memprof_tracer_generation;
+
+typedef struct { value block; uint64_t id; } entry;
+typedef struct { entry *t; size_t len, cap; } entry_table;
+
+typedef struct { uintnat key; uint32_t id; } loc_slot;
+typedef struct { const char *key; uint32_t id; } str_slot;
+
+typedef struct tracer_domain {
+  atomic_int lock;                /* stream_lock / stream_unlock       */
+  caml_domain_state *state;       /* the domain using the slot, or NULL */
+  uint16_t stream;
+  uintnat gen;                    /* generation the stream state is for */
+  /* encoding */
+  mpt_encoder enc;
+  uint8_t *buf;                   /* 8-byte chunk header slot + body     */
+  uint8_t *zbuf; size_t zcap;
+  mpt_frame_state *zstate;        /* kept from one frame to the next    */
+  uint32_t *enc_stack;
+  uint64_t last_stats;            /* last MAJOR_CYCLE event, time units   */
+  /* location and string tables */
+  loc_slot *locs; uint32_t loc_cap, loc_used, loc_count; /* count: ids */
+  str_slot *strs; uint32_t str_cap, str_count;
+  /* callstacks */
+  caml_memprof_callstack_cache frames; /* return address -> size, location */
+  uintnat code_releases;          /* code_releases when the tables were
+                                     last emptied of code addresses     */
+  uint32_t *ids;                  /* this sample's location ids          */
+  int trap_ok;                    /* the sample trap may serve the stream
+                                     (it never packs)                    */
+  int verify;                     /* memprof_verify=1 (see trap_capture) */
+  /* memprof_verify=1: the trap's last capture, which it leaves to the
+     ordinary path to verify (the trap returns 0 after its sample, and
+     caml_memprof_tracer_sample_fast, called next by caml_garbage_
+     collection, finds it pending, verifies it and returns 1) */
+  int trap_capture_pending;
+  caml_memprof_capture trap_capture;
+  ptrdiff_t trap_alloc_idx;
+  uint32_t *ref_ids;              /* memprof_verify=1: upstream's walk's  */
+  /* sampling */
+  uint32_t rng[4][GEOM_BATCH];    /* xoshiro128+ states, one per lane  */
+  float geom_scratch[GEOM_BATCH];
+  uintnat geom[GEOM_BATCH];       /* gaps drawn, geom[geom_next...] unused */
+  int geom_next;
+  uintnat geom_gen;               /* the trace (generation) they are for */
+  int trigger_valid;
+  value *trigger_drawn_at;        /* young_ptr when the trigger was drawn */
+  uintnat trigger_minor;          /* caml_minor_collections_count then  */
+  /* parked while upstream's statmemprof is suspended (see
+     caml_memprof_tracer_statmemprof_suspended) */
+  int parked;
+  intnat park_gap;                /* trigger - young_ptr when parked     */
+  int unparked;                   /* since caml_memprof_tracer_before_... */
+  uintnat countdown;              /* words to the next non-minor sample   */
+  uintnat countdown_gen;
+  /* identities */
+  uint64_t next_id, id_end;
+  /* tracked blocks */
+  entry_table young, major;
+  uint64_t samples, lost;
+} tracer_domain;
+
+/* The sample point T is kept in the domain state one byte below where it
+   is: memprof_tracer_trigger = T - 1 byte.  young_ptr is word-aligned, so
+   an allocation still leaves the fast path exactly when young_ptr goes
+   below T, but a poll (which traps when young_ptr <= young_limit, where an
+   allocation traps when young_ptr < young_limit) no longer traps when an
+   unsampled allocation has ended exactly at T: otherwise every poll
+   would then trap, for nothing, until the next allocation (seven per
+   sample on a loop allocating every 32 iterations).  The field is only
+   compared, never dereferenced. */
+static inline value *trigger_get(caml_domain_state *s)
+{
+  return (value *)((char *)s->memprof_tracer_trigger + 1);
+}
+
+static inline void trigger_set(caml_domain_state *s, value *t)
+{
+  s->memprof_tracer_trigger = (value *)((char *)t - 1);
+}
+
+static inline void trigger_drawn(caml_domain_state *s, tracer_domain *d)
+{
+  d->trigger_valid = 1;
+  d->trigger_drawn_at = s->young_ptr;
+  d->trigger_minor = atomic_load_relaxed(&caml_minor_collections_count);
+}
+
+/* Whether the tracer's sample point is the only reason the allocation
+   just performed at young_ptr left the allocation fast path: no
+   interrupt (every request from another thread or a signal handler stores
+   UINTNAT_MAX in young_limit), no pending action, no GC request, the
+   block fits in the minor heap and statmemprof does not sample it.  The
+   sample can then be taken without caml_alloc_small_dispatch's round
+   trip. */
+static inline int only_the_sample_point(caml_domain_state *s,
+                                        tracer_domain *d)
+{
+  return d != NULL
+    && s->young_ptr < s->memprof_tracer_trigger
+    && s->young_ptr >= s->young_trigger
+    && s->young_ptr >= s->memprof_young_trigger
+    && !s->action_pending && !s->requested_minor_gc
+    && !s->requested_major_slice
+    && atomic_load_relaxed(&s->young_limit) != CAML_UINTNAT_MAX
+    && !d->parked && atomic_load_relaxed(&caml_memprof_tracer_active);
+}
+
+/* young_limit after a sample taken that way: the highest trigger, set by
+   us rather than by caml_reset_young_limit, which would also flag an
+   action pending (and so send the next sample down the slow path); an
+   interrupt that arrived meanwhile is not lost: the exchange returns its
+   UINTNAT_MAX, which we put back. */
+static inline void reset_young_limit_after_sample(caml_domain_state *s)
+{
+  value *limit = s->young_trigger > s->memprof_young_trigger
+    ? s->young_trigger : s->memprof_young_trigger;
+  if (s->memprof_tracer_trigger > limit) limit = s->memprof_tracer_trigger;
+  if (atomic_exchange(&s->young_limit, (uintnat)limit) == CAML_UINTNAT_MAX)
+    atomic_store(&s->young_limit, CAML_UINTNAT_MAX);
+}
+
+/* The per-stream lock: a test-and-set lock, since it is almost never
+   contended (only stop/flush/exit from another thread take it) and a
+   pthread mutex costs several times more per sample.  Holders never block
+   on anything but the writer's mutex. */
+static inline void stream_lock(tracer_domain *d)
+{
+  while (atomic_exchange_explicit(&d->lock, 1, memory_order_acquire))
+    while (atomic_load_explicit(&d->lock, memory_order_relaxed)) sched_yield();
+}
+
+static inline void stream_unlock(tracer_domain *d)
+{
+  atomic_store_explicit(&d->lock, 0, memory_order_release);
+}
+
+#endif /* CAML_INTERNALS */
+#endif /* CAML_MEMPROF_TRACER_DOMAIN_H */

@@ -1,0 +1,152 @@
+/* memprof_trap.c: the sample trap of the 5.x+memprof tracer (amd64 Linux).
+
+   Why
+   A sample from an OCaml allocation used to cost, before any tracing
+   work, upstream's whole trip out of OCaml code: caml_call_gc saves and
+   restores every register (29 words, vector registers included), then
+   caml_garbage_collection looks up the frame descriptor to size the
+   allocation and calls the tracer.  About 120 instructions of a sample's
+   900.  When our sample point is all that brought the allocation there,
+   none of that is needed: nothing runs that could move or inspect OCaml
+   values.
+
+   How
+   MEMPROF_TRAP_ENTRY (memprof_trap.h), expanded at the start of
+   caml_call_gc, compares young_ptr with our sample point, saves the nine
+   registers C may clobber (not the vector ones) in a gc_regs bucket and
+   calls caml_memprof_tracer_trap on the C stack.  The trap takes the
+   sample the way memprof_tracer.c's sample_fast does (same conditions,
+   same sub-block search and geometric gaps, same record), but only when
+   everything it needs is at hand, so that it calls nothing that could
+   use other registers or block:
+   - the allocation's lengths, cached per return address in the stream's
+     callstack cache by the ordinary path (caml_memprof_callstack_note_
+     alloc) instead of a frame-descriptor lookup;
+   - a stack of cached frames that the fast capture walks to a match with
+     the previous capture (caml_memprof_capture_callstack_fast);
+   - gaps left in the batch, room in the buffer, the tracked table and
+     the id block, the TSC clock ready, the stream lock free, the
+     stream's state current and no verification asked for.
+   Otherwise it returns 0 before changing anything (the gaps it drew are
+   put back, the lock released), and caml_call_gc goes on as upstream's:
+   the ordinary path then takes the same sample with the same gaps, so
+   which blocks are sampled does not depend on the path.
+
+   The general registers only
+   This file, memprof_callstack.c and memprof_trace_codec.c (in the
+   runtime) and the writer's clock are compiled with GCC's
+   target("general-regs-only"); the trap calls nothing else (the tests
+   read the disassembly of everything it can reach, and run float code
+   traced at every allocation).
+
+   Synchronisation
+   As every sample: the stream lock, taken here by trylock (a contended
+   lock is someone stopping or flushing the trace: the ordinary path
+   waits for it).  The callstack cache is used only by the domain that
+   owns the stream, under that lock. */
+
+#define CAML_INTERNALS
+#include "caml/memprof_tracer.h"
+
+#ifdef CAML_MEMPROF_TRAP
+
+#pragma GCC target("general-regs-only")
+
+#include <stdatomic.h>
+#include "caml/domain_state.h"
+#include "caml/fiber.h"
+#include "caml/frame_descriptors.h"
+#include "caml/memprof_callstack.h"
+#include "caml/memprof_trace_codec.h"
+#include "caml/memprof_trace_writer.h"
+#include "caml/memprof_tracer_domain.h"
+#include "caml/stack.h"
+
+int caml_memprof_tracer_trap(caml_domain_state *s)
+{
+  tracer_domain *d = s->memprof_tracer;
+  if (!only_the_sample_point(s, d)
+      || atomic_exchange_explicit(&d->lock, 1, memory_order_acquire))
+    return 0;
+  if (!d->trap_ok || d->buf == NULL
+      || d->gen != atomic_load(&caml_memprof_tracer_generation)
+      || d->geom_gen != d->gen)
+    goto not_here;
+  /* The sample's time (the TSC is calibrated in the first 100 ms). */
+  uint64_t now;
+  if (!caml_trace_writer_now_tsc(&now)) goto not_here;
+  /* The allocation: its sub-blocks' lengths, cached for this allocation
+     point (none: a poll, or not seen yet). */
+  char *sp = First_frame((char *)s->current_stack->sp);
+  const unsigned char *lens =
+    caml_memprof_callstack_alloc_lens(&d->frames, Saved_return_address(sp));
+  if (lens == NULL || lens[0] == 0) goto not_here;
+  int n = lens[0];
+  lens++;
+  intnat alloc_ofs = 0;
+  for (int i = 0; i < n; i++)
+    alloc_ofs += (intnat)Whsize_wosize(Wosize_encoded_alloc_len(lens[i]));
+  /* The sub-blocks from the highest address down, as sample_minor: the
+     one where the sample point falls, and how many points fall in it;
+     points in a second sub-block are left to the ordinary path. */
+  intnat trigger_ofs = trigger_get(s) - s->young_ptr;
+  uintnat wosize;
+  do {
+    n--;
+    wosize = Wosize_encoded_alloc_len(lens[n]);
+    alloc_ofs -= (intnat)Whsize_wosize(wosize);
+  } while (alloc_ofs >= trigger_ofs);
+  int gap = d->geom_next;
+  uintnat nsamples = 0;
+  do {
+    if (gap == GEOM_BATCH) goto not_here;
+    nsamples++;
+    trigger_ofs -= (intnat)d->geom[gap++];
+  } while (alloc_ofs < trigger_ofs);
+  if (trigger_ofs > 0) goto not_here;
+  /* What the record needs, before the capture: from there on the sample
+     is taken. */
+  if (mpt_enc_space(&d->enc) < MPT_MAX_EVENT_BYTES(d->frames.max)) goto not_here;
+  if (d->young.len == d->young.cap) goto not_here;
+  if (d->next_id == d->id_end) goto not_here;
+  caml_memprof_capture cap = caml_memprof_capture_callstack_fast(&d->frames, n);
+  if (cap.n < 0) goto not_here;      /* CALLSTACK_SLOW: nothing changed */
+  uint64_t id = d->next_id++;
+  d->young.t[d->young.len].block = Val_hp(s->young_ptr + alloc_ofs);
+  d->young.t[d->young.len].id = id;
+  d->young.len++;
+  /* The stack: the frames captured, followed by cap.common frames of the
+     encoder's previous stack, or, where the walk did not meet the
+     previous capture, the frames shared with that stack, as
+     mpt_enc_alloc finds them (n <= prev_cap: the encoder's room is
+     MPT_MAX_FRAMES, the capture's max at most that). */
+  uint32_t fresh = (uint32_t)cap.n, common = (uint32_t)cap.common;
+  if (cap.common < 0) {
+    common = mpt_enc_common_frames(&d->enc, d->ids, fresh);
+    fresh -= common;
+  }
+  mpt_enc_alloc_shared_plain(&d->enc, now, id, wosize, (uint32_t)nsamples,
+                             MPT_SRC_MINOR, cap.truncated, d->ids, fresh,
+                             common);
+  d->samples += nsamples;
+  d->geom_next = gap;
+  /* memprof_verify=1: the ordinary path, which this allocation now takes,
+     compares the stack with upstream's (see trap_capture). */
+  int verify = d->verify;
+  if (verify) {
+    d->trap_capture = cap;
+    d->trap_alloc_idx = n;
+    d->trap_capture_pending = 1;
+  }
+  stream_unlock(d);
+  value *t = s->young_ptr + trigger_ofs;
+  trigger_set(s, t < s->young_start ? s->young_start : t);
+  trigger_drawn(s, d);
+  reset_young_limit_after_sample(s);
+  return !verify;
+ not_here:
+  stream_unlock(d);
+  return 0;
+}
+
+#endif /* CAML_MEMPROF_TRAP */
