@@ -104,14 +104,8 @@ _Static_assert(offsetof(caml_memprof_walked_frame, loc)
 #endif
 
 #define ALLOC_TAG(alloc_idx) ((uintnat)((alloc_idx) + 1) << 56)
-/* The key of an allocation point's lengths (caml_memprof_callstack_note_
-   alloc): bit 55, which neither a user-space address nor ALLOC_TAG uses. */
-#define ALLOC_LENS_TAG ((uintnat)1 << 55)
-
-static inline uint32_t slot_index(uintnat key, uint32_t mask)
-{
-  return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & mask;
-}
+_Static_assert(CALLSTACK_ALLOC_LENS_TAG < ALLOC_TAG(0),
+               "allocation lengths' keys are apart from the frames'");
 
 void caml_memprof_callstack_cache_clear(caml_memprof_callstack_cache *c)
 {
@@ -138,7 +132,7 @@ static int reserve(caml_memprof_callstack_cache *c)
   if (!n) return 0;
   for (uint32_t i = 0; i < c->cap; i++)
     if (c->slots[i].key) {
-      uint32_t h = slot_index(c->slots[i].key, ncap - 1);
+      uint32_t h = caml_memprof_callstack_slot(c->slots[i].key, ncap - 1);
       while (n[h].key) h = (h + 1) & (ncap - 1);
       n[h] = c->slots[i];
     }
@@ -147,25 +141,13 @@ static int reserve(caml_memprof_callstack_cache *c)
   return 1;
 }
 
-/* The entry for [key], or NULL.  The table must have slots. */
-static inline caml_memprof_frame_slot *
-probe(caml_memprof_callstack_cache *c, uintnat key)
-{
-  uint32_t mask = c->cap - 1, h = slot_index(key, mask);
-  for (;;) {
-    caml_memprof_frame_slot *s = &c->slots[h];
-    if (s->key == key) return s;
-    if (s->key == 0) return NULL;
-    h = (h + 1) & mask;
-  }
-}
 
 static caml_memprof_frame_slot *
 insert(caml_memprof_callstack_cache *c, uintnat key, uint32_t size,
        uint32_t loc)
 {
   if (!reserve(c)) return NULL;
-  uint32_t mask = c->cap - 1, h = slot_index(key, mask);
+  uint32_t mask = c->cap - 1, h = caml_memprof_callstack_slot(key, mask);
   while (c->slots[h].key) h = (h + 1) & mask;
   c->slots[h].key = key;
   c->slots[h].size = size;
@@ -347,7 +329,7 @@ static __attribute__((noinline)) caml_memprof_frame_slot *
 lookup_slow(caml_memprof_callstack_cache *c, uintnat key, uintnat pc,
             ptrdiff_t alloc_idx)
 {
-  caml_memprof_frame_slot *e = probe(c, key);
+  caml_memprof_frame_slot *e = caml_memprof_callstack_probe(c, key);
   if (e == NULL) e = fill(c, key, pc, key != pc ? alloc_idx : -1);
   return e;
 }
@@ -363,7 +345,7 @@ static int walk_ends_after(caml_memprof_callstack_cache *c,
   sp += size;
   pc = Saved_return_address(sp);
   for (;;) {
-    caml_memprof_frame_slot *e = probe(c, pc);
+    caml_memprof_frame_slot *e = caml_memprof_callstack_probe(c, pc);
     if (e == NULL && (e = fill(c, pc, pc, -1)) == NULL)
       return -1;
     if (e->size < CALLSTACK_RETURN_TO_C) return 0;
@@ -511,10 +493,10 @@ walk(caml_memprof_callstack_cache *c, ptrdiff_t alloc_idx, const int fast)
       key = pc = *ret_at;
       continue;
     }
-    caml_memprof_frame_slot *e = &slots[slot_index(key, mask)];
+    caml_memprof_frame_slot *e = &slots[caml_memprof_callstack_slot(key, mask)];
     if (__builtin_expect(e->key != key, 0)) {
       if (fast) {
-        if ((e = probe(c, key)) == NULL) return capture_slow;
+        if ((e = caml_memprof_callstack_probe(c, key)) == NULL) return capture_slow;
       } else {
         e = lookup_slow(c, key, pc, alloc_idx);
         if (e == NULL) return capture_failed;
@@ -579,23 +561,12 @@ void caml_memprof_callstack_note_alloc(caml_memprof_callstack_cache *c,
                                        uintnat pc,
                                        const unsigned char *alloc_len)
 {
-  uintnat key = pc | ALLOC_LENS_TAG;
+  uintnat key = pc | CALLSTACK_ALLOC_LENS_TAG;
   if ((void *)caml_get_frame_descrs() != c->frametable || c->cap == 0
-      || probe(c, key) != NULL)
+      || caml_memprof_callstack_probe(c, key) != NULL)
     return;
   caml_memprof_frame_slot *e = insert(c, key, 0, 0);
   if (e) memcpy(&e->size, &alloc_len, sizeof alloc_len);
-}
-
-const unsigned char *
-caml_memprof_callstack_alloc_lens(caml_memprof_callstack_cache *c, uintnat pc)
-{
-  const unsigned char *alloc_len = NULL;
-  caml_memprof_frame_slot *e;
-  if ((void *)caml_get_frame_descrs() == c->frametable
-      && (e = probe(c, pc | ALLOC_LENS_TAG)) != NULL)
-    memcpy(&alloc_len, &e->size, sizeof alloc_len);
-  return alloc_len;
 }
 #endif
 
@@ -606,7 +577,7 @@ caml_memprof_callstack_alloc_lens(caml_memprof_callstack_cache *c, uintnat pc)
 static inline uint32_t slot_location(caml_memprof_callstack_cache *c,
                                      backtrace_slot s)
 {
-  caml_memprof_frame_slot *e = probe(c, (uintnat)s);
+  caml_memprof_frame_slot *e = caml_memprof_callstack_probe(c, (uintnat)s);
   if (e) return e->loc;
   uint32_t loc = c->define(c->ctx, s);
   if (loc == 0 || !insert(c, (uintnat)s, 0, loc)) return 0;

@@ -33,6 +33,7 @@
 #ifdef CAML_INTERNALS
 
 #include <stdint.h>
+#include <string.h>
 #include "config.h"
 #include "misc.h"
 #include "backtrace_prim.h"
@@ -156,16 +157,48 @@ caml_memprof_capture
 caml_memprof_capture_callstack_fast(caml_memprof_callstack_cache *c,
                                     ptrdiff_t alloc_idx);
 
+/* The cache's table: open addressing with linear probing. */
+static inline uint32_t caml_memprof_callstack_slot(uintnat key, uint32_t mask)
+{
+  return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+}
+
+/* The entry for [key], or NULL.  The table must have slots. */
+static inline caml_memprof_frame_slot *
+caml_memprof_callstack_probe(caml_memprof_callstack_cache *c, uintnat key)
+{
+  uint32_t mask = c->cap - 1, h = caml_memprof_callstack_slot(key, mask);
+  for (;;) {
+    caml_memprof_frame_slot *s = &c->slots[h];
+    if (s->key == key) return s;
+    if (s->key == 0) return NULL;
+    h = (h + 1) & mask;
+  }
+}
+
 /* Native code: the allocation lengths of the allocation point whose
    return address is [pc] (caml_garbage_collection's alloc_len: the count,
    then the encoded lengths), kept in the cache so that the sample trap
    need not look up the frame descriptor: noted on the ordinary path,
-   NULL until then (and after the cache is emptied). */
+   NULL until then (and after the cache is emptied).  Their key is the
+   return address with bit 55 set, which neither a user-space address nor
+   the allocation index of a frame's key uses; the pointer is kept in the
+   entry's size and loc. */
+#define CALLSTACK_ALLOC_LENS_TAG ((uintnat)1 << 55)
 void caml_memprof_callstack_note_alloc(caml_memprof_callstack_cache *c,
                                        uintnat pc,
                                        const unsigned char *alloc_len);
-const unsigned char *
-caml_memprof_callstack_alloc_lens(caml_memprof_callstack_cache *c, uintnat pc);
+static inline const unsigned char *
+caml_memprof_callstack_alloc_lens(caml_memprof_callstack_cache *c, uintnat pc)
+{
+  const unsigned char *alloc_len = NULL;
+  caml_memprof_frame_slot *e;
+  /* frametable: the cache was prepared, and has a table */
+  if (c->frametable != NULL
+      && (e = caml_memprof_callstack_probe(c, pc | CALLSTACK_ALLOC_LENS_TAG)))
+    memcpy(&alloc_len, &e->size, sizeof alloc_len);
+  return alloc_len;
+}
 
 /* The stack just captured was not given to the encoder (sample lost). */
 #define CALLSTACK_ENCODED_ALL 1
