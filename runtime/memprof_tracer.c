@@ -21,11 +21,15 @@
    final).  Both samplers thus see every allocation with their own rates.
    When our trigger is the only reason an allocation left the fast path,
    caml_garbage_collection (from OCaml) or the start of caml_alloc_small_
-   dispatch (from C) takes the sample at once (sample_fast).
+   dispatch (from C) takes the sample at once (sample_fast).  On amd64
+   Linux, an allocation from OCaml gets there only when the sample trap
+   (memprof_trap.c, from caml_call_gc's entry) could not take the sample
+   itself: this file notes what the trap needs for next time.
 
    Data structures (one tracer_domain per domain slot, kept across the
    lives of the domains that use the slot, since a slot is one stream of
-   the trace and its location table must stay valid)
+   the trace and its location table must stay valid; its definition is in
+   memprof_tracer_domain.h, shared with the trap)
    - encoder and event buffer (the body of the next EVENTS chunk), plus a
      compression buffer and LZ4 state; a full buffer is compressed and
      written by the domain itself, so the event path takes no global lock;

@@ -125,9 +125,9 @@ int caml_memprof_tracer_trap(caml_domain_state *s)
     common = mpt_enc_common_frames(&d->enc, d->ids, fresh);
     fresh -= common;
   }
-  mpt_enc_alloc_shared_plain(&d->enc, now, id, wosize, (uint32_t)nsamples,
-                             MPT_SRC_MINOR, cap.truncated, d->ids, fresh,
-                             common);
+  mpt_enc_alloc_record(&d->enc, now, id, wosize, (uint32_t)nsamples,
+                       MPT_SRC_MINOR, cap.truncated, d->ids, fresh, common,
+                       0);        /* trap_ok: the stream never packs */
   d->samples += nsamples;
   d->geom_next = gap;
   /* memprof_verify=1: the ordinary path, which this allocation now takes,

@@ -27,8 +27,11 @@ BRANCH = re.compile(r"^\s*[0-9a-f]+:\s+(call|jmp|j[a-z]+)\s+(\S.*)$")
 
 def parse(lib):
     """{object: {function: [lines]}} from objdump -dr."""
-    out = subprocess.run(["objdump", "-dr", "--no-show-raw-insn", lib],
-                         capture_output=True, text=True, check=True).stdout
+    r = subprocess.run(["objdump", "-dr", "--no-show-raw-insn", lib],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    out = r.stdout
     objs, obj, fn = {}, None, None
     for line in out.splitlines():
         m = re.match(r"^(\S+\.o):\s+file format", line)
@@ -51,6 +54,8 @@ def target_name(sym):
 
 def check(lib):
     objs = parse(lib)
+    if objs is None:
+        return ["%s: objdump cannot read it" % lib]
     defined = {}
     for obj, fns in objs.items():
         for fn in fns:

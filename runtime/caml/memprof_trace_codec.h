@@ -207,15 +207,15 @@ mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
                      enum mpt_source src, int truncated,
                      const uint32_t *fresh_ids, uint32_t fresh,
                      uint32_t common);
-/* mpt_enc_alloc_shared for an encoder that never packs (pack_min_fresh
-   is UINT32_MAX): the same bytes, and no call out of the inline code
-   (the runtime's sample trap, see memprof_trap.h). */
+/* mpt_enc_alloc_shared, with [may_pack] 0 for an encoder that never packs
+   (pack_min_fresh is UINT32_MAX): the same bytes, and no call out of the
+   inline code (the runtime's sample trap, see memprof_trap.h). */
 static inline void
-mpt_enc_alloc_shared_plain(mpt_encoder *e, uint64_t time, uint64_t id,
-                           uint64_t wosize, uint32_t nsamples,
-                           enum mpt_source src, int truncated,
-                           const uint32_t *fresh_ids, uint32_t fresh,
-                           uint32_t common);
+mpt_enc_alloc_record(mpt_encoder *e, uint64_t time, uint64_t id,
+                     uint64_t wosize, uint32_t nsamples,
+                     enum mpt_source src, int truncated,
+                     const uint32_t *fresh_ids, uint32_t fresh,
+                     uint32_t common, const int may_pack);
 /* How many outermost frames of [stack] (innermost first, [len] frames,
    len <= prev_cap) the previous allocation's stack shares: what
    mpt_enc_alloc sends as a count. */
@@ -415,8 +415,7 @@ static inline uint32_t mpt_enc_common_frames(const mpt_encoder *e,
 
 /* The previous stack is kept outermost frame first, so that the part a
    new stack shares with it stays where it is and only the fresh frames
-   are written.  [may_pack] (a constant): whether the encoder may pack
-   (mpt_enc_alloc_shared), or never does (..._plain). */
+   are written.  [may_pack] (a constant): whether the encoder may pack. */
 static inline __attribute__((always_inline)) void
 mpt_enc_alloc_record(mpt_encoder *e, uint64_t time, uint64_t id,
                      uint64_t wosize, uint32_t nsamples,
@@ -474,17 +473,6 @@ mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
 {
   mpt_enc_alloc_record(e, time, id, wosize, nsamples, src, truncated,
                        fresh_ids, fresh, common, 1);
-}
-
-static inline void
-mpt_enc_alloc_shared_plain(mpt_encoder *e, uint64_t time, uint64_t id,
-                           uint64_t wosize, uint32_t nsamples,
-                           enum mpt_source src, int truncated,
-                           const uint32_t *fresh_ids, uint32_t fresh,
-                           uint32_t common)
-{
-  mpt_enc_alloc_record(e, time, id, wosize, nsamples, src, truncated,
-                       fresh_ids, fresh, common, 0);
 }
 
 static inline void mpt_enc_gc_id(mpt_encoder *e, int tag, int next_tag,
