@@ -141,7 +141,6 @@ static int reserve(caml_memprof_callstack_cache *c)
   return 1;
 }
 
-
 static caml_memprof_frame_slot *
 insert(caml_memprof_callstack_cache *c, uintnat key, uint32_t size,
        uint32_t loc)
