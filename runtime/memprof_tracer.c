@@ -637,7 +637,7 @@ static inline void record(tracer_domain *d, value block, uintnat wosize,
   if (d->verify) verify_callstack(d, n, common, truncated, alloc_idx);
   uint64_t id;
   /* An untracked sample would never be collected: drop it instead. */
-  if (!ensure_space(d, MPT_MAX_EVENT_BYTES(n))
+  if (!ensure_space(d, sample_room(d))
       || !push_entry(young ? &d->young : &d->major, block, id = fresh_id(d))) {
     caml_memprof_callstack_not_encoded(&d->frames);
     d->lost += nsamples;

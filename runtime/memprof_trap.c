@@ -106,7 +106,7 @@ int caml_memprof_tracer_trap(caml_domain_state *s)
   if (trigger_ofs > 0) goto not_here;
   /* What the record needs, before the capture: from there on the sample
      is taken. */
-  if (mpt_enc_space(&d->enc) < MPT_MAX_EVENT_BYTES(d->frames.max)) goto not_here;
+  if (mpt_enc_space(&d->enc) < sample_room(d)) goto not_here;
   if (d->young.len == d->young.cap) goto not_here;
   if (d->next_id == d->id_end) goto not_here;
   caml_memprof_capture cap = caml_memprof_capture_callstack_fast(&d->frames, n);

@@ -117,6 +117,14 @@ static inline void trigger_drawn(caml_domain_state *s, tracer_domain *d)
   d->trigger_minor = atomic_load_relaxed(&caml_minor_collections_count);
 }
 
+/* The room a sample asks of the event buffer: its ALLOC with the longest
+   stack the stream captures.  Both sample paths ask the same, so that the
+   ordinary path flushes the buffer where the trap (which cannot) stops. */
+static inline size_t sample_room(tracer_domain *d)
+{
+  return MPT_MAX_EVENT_BYTES(d->frames.max);
+}
+
 /* Whether the tracer's sample point is the only reason the allocation
    just performed at young_ptr left the allocation fast path: no
    interrupt (every request from another thread or a signal handler stores
