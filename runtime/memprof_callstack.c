@@ -60,6 +60,16 @@
    whose code is compiled at run time. */
 
 #define CAML_INTERNALS
+#include "caml/config.h"
+#include "caml/memprof_trap.h"
+
+#ifdef CAML_MEMPROF_TRAP
+/* The fast capture runs in memprof_trap.c's sample trap, where only the
+   general registers have been saved: no code of this file uses others,
+   the headers' inline functions included (a test reads the disassembly). */
+#pragma GCC target("general-regs-only")
+#endif
+
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,20 +78,12 @@
 #include "caml/domain_state.h"
 #include "caml/fiber.h"
 #include "caml/memprof_callstack.h"
-#include "caml/memprof_trap.h"
 #include "caml/misc.h"
 #ifdef NATIVE_CODE
 #include "caml/frame_descriptors.h"
 #include "caml/stack.h"
 #else
 #include "caml/fix_code.h"
-#endif
-
-#ifdef CAML_MEMPROF_TRAP
-/* The fast capture runs in memprof_trap.c's sample trap, where only the
-   general registers have been saved: no code of this file uses others
-   (a test reads the disassembly). */
-#pragma GCC target("general-regs-only")
 #endif
 
 /* Marks in caml_memprof_frame_slot.size (frame sizes are below 2^16). */

@@ -355,6 +355,13 @@ static inline float log_unit(float u)
   return 2.0f * t * p + (float)e * 0.69314718f;
 }
 
+/* Compiled twice, for x86-64's baseline and for AVX2 (twice as many lanes
+   per instruction), chosen at load time: the same arithmetic, so the same
+   gaps either way. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) \
+    && defined(__linux__)
+__attribute__((target_clones("avx2", "default")))
+#endif
 static void refill_gaps(tracer_domain *d)
 {
   uint32_t *s0 = d->rng[0], *s1 = d->rng[1], *s2 = d->rng[2], *s3 = d->rng[3];

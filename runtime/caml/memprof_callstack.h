@@ -157,14 +157,19 @@ caml_memprof_capture
 caml_memprof_capture_callstack_fast(caml_memprof_callstack_cache *c,
                                     ptrdiff_t alloc_idx);
 
-/* The cache's table: open addressing with linear probing. */
-static inline uint32_t caml_memprof_callstack_slot(uintnat key, uint32_t mask)
+/* The cache's table: open addressing with linear probing, by a
+   multiplicative hash.  The product's bits 32 and up do not depend on the
+   key's top bits, where a key's tags are (the allocation index, the
+   allocation lengths' bit 55): those are folded down first, or every key
+   of an allocation point would have one home slot. */
+static inline __attribute__((always_inline)) uint32_t
+caml_memprof_callstack_slot(uintnat key, uint32_t mask)
 {
-  return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+  return (uint32_t)(((key ^ (key >> 47)) * 0x9e3779b97f4a7c15ull) >> 32) & mask;
 }
 
 /* The entry for [key], or NULL.  The table must have slots. */
-static inline caml_memprof_frame_slot *
+static inline __attribute__((always_inline)) caml_memprof_frame_slot *
 caml_memprof_callstack_probe(caml_memprof_callstack_cache *c, uintnat key)
 {
   uint32_t mask = c->cap - 1, h = caml_memprof_callstack_slot(key, mask);
