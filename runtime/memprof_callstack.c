@@ -19,7 +19,10 @@
    own debug information (one combined allocation, several sites): its key
    is the return address tagged with the allocation index in the top byte,
    which no user-space code address uses, and on a miss its backtrace slot
-   is taken from caml_get_callstack itself, so it is upstream's.
+   is taken from caml_get_callstack itself, so it is upstream's.  The
+   same table keeps, for the sample trap, each allocation point's lengths
+   (caml_memprof_callstack_note_alloc), under its return address tagged
+   with bit 55.
 
    A second structure per stream holds the previous capture's frames
    (return address, sp, frame size, location id, and whether the walk came
@@ -51,6 +54,11 @@
    descriptor) continues in the parent fiber's stack.  The tests run every
    sample through both walks (memprof_verify=1) on programs with effects,
    exceptions, callbacks from C, systhreads and several domains.
+
+   The fast capture (memprof_trap.c's) is the same walk, compiled for the
+   general registers only (this whole file is), which declines, before
+   it changes anything, the stacks that would need more than cached frames
+   and a plain end (see walk).
 
    The walk (bytecode) follows caml_next_frame_pointer: it scans the
    stack's words, see there; the cache maps return addresses (code
