@@ -860,15 +860,19 @@ int caml_memprof_tracer_sample_fast(caml_domain_state *s, uintnat wosize,
   return 1;
 }
 
-void caml_memprof_tracer_sample_block(value block, size_t allocated_words,
-                                      size_t sampled_words, int source)
+/* The sample points in a block of caml_memprof_tracer_sample_block (or
+   the countdown drawn for a new trace), out of line: the common cases,
+   tracing off or no point in the block, then save no register (with
+   record inlined here, they saved six). */
+static __attribute__((noinline)) void
+sample_block_points(tracer_domain *d, value block, size_t allocated_words,
+                    size_t sampled_words, int source)
 {
-  if (!atomic_load_relaxed(&caml_memprof_tracer_active)) return;
-  tracer_domain *d = Caml_state->memprof_tracer;
-  if (d == NULL || d->parked) return;     /* see statmemprof_suspended */
   uintnat gen = atomic_load_relaxed(&caml_memprof_tracer_generation);
-  if (d->countdown_gen != gen) { d->countdown = rand_geom(d); d->countdown_gen = gen; }
-  if (sampled_words < d->countdown) { d->countdown -= sampled_words; return; }
+  if (d->countdown_gen != gen) {
+    d->countdown = rand_geom(d); d->countdown_gen = gen;
+    if (sampled_words < d->countdown) { d->countdown -= sampled_words; return; }
+  }
   uintnat rem = sampled_words - d->countdown, samples = 1, g;
   while ((g = rand_geom(d)) <= rem) { rem -= g; samples++; }
   d->countdown = g - rem;
@@ -878,6 +882,20 @@ void caml_memprof_tracer_sample_block(value block, size_t allocated_words,
     : source == CAML_MEMPROF_SRC_CUSTOM ? MPT_SRC_CUSTOM
     : young ? MPT_SRC_MINOR : MPT_SRC_MAJOR;
   record(d, block, allocated_words, samples, src, -1, young);
+}
+
+void caml_memprof_tracer_sample_block(value block, size_t allocated_words,
+                                      size_t sampled_words, int source)
+{
+  if (!atomic_load_relaxed(&caml_memprof_tracer_active)) return;
+  tracer_domain *d = Caml_state->memprof_tracer;
+  if (d == NULL || d->parked) return;     /* see statmemprof_suspended */
+  if (sampled_words < d->countdown
+      && d->countdown_gen == atomic_load_relaxed(&caml_memprof_tracer_generation)) {
+    d->countdown -= sampled_words;
+    return;
+  }
+  sample_block_points(d, block, allocated_words, sampled_words, source);
 }
 
 /* ------------------------------------------------------------------ */
