@@ -26,18 +26,24 @@
      the previous capture (caml_memprof_capture_callstack_fast);
    - gaps left in the batch, room in the buffer, the tracked table and
      the id block, the TSC clock ready, the stream lock free, the
-     stream's state current and no verification asked for.
+     stream's state current, and a stream that never packs frames (rates
+     from 1e-4 up; packing calls out).
    Otherwise it returns 0 before changing anything (the gaps it drew are
    put back, the lock released), and caml_call_gc goes on as upstream's:
    the ordinary path then takes the same sample with the same gaps, so
    which blocks are sampled does not depend on the path.
+   With memprof_verify=1 the trap takes the sample, then returns 0: the
+   ordinary path's first hook (caml_memprof_tracer_sample_fast) compares
+   the stack it captured with upstream's and returns at once, leaving the
+   block where it is.
 
    The general registers only
-   This file, memprof_callstack.c and memprof_trace_codec.c (in the
-   runtime) and the writer's clock are compiled with GCC's
-   target("general-regs-only"); the trap calls nothing else (the tests
-   read the disassembly of everything it can reach, and run float code
-   traced at every allocation).
+   This file, memprof_callstack.c, the ALLOC encoders of
+   memprof_trace_codec.c (in the runtime) and the writer's clock are
+   compiled with GCC's target("general-regs-only"); the trap calls nothing
+   else (testsuite/trap_registers.py reads the disassembly of everything
+   it can reach; trap_floats.ml keeps floats in vector registers across
+   sampled allocations).
 
    Synchronisation
    As every sample: the stream lock, taken here by trylock (a contended
