@@ -357,9 +357,12 @@ static inline float log_unit(float u)
 
 /* Compiled twice, for x86-64's baseline and for AVX2 (twice as many lanes
    per instruction), chosen at load time: the same arithmetic, so the same
-   gaps either way. */
+   gaps either way.  Not under a sanitizer: the choice (an ifunc resolver)
+   runs while the program is relocated, before the sanitizer's run-time is
+   up, and its instrumented code crashed every TSan program at start. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) \
-    && defined(__linux__)
+    && defined(__linux__) && !defined(__SANITIZE_THREAD__) \
+    && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 static void refill_gaps(tracer_domain *d)
