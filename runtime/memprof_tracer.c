@@ -413,7 +413,7 @@ static void flush_locked(tracer_domain *d)
   if (used == 0) return;
   if (caml_trace_writer_chunk(d->stream, d->buf, used, d->zstate,
                               d->zbuf, d->zcap) < 0)
-    atomic_store(&caml_memprof_tracer_active, 0);         /* the writer has said why, once */
+    atomic_store(&caml_memprof_tracer_active, 0); /* the writer said why, once */
   mpt_enc_reset_buffer(&d->enc, d->buf + MPT_CHUNK_HEADER_BYTES,
                        BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES);
 }
@@ -466,7 +466,6 @@ static int reset_stream(tracer_domain *d, uintnat gen)
   caml_memprof_callstack_cache_clear(&d->frames);
   caml_memprof_callstack_configure(&d->frames, d->ids, max_frames,
                                    define_location, d);
-  d->trap_ok = d->enc.pack_min_fresh == UINT32_MAX;
   d->verify = params.verify != 0;
   d->trap_capture_pending = 0;
   d->young.len = d->major.len = 0;
@@ -753,7 +752,8 @@ void caml_memprof_tracer_after_statmemprof_sample(caml_domain_state *s,
                                                   uintnat wosize)
 {
   tracer_domain *d = s->memprof_tracer;
-  if (d == NULL || !d->unparked || d->parked || !atomic_load_relaxed(&caml_memprof_tracer_active))
+  if (d == NULL || !d->unparked || d->parked
+      || !atomic_load_relaxed(&caml_memprof_tracer_active))
     return;
   d->unparked = 0;
   value *t = trigger_get(s) + Whsize_wosize(wosize);
@@ -801,9 +801,10 @@ void caml_memprof_tracer_sample_young(caml_domain_state *s, uintnat wosize,
                                       unsigned char *lens)
 {
   tracer_domain *d = s->memprof_tracer;
-  if (d == NULL || !atomic_load_relaxed(&caml_memprof_tracer_active) || !(flags & CAML_DO_TRACK)) {
+  int active = atomic_load_relaxed(&caml_memprof_tracer_active);
+  if (d == NULL || !active || !(flags & CAML_DO_TRACK)) {
     /* Not sampled: move the trigger past this allocation. */
-    if (d && atomic_load_relaxed(&caml_memprof_tracer_active)) draw_minor_trigger(s, d);
+    if (d && active) draw_minor_trigger(s, d);
     else caml_memprof_tracer_set_trigger(s);
     caml_reset_young_limit(s);
     return;
@@ -908,7 +909,8 @@ static void toggle_tracing(void);
 
 static int stream_live(tracer_domain *d)
 {
-  return atomic_load(&caml_memprof_tracer_active) && d->buf && d->gen == atomic_load(&caml_memprof_tracer_generation);
+  return atomic_load(&caml_memprof_tracer_active) && d->buf
+    && d->gen == atomic_load(&caml_memprof_tracer_generation);
 }
 
 void caml_memprof_tracer_after_minor_gc(caml_domain_state *s)
@@ -1001,7 +1003,9 @@ static void adopt_orphans(tracer_domain *d)
       tracer_domain *o = DOMAIN_AT(w * 64 + __builtin_ctzll(bits));
       if (!o || o == d) continue;
       stream_lock(o);
-      if (atomic_load(&caml_memprof_tracer_active) && o->buf && o->gen == orphans_gen) flush_locked(o);
+      if (atomic_load(&caml_memprof_tracer_active) && o->buf
+          && o->gen == orphans_gen)
+        flush_locked(o);
       stream_unlock(o);
     }
   memset(orphan_origins, 0, sizeof orphan_origins);
@@ -1106,7 +1110,8 @@ void caml_memprof_tracer_new_domain(caml_domain_state *s)
   d->trigger_valid = 0;
   d->state = s;
   s->memprof_tracer = d;
-  if (atomic_load(&caml_memprof_tracer_active)) emit_simple(d, MPT_EV_DOMAIN_START, (uint64_t)s->unique_id);
+  if (atomic_load(&caml_memprof_tracer_active))
+    emit_simple(d, MPT_EV_DOMAIN_START, (uint64_t)s->unique_id);
   /* The minor heap exists already: sample from the first allocation. */
   caml_memprof_tracer_set_trigger(s);
   caml_reset_young_limit(s);
@@ -1198,7 +1203,8 @@ static void flush_all_streams(void)
     tracer_domain *d = DOMAIN_AT(i);
     if (!d) continue;
     stream_lock(d);
-    if (atomic_load(&caml_memprof_tracer_active) && d->buf && d->gen == gen) flush_locked(d);
+    if (atomic_load(&caml_memprof_tracer_active) && d->buf && d->gen == gen)
+      flush_locked(d);
     stream_unlock(d);
   }
 }
@@ -1245,7 +1251,10 @@ static void start_flusher(void)
 static int start_locked(const char *path, double rate, uintnat frames,
                         int compress, char *err, size_t errlen)
 {
-  if (atomic_load(&caml_memprof_tracer_active)) { snprintf(err, errlen, "tracing is already on"); return -1; }
+  if (atomic_load(&caml_memprof_tracer_active)) {
+    snprintf(err, errlen, "tracing is already on");
+    return -1;
+  }
   lambda = rate;
   one_log1m = rate >= 1.0 ? 0.0 : 1.0 / log1p(-rate);
   max_frames = (uint32_t)frames;
@@ -1284,7 +1293,10 @@ static int start_locked(const char *path, double rate, uintnat frames,
    structures are never freed. */
 static void stop_locked(tracer_domain *self)
 {
-  if (!caml_trace_writer_is_open()) { atomic_store(&caml_memprof_tracer_active, 0); return; }
+  if (!caml_trace_writer_is_open()) {
+    atomic_store(&caml_memprof_tracer_active, 0);
+    return;
+  }
   uintnat gen = atomic_load(&caml_memprof_tracer_generation);
   if (!self) self = DOMAIN_AT(0);
   if (self) emit_simple(self, MPT_EV_TRACE_STOP, 0);
@@ -1315,7 +1327,8 @@ static void toggle_tracing(void)
 {
   pthread_mutex_lock(&control_lock);
   caml_domain_state *self = Caml_state_opt;
-  if (atomic_load(&caml_memprof_tracer_active)) stop_locked(self ? self->memprof_tracer : NULL);
+  if (atomic_load(&caml_memprof_tracer_active))
+    stop_locked(self ? self->memprof_tracer : NULL);
   else if (params.path) {
     char err[128];
     if (start_locked(params.path, params.rate, params.frames,

@@ -74,7 +74,8 @@ int caml_memprof_tracer_trap(caml_domain_state *s)
   if (!only_the_sample_point(s, d)
       || atomic_exchange_explicit(&d->lock, 1, memory_order_acquire))
     return 0;
-  if (!d->trap_ok || d->buf == NULL
+  /* A stream that packs frames (below 1e-4) would call out. */
+  if (d->enc.pack_min_fresh != UINT32_MAX || d->buf == NULL
       || d->gen != atomic_load(&caml_memprof_tracer_generation)
       || d->geom_gen != d->gen)
     goto not_here;
@@ -133,7 +134,7 @@ int caml_memprof_tracer_trap(caml_domain_state *s)
   }
   mpt_enc_alloc_record(&d->enc, now, id, wosize, (uint32_t)nsamples,
                        MPT_SRC_MINOR, cap.truncated, d->ids, fresh, common,
-                       0);        /* trap_ok: the stream never packs */
+                       0);        /* the stream never packs: see above */
   d->samples += nsamples;
   d->geom_next = gap;
   /* memprof_verify=1: the ordinary path, which this allocation now takes,

@@ -57,8 +57,6 @@ typedef struct tracer_domain {
   uintnat code_releases;          /* code_releases when the tables were
                                      last emptied of code addresses     */
   uint32_t *ids;                  /* this sample's location ids          */
-  int trap_ok;                    /* the sample trap may serve the stream
-                                     (it never packs)                    */
   int verify;                     /* memprof_verify=1 (see trap_capture) */
   /* memprof_verify=1: the trap's last capture, which it leaves to the
      ordinary path to verify (the trap returns 0 after its sample, and
