@@ -296,7 +296,7 @@ atomic_uintnat caml_memprof_tracer_generation; /* one per trace file        */
 static atomic_uintnat code_releases;
 static double lambda, one_log1m;          /* 1 / log(1 - lambda)          */
 static uint32_t max_frames;
-static _Atomic uint64_t next_id_block = 1;
+_Atomic uint64_t caml_memprof_tracer_next_id_block = 1; /* see fresh_id */
 static pthread_mutex_t control_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t orphan_lock = PTHREAD_MUTEX_INITIALIZER;
 static entry_table orphans;               /* under orphan_lock            */
@@ -474,15 +474,6 @@ static int reset_stream(tracer_domain *d, uintnat gen)
   d->last_stats = 0;
   d->gen = gen;
   return 1;
-}
-
-static inline uint64_t fresh_id(tracer_domain *d)
-{
-  if (d->next_id == d->id_end) {
-    d->next_id = atomic_fetch_add(&next_id_block, 256);
-    d->id_end = d->next_id + 256;
-  }
-  return d->next_id++;
 }
 
 static inline uintnat hash_word(uintnat x)
@@ -913,6 +904,16 @@ static int stream_live(tracer_domain *d)
     && d->gen == atomic_load(&caml_memprof_tracer_generation);
 }
 
+/* What one tracked young block writes at most at a minor collection: the
+   COLLECT_RUN pending before it (tag, id delta, count) and its PROMOTE
+   (tag, id delta). */
+#define MINOR_ENTRY_BYTES 32
+#define MINOR_ROOM_ENTRIES 32
+_Static_assert(MINOR_ENTRY_BYTES >= 1 + 10 + 3 + 1 + 10
+               && MINOR_ROOM_ENTRIES * MINOR_ENTRY_BYTES
+                  <= BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES,
+               "a minor collection's room per entry");
+
 void caml_memprof_tracer_after_minor_gc(caml_domain_state *s)
 {
   tracer_domain *d = s->memprof_tracer;
@@ -922,13 +923,20 @@ void caml_memprof_tracer_after_minor_gc(caml_domain_state *s)
     if (d->young.len && ensure_space(d, MPT_MAX_EVENT_BYTES(0)))
       mpt_enc_simple(&d->enc, MPT_EV_MINOR_GC, caml_trace_writer_now(),
                      atomic_load_relaxed(&caml_minor_collections_count));
-    /* Dead blocks whose ids follow each other are one COLLECT_RUN. */
+    /* Dead blocks whose ids follow each other are one COLLECT_RUN.  The
+       room is asked for once per MINOR_ROOM_ENTRIES entries, each of which
+       writes at most the pending run and a PROMOTE. */
     uint64_t run_id = 0;
     uint32_t run = 0;
-    for (size_t i = 0; i < d->young.len; i++) {
-      entry *e = &d->young.t[i];
-      /* room for the pending run and a PROMOTE */
-      if (!ensure_space(d, 48)) { run = 0; break; }
+    entry *young = d->young.t;
+    size_t len = d->young.len;
+    for (size_t i = 0; i < len; i++) {
+      entry *e = &young[i];
+      if (i % MINOR_ROOM_ENTRIES == 0
+          && !ensure_space(d, MINOR_ROOM_ENTRIES * MINOR_ENTRY_BYTES)) {
+        run = 0;
+        break;
+      }
       if (Hd_val(e->block) == 0) {           /* forwarded: promoted */
         if (run) { mpt_enc_collect_run(&d->enc, run_id, run); run = 0; }
         mpt_enc_promote(&d->enc, e->id);

@@ -24,8 +24,8 @@
      alloc) instead of a frame-descriptor lookup;
    - a stack of cached frames that the fast capture walks to a match with
      the previous capture (caml_memprof_capture_callstack_fast);
-   - gaps left in the batch, room in the buffer, the tracked table and
-     the id block, the TSC clock ready, the stream lock free, the
+   - gaps left in the batch, room in the buffer and the tracked table,
+     the TSC clock ready, the stream lock free, the
      stream's state current, and a stream that never packs frames (rates
      from 1e-4 up; packing calls out).
    Otherwise it returns 0 before changing anything (the gaps it drew are
@@ -115,13 +115,12 @@ int caml_memprof_tracer_trap(caml_domain_state *s)
      is taken. */
   if (mpt_enc_space(&d->enc) < sample_room(d)) goto not_here;
   if (d->young.len == d->young.cap) goto not_here;
-  if (d->next_id == d->id_end) goto not_here;
   caml_memprof_capture cap = caml_memprof_capture_callstack_fast(&d->frames, n);
   if (cap.n < 0) goto not_here;      /* CALLSTACK_SLOW: nothing changed */
-  uint64_t id = d->next_id++;
-  d->young.t[d->young.len].block = Val_hp(s->young_ptr + alloc_ofs);
-  d->young.t[d->young.len].id = id;
-  d->young.len++;
+  uint64_t id = fresh_id(d);
+  entry *tracked = &d->young.t[d->young.len++];
+  tracked->block = Val_hp(s->young_ptr + alloc_ofs);
+  tracked->id = id;
   /* The stack: the frames captured, followed by cap.common frames of the
      encoder's previous stack, or, where the walk did not meet the
      previous capture, the frames shared with that stack, as

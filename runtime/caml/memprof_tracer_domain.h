@@ -115,6 +115,21 @@ static inline void trigger_drawn(caml_domain_state *s, tracer_domain *d)
   d->trigger_minor = atomic_load_relaxed(&caml_minor_collections_count);
 }
 
+/* Object ids: each domain takes them from a global counter in blocks of
+   ID_BLOCK (memprof_tracer.c's), so that a sample's id costs no atomic
+   operation; the next block is one atomic add, which the trap may do too
+   (a lock-prefixed instruction, no call). */
+#define ID_BLOCK 256
+extern _Atomic uint64_t caml_memprof_tracer_next_id_block;
+static inline uint64_t fresh_id(tracer_domain *d)
+{
+  if (d->next_id == d->id_end) {
+    d->next_id = atomic_fetch_add(&caml_memprof_tracer_next_id_block, ID_BLOCK);
+    d->id_end = d->next_id + ID_BLOCK;
+  }
+  return d->next_id++;
+}
+
 /* The room a sample asks of the event buffer: its ALLOC with the longest
    stack the stream captures.  Both sample paths ask the same, so that the
    ordinary path flushes the buffer where the trap (which cannot) stops. */
