@@ -55,10 +55,13 @@
    sample through both walks (memprof_verify=1) on programs with effects,
    exceptions, callbacks from C, systhreads and several domains.
 
-   The fast capture (memprof_trap.c's) is the same walk, compiled for the
-   general registers only (this whole file is), which declines, before
-   it changes anything, the stacks that would need more than cached frames
-   and a plain end (see walk).
+   The native walk itself is in memprof_callstack_walk.h, inline: the
+   sample trap (memprof_trap.c) inlines it as its fast capture, the same
+   walk, compiled there for the general registers only, which declines,
+   before it changes anything, the stacks that would need more than cached
+   frames and a plain end (see the walk).  This file keeps the walk's slow
+   parts (a miss, the end-of-stack check, the preparation), which the
+   fast capture never reaches.
 
    The walk (bytecode) follows caml_next_frame_pointer: it scans the
    stack's words, see there; the cache maps return addresses (code
@@ -69,15 +72,7 @@
 
 #define CAML_INTERNALS
 #include "caml/config.h"
-#include "caml/memprof_trap.h"
-
-#ifdef CAML_MEMPROF_TRAP
-/* The fast capture runs in memprof_trap.c's sample trap, where only the
-   general registers have been saved: no code of this file uses others,
-   the headers' inline functions included (a test reads the disassembly). */
-#pragma GCC target("general-regs-only")
-#endif
-
+#include "caml/memprof_trap.h"      /* CAML_MEMPROF_TRAP */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +81,7 @@
 #include "caml/domain_state.h"
 #include "caml/fiber.h"
 #include "caml/memprof_callstack.h"
+#include "caml/memprof_callstack_walk.h"
 #include "caml/misc.h"
 #ifdef NATIVE_CODE
 #include "caml/frame_descriptors.h"
@@ -94,9 +90,6 @@
 #include "caml/fix_code.h"
 #endif
 
-/* Marks in caml_memprof_frame_slot.size (frame sizes are below 2^16). */
-#define CALLSTACK_RETURN_TO_C 0x10000u
-#define CALLSTACK_NO_DESCR 0x20000u
 
 #ifdef NATIVE_CODE
 /* The walk copies an entry's size and location id to a walked frame as
@@ -113,7 +106,6 @@ _Static_assert(offsetof(caml_memprof_walked_frame, loc)
                "linked and loc are adjacent");
 #endif
 
-#define ALLOC_TAG(alloc_idx) ((uintnat)((alloc_idx) + 1) << 56)
 _Static_assert(CALLSTACK_ALLOC_LENS_TAG < ALLOC_TAG(0),
                "allocation lengths' keys are apart from the frames'");
 
@@ -182,9 +174,7 @@ int caml_memprof_capture_callstack_reference(caml_memprof_callstack_cache *c,
 }
 
 #ifdef NATIVE_CODE
-/* caml_memprof_walked_frame.ret_at of a frame the walk did not reach by
-   adding a frame size: never equal to a key. */
-static const uintnat no_return_address = 0;
+const uintnat caml_memprof_callstack_no_return_address = 0;
 #endif
 
 /* Room for the sentinel, then twice [max] + 1 walked frames: the previous
@@ -206,7 +196,7 @@ static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
   sentinel->key = 1;
 #ifdef NATIVE_CODE
   sentinel->sp = (char *)UINTPTR_MAX;
-  sentinel->ret_at = &no_return_address;
+  sentinel->ret_at = &caml_memprof_callstack_no_return_address;
 #else
   sentinel->at = (value *)UINTPTR_MAX;
   sentinel->linked = 0;
@@ -214,98 +204,6 @@ static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
   return 1;
 }
 
-/* What a failed walk returns (no memory, or a location not defined). */
-static const caml_memprof_capture capture_failed = { -1, 0, -1 };
-#ifdef NATIVE_CODE
-/* What a fast capture returns when the stack needs more than it does. */
-static const caml_memprof_capture capture_slow = { CALLSTACK_SLOW, 0, -1 };
-#endif
-
-/* A walked frame copied field by field: a structure assignment may become
-   a string move (rep movs) where only the general registers are used,
-   an instruction per 4 bytes. */
-static inline void copy_frame(caml_memprof_walked_frame *to,
-                              const caml_memprof_walked_frame *from)
-{
-#ifdef NATIVE_CODE
-  to->key = from->key; to->sp = from->sp; to->ret_at = from->ret_at;
-  memcpy(&to->size, &from->size, sizeof from->size + sizeof from->loc);
-#else
-  to->key = from->key; to->at = from->at; to->high = from->high;
-  to->trap = from->trap;
-  memcpy(&to->linked, &from->linked, sizeof from->linked + sizeof from->loc);
-#endif
-}
-
-/* Prev's frames from [pq] out to [f], found still there, appended to the
-   walk's at [*w]; 0 when the walk's part fills up first (the stack is
-   cut). */
-static inline int append_checked(caml_memprof_walked_frame **w,
-                                 caml_memprof_walked_frame *wend,
-                                 caml_memprof_walked_frame *pq,
-                                 caml_memprof_walked_frame *f)
-{
-  for (caml_memprof_walked_frame *g = pq; g >= f; g--) {
-    if (*w == wend) return 0;
-    copy_frame((*w)++, g);
-  }
-  return 1;
-}
-
-/* The end of a walk that found [fresh_start, w) (innermost first) and
-   then, when [shared] > 0, the outermost [shared] frames of prev: the
-   capture's results, and the new prev.  [fast] (a constant): the fast
-   capture's walk, which ends here only at the stack's end, uncut, so
-   that prev need not move (and no call to memmove is compiled in). */
-static inline __attribute__((always_inline)) caml_memprof_capture
-finish_capture(caml_memprof_callstack_cache *c,
-               caml_memprof_walked_frame *fresh_start,
-               caml_memprof_walked_frame *w, uint32_t shared, int cut,
-               int cut_match, const int fast)
-{
-  caml_memprof_capture r;
-  uint32_t *ids = c->ids, max = c->max;
-  caml_memprof_walked_frame *prev = c->frames + 1;
-  uint32_t fresh = (uint32_t)(w - fresh_start), total = fresh + shared, n = fresh;
-  r.truncated = cut || total > max;
-  if (shared > 0 && !r.truncated && c->prev_encoded == CALLSTACK_ENCODED_ALL) {
-    r.common = (int)shared;
-  } else if (cut_match && total == c->frames_cap
-             && c->prev_encoded == CALLSTACK_ENCODED_INNER) {
-    /* The innermost [max] frames: the fresh ones and prev[1, shared),
-       which the encoder has as its previous stack's outermost. */
-    r.common = (int)shared - 1;
-  } else {
-    if (n > max) n = max;
-    for (uint32_t i = shared; i > 0 && n < max; i--) ids[n++] = prev[i - 1].loc;
-    r.common = -1;
-  }
-  /* The new prev: prev[0, shared) then the fresh frames, outermost first,
-     at most frames_cap of them (the innermost). */
-  c->prev_complete = !cut;
-  if (!fast && total > c->frames_cap) {
-    uint32_t drop = total - c->frames_cap;
-    memmove(prev, prev + drop, (shared - drop) * sizeof *prev);
-    shared -= drop;
-    c->prev_complete = 0;
-  }
-  /* The fresh frames' ids, innermost first (ids has room for
-     frames_cap), and the fresh frames after prev's shared part. */
-  caml_memprof_walked_frame *to = prev + shared + fresh;
-  for (uint32_t i = 0; i < fresh; i++) {
-    ids[i] = fresh_start[i].loc;
-    copy_frame(--to, &fresh_start[i]);
-  }
-  c->prev_len = shared + fresh;
-#ifdef NATIVE_CODE
-  if (c->prev_len > 0) c->prev_end_sp = prev[0].sp + prev[0].size;
-#endif
-  /* A cut stack fills prev (its frames_cap innermost frames), and the
-     encoder gets all but the outermost. */
-  c->prev_encoded = r.truncated ? CALLSTACK_ENCODED_INNER : CALLSTACK_ENCODED_ALL;
-  r.n = (int)n;
-  return r;
-}
 
 #ifdef NATIVE_CODE
 
@@ -334,9 +232,10 @@ fill(caml_memprof_callstack_cache *c, uintnat key, uintnat pc,
 /* The entry for [key] when its home slot holds another key: the rest of
    the probe sequence, or a fill on a miss.  Out of line, so that the walk's
    loop keeps its registers. */
-static __attribute__((noinline)) caml_memprof_frame_slot *
-lookup_slow(caml_memprof_callstack_cache *c, uintnat key, uintnat pc,
-            ptrdiff_t alloc_idx)
+__attribute__((noinline)) caml_memprof_frame_slot *
+caml_memprof_callstack_lookup_slow(caml_memprof_callstack_cache *c,
+                                   uintnat key, uintnat pc,
+                                   ptrdiff_t alloc_idx)
 {
   caml_memprof_frame_slot *e = caml_memprof_callstack_probe(c, key);
   if (e == NULL) e = fill(c, key, pc, key != pc ? alloc_idx : -1);
@@ -346,8 +245,9 @@ lookup_slow(caml_memprof_callstack_cache *c, uintnat key, uintnat pc,
 /* Whether the walk ends right after the frame at [sp] of [size] in
    [stack] (no outer frame): the walk's rules, emitting nothing.  -1 on
    failure. */
-static int walk_ends_after(caml_memprof_callstack_cache *c,
-                           struct stack_info *stack, char *sp, uint32_t size)
+int caml_memprof_callstack_walk_ends_after(caml_memprof_callstack_cache *c,
+                                           struct stack_info *stack,
+                                           char *sp, uint32_t size)
 {
   char *start_sp;
   uintnat pc, start_pc;
@@ -377,8 +277,9 @@ static int walk_ends_after(caml_memprof_callstack_cache *c,
    unregistered code, whose addresses the cache must forget) or the
    cache was configured (frametable is then NULL): the cache emptied, the
    walked frames' room reserved for [max]. */
-static __attribute__((noinline)) int
-prepare(caml_memprof_callstack_cache *c, caml_frame_descrs *fds)
+__attribute__((noinline)) int
+caml_memprof_callstack_prepare(caml_memprof_callstack_cache *c,
+                               caml_frame_descrs *fds)
 {
   caml_memprof_callstack_cache_clear(c);
   if (c->frames_cap != c->max + 1 && !reserve_frames(c, c->max)) return 0;
@@ -386,184 +287,14 @@ prepare(caml_memprof_callstack_cache *c, caml_frame_descrs *fds)
   return 1;
 }
 
-/* The walk.  Before each frame is looked up, it is looked for among the
-   previous capture's frames: those at higher addresses than the last
-   frame found are passed in order of sp (index [q] into prev, outermost
-   first; the sentinel before prev[0] ends the search).  A frame with the
-   same sp and key as a previous one is the same frame, and needs no
-   lookup; then each outer frame of prev that the previous walk reached by
-   adding a frame size is checked by reading its return address where the
-   walk would read it (ret_at) and comparing it with its key (the sentinel
-   fails the check).  That is the walk itself, made
-   of the same steps, so it accepts exactly the frames the walk would
-   find; a frame reached another way (a C-to-OCaml transition, a parent
-   fiber) ends the check, and the ordinary walk goes on from there,
-   looking for the next match.  When the check reaches the outermost frame
-   of a complete prev and the walk ends after it, the stack is the fresh
-   frames plus prev's outer part: those location ids are not written
-   again, and the encoder is told how many there are (when its previous
-   stack is prev's, see prev_encoded).  When prev was cut (the stack had
-   more than [max] frames), reaching its outermost frame with at least
-   [max] + 1 frames in all is enough: this stack is cut too.  The result
-   becomes prev: the shared part stays in place, the fresh frames are
-   copied after it.
-   Most samples end at such a match, with a few fresh frames and the rest
-   of a complete prev already encoded: that case is finished here, the
-   others by finish_capture.
-   [fast] (a constant): the sample trap's capture, which must not call
-   out of this file nor reach code that could (a cache miss defines a
-   location, a cut stack moves prev): it returns capture_slow before it
-   changes anything when the stack needs more than cached frames, a match
-   finished here or the stack's end, and the tracer takes the sample the
-   ordinary way. */
-static inline __attribute__((always_inline)) caml_memprof_capture
-walk(caml_memprof_callstack_cache *c, ptrdiff_t alloc_idx, const int fast)
-{
-  caml_frame_descrs *fds = caml_get_frame_descrs();
-  if (__builtin_expect((void *)fds != c->frametable, 0)) {
-    if (fast) return capture_slow;
-    if (!prepare(c, fds)) return capture_failed;
-  }
-  struct stack_info *stack = Caml_state->current_stack;
-  char *sp = First_frame((char *)stack->sp);
-  uintnat pc = Saved_return_address(sp);
-  /* The first frame's key carries the allocation index. */
-  uintnat key = alloc_idx >= 0 ? pc | ALLOC_TAG(alloc_idx) : pc;
-  const uintnat *ret_at = &no_return_address;  /* how the walk came to sp */
-  caml_memprof_walked_frame *prev = c->frames + 1;
-  caml_memprof_walked_frame *fresh_start = prev + c->frames_cap,
-    *w = fresh_start, *wend = fresh_start + c->frames_cap;
-  caml_memprof_frame_slot *slots = c->slots;
-  uint32_t mask = c->cap - 1;
-  caml_memprof_walked_frame *pq = prev + c->prev_len - 1; /* prev[q - 1] */
-  uint32_t shared = 0;
-  uintnat end_pc;
-  int cut = 0, cut_match = 0;
-  for (;;) {
-    while (pq->sp < sp) pq--;
-    if (pq->sp == sp && pq->key == key) {
-      caml_memprof_walked_frame *f = pq;
-      while (*f[-1].ret_at == f[-1].key) f--;
-      uint32_t q = (uint32_t)(pq - prev) + 1;
-      if (f == prev) {
-        uint32_t fresh = (uint32_t)(w - fresh_start);
-        if (c->prev_complete) {
-          /* The previous walk's end, repeated, or the walk's rules. */
-          int end = c->prev_end_pc != 0
-            && (uintnat)Saved_return_address(c->prev_end_sp) == c->prev_end_pc
-            && c->prev_end_sp + Stack_header_size == (char *)Stack_high(stack)
-            && Stack_parent(stack) == NULL;
-          if (!end) {
-            if (fast) return capture_slow;
-            end = walk_ends_after(c, stack, prev[0].sp, prev[0].size);
-            slots = c->slots; mask = c->cap - 1;  /* a fill may have grown it */
-          }
-          if (end < 0) return capture_failed;
-          if (end && fresh + q <= c->max
-              && c->prev_encoded == CALLSTACK_ENCODED_ALL) {
-            /* The common case: prev keeps its frames [0, q), followed by
-               the fresh ones, outermost first; prev_complete and
-               prev_encoded stay as they are, and so does prev's end. */
-            uint32_t *ids = c->ids;
-            caml_memprof_walked_frame *to = prev + q + fresh, *from;
-            pq->ret_at = ret_at;
-            for (from = fresh_start; from < w; from++) {
-              *ids++ = from->loc;
-              copy_frame(--to, from);
-            }
-            c->prev_len = q + fresh;
-            return (caml_memprof_capture){ (int)fresh, 0, (int)q };
-          }
-          if (fast) return capture_slow;
-          if (end) { shared = q; pq->ret_at = ret_at; break; }
-        } else if (fresh + q >= c->frames_cap) {
-          if (fast) return capture_slow;
-          /* prev was cut, and this stack has as many frames up to prev's
-             outermost: it is cut too, and nothing beyond is needed. */
-          shared = q;
-          pq->ret_at = ret_at;
-          cut = cut_match = 1;
-          break;
-        }
-      }
-      /* Frames q-1 down to f are this stack's; the walk goes on after
-         f.  Their copies say how this walk came to them (prev, unchanged,
-         keeps at most prev[0, f) as it is). */
-      caml_memprof_walked_frame *appended = w;
-      if (!append_checked(&w, wend, pq, f)) {
-        if (fast) return capture_slow;
-        cut = 1;
-        goto walked;
-      }
-      appended->ret_at = ret_at;
-      pq = f - 1;
-      sp = f->sp + f->size;
-      ret_at = (const uintnat *)&Saved_return_address(sp);
-      key = pc = *ret_at;
-      continue;
-    }
-    caml_memprof_frame_slot *e = &slots[caml_memprof_callstack_slot(key, mask)];
-    if (__builtin_expect(e->key != key, 0)) {
-      if (fast) {
-        if ((e = caml_memprof_callstack_probe(c, key)) == NULL) return capture_slow;
-      } else {
-        e = lookup_slow(c, key, pc, alloc_idx);
-        if (e == NULL) return capture_failed;
-        slots = c->slots; mask = c->cap - 1;
-      }
-    }
-    uint32_t size = e->size;
-    if (size < CALLSTACK_RETURN_TO_C) {
-      if (w == wend) {
-        if (fast) return capture_slow;
-        cut = 1;
-        break;
-      }
-      w->key = key; w->sp = sp; w->ret_at = ret_at;
-      memcpy(&w->size, &e->size, sizeof e->size + sizeof e->loc);
-      w++;
-      sp += size;
-      ret_at = (const uintnat *)&Saved_return_address(sp);
-      key = pc = *ret_at;
-      continue;
-    }
-    end_pc = ret_at != &no_return_address && size == CALLSTACK_RETURN_TO_C
-             ? pc : 0;
-    ret_at = &no_return_address;
-    if (size == CALLSTACK_RETURN_TO_C) {
-      sp += Stack_header_size;
-      if (sp != (char *)Stack_high(stack)) {
-        sp = First_frame(sp);
-        key = pc = Saved_return_address(sp);
-        continue;
-      }
-    }
-    /* The end of this stack: go on in the parent fiber's
-       (caml_get_stack_sp_pc's first frame). */
-    stack = Stack_parent(stack);
-    if (stack == NULL) { c->prev_end_pc = end_pc; break; }
-    sp = First_frame((char *)stack->sp);
-    key = pc = Saved_return_address(sp);
-  }
- walked:
-  return finish_capture(c, fresh_start, w, shared, cut, cut_match, fast);
-}
 
 caml_memprof_capture
 caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                ptrdiff_t alloc_idx)
 {
-  return walk(c, alloc_idx, 0);
+  return caml_memprof_callstack_walk(c, Caml_state->current_stack,
+                                     alloc_idx, 0);
 }
-
-#ifdef CAML_MEMPROF_TRAP
-caml_memprof_capture
-caml_memprof_capture_callstack_fast(caml_memprof_callstack_cache *c,
-                                    ptrdiff_t alloc_idx)
-{
-  return walk(c, alloc_idx, 1);
-}
-#endif
 
 #ifdef CAML_MEMPROF_TRAP
 void caml_memprof_callstack_note_alloc(caml_memprof_callstack_cache *c,

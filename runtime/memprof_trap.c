@@ -23,7 +23,8 @@
      callstack cache by the ordinary path (caml_memprof_callstack_note_
      alloc) instead of a frame-descriptor lookup;
    - a stack of cached frames that the fast capture walks to a match with
-     the previous capture (caml_memprof_capture_callstack_fast);
+     the previous capture (caml_memprof_callstack_walk, inlined here:
+     memprof_callstack_walk.h);
    - gaps left in the batch, room in the buffer and the tracked table,
      the TSC clock ready, the stream lock free, the
      stream's state current, and a stream that never packs frames (rates
@@ -38,10 +39,10 @@
    block where it is.
 
    The general registers only
-   This file, memprof_callstack.c, the ALLOC encoders of
-   memprof_trace_codec.c (in the runtime) and the writer's clock are
-   compiled with GCC's target("general-regs-only"); the trap calls nothing
-   else (testsuite/trap_registers.py reads the disassembly of everything
+   This file (with the walk of memprof_callstack_walk.h, inlined), the
+   ALLOC encoders of memprof_trace_codec.c (in the runtime) and the
+   writer's clock are compiled with GCC's target("general-regs-only");
+   the trap calls nothing else (testsuite/trap_registers.py reads the disassembly of everything
    it can reach; trap_floats.ml keeps floats in vector registers across
    sampled allocations).
 
@@ -63,6 +64,7 @@
 #include "caml/fiber.h"
 #include "caml/frame_descriptors.h"
 #include "caml/memprof_callstack.h"
+#include "caml/memprof_callstack_walk.h"
 #include "caml/memprof_trace_codec.h"
 #include "caml/memprof_trace_writer.h"
 #include "caml/memprof_tracer_domain.h"
@@ -115,11 +117,23 @@ int caml_memprof_tracer_trap(caml_domain_state *s)
      is taken. */
   if (mpt_enc_space(&d->enc) < sample_room(d)) goto not_here;
   if (d->young.len == d->young.cap) goto not_here;
-  caml_memprof_capture cap = caml_memprof_capture_callstack_fast(&d->frames, n);
+  /* The capture, inlined, needs every register: the rest waits in d. */
+  d->trap.now = now;
+  d->trap.alloc_ofs = alloc_ofs;
+  d->trap.trigger_ofs = trigger_ofs;
+  d->trap.wosize = wosize;
+  d->trap.nsamples = nsamples;
+  d->trap.gap = gap;
+  d->trap_alloc_idx = n;
+  caml_memprof_capture cap =
+    caml_memprof_callstack_walk(&d->frames, s->current_stack, n, 1);
+  /* Nor the domain's state: taken again (the same) once the walk is done. */
+  s = Caml_state;
+  d = s->memprof_tracer;
   if (cap.n < 0) goto not_here;      /* CALLSTACK_SLOW: nothing changed */
   uint64_t id = fresh_id(d);
   entry *tracked = &d->young.t[d->young.len++];
-  tracked->block = Val_hp(s->young_ptr + alloc_ofs);
+  tracked->block = Val_hp(s->young_ptr + d->trap.alloc_ofs);
   tracked->id = id;
   /* The stack: the frames captured, followed by cap.common frames of the
      encoder's previous stack, or, where the walk did not meet the
@@ -131,17 +145,18 @@ int caml_memprof_tracer_trap(caml_domain_state *s)
     common = mpt_enc_common_frames(&d->enc, d->ids, fresh);
     fresh -= common;
   }
-  mpt_enc_alloc_record(&d->enc, now, id, wosize, (uint32_t)nsamples,
-                       MPT_SRC_MINOR, cap.truncated, d->ids, fresh, common,
+  mpt_enc_alloc_record(&d->enc, d->trap.now, id, d->trap.wosize,
+                       (uint32_t)d->trap.nsamples, MPT_SRC_MINOR,
+                       cap.truncated, d->ids, fresh, common,
                        0);        /* the stream never packs: see above */
-  d->samples += nsamples;
-  d->geom_next = gap;
+  d->samples += d->trap.nsamples;
+  d->geom_next = d->trap.gap;
+  trigger_ofs = d->trap.trigger_ofs;
   /* memprof_verify=1: the ordinary path, which this allocation now takes,
      compares the stack with upstream's (see trap_capture). */
   int verify = d->verify;
   if (verify) {
     d->trap_capture = cap;
-    d->trap_alloc_idx = n;
     d->trap_capture_pending = 1;
   }
   stream_unlock(d);

@@ -146,16 +146,10 @@ caml_memprof_capture
 caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                ptrdiff_t alloc_idx);
 
-/* The sample trap's capture (memprof_trap.c; see CAML_MEMPROF_TRAP): the
-   same, but only for a stack of cached frames whose walk ends in a match
-   with the previous capture finished at once, or at the stack's end;
-   it calls nothing outside memprof_callstack.c and uses only the general
-   registers.  For any other stack it returns n = CALLSTACK_SLOW, having
-   changed nothing, and the caller takes the sample the ordinary way. */
+/* What the sample trap's capture (caml_memprof_callstack_walk, see
+   memprof_callstack_walk.h) returns for a stack it leaves to the ordinary
+   capture. */
 #define CALLSTACK_SLOW (-2)
-caml_memprof_capture
-caml_memprof_capture_callstack_fast(caml_memprof_callstack_cache *c,
-                                    ptrdiff_t alloc_idx);
 
 /* The cache's table: open addressing with linear probing, by a
    multiplicative hash.  The product's bits 32 and up do not depend on the

@@ -66,6 +66,14 @@ typedef struct tracer_domain {
   caml_memprof_capture trap_capture;
   ptrdiff_t trap_alloc_idx;
   uint32_t *ref_ids;              /* memprof_verify=1: upstream's walk's  */
+  /* The trap's sample in progress, kept here across the capture (inlined
+     in the trap, which then needs every register). */
+  struct {
+    uint64_t now;
+    intnat alloc_ofs, trigger_ofs;
+    uintnat wosize, nsamples;
+    int gap;
+  } trap;
   /* sampling */
   uint32_t rng[4][GEOM_BATCH];    /* xoshiro128+ states, one per lane  */
   float geom_scratch[GEOM_BATCH];

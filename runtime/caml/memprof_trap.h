@@ -18,9 +18,9 @@
      debug runtime (whose assertions call out).  Elsewhere
      MEMPROF_TRAP_ENTRY is empty and nothing changes.
    - Every C function the trap reaches is compiled with
-     target("general-regs-only") (memprof_trap.c, memprof_callstack.c,
-     memprof_trace_codec.c in the runtime, and the writer's
-     caml_trace_writer_now_tsc), so no vector or x87 register, which
+     target("general-regs-only") (memprof_trap.c with the walk of
+     memprof_callstack_walk.h inlined, memprof_trace_codec.c in the
+     runtime, and the writer's caml_trace_writer_now_tsc), so no vector or x87 register, which
      OCaml code may hold live across an allocation, is touched; the
      tracer tests check the disassembly.
    - This header is included by amd64.S: preprocessor lines only. */

@@ -1,0 +1,337 @@
+/* memprof_callstack_walk.h: the native stack walk of memprof_callstack.c,
+   inline, for the ordinary capture and the sample trap's.
+
+   Why a header
+   The sample trap (memprof_trap.c) inlines the walk: as a call, the
+   capture cost the trap its prologue and epilogue, its result through
+   registers, the trap's own values spilled around the call and reloads
+   of what the trap already had.  Inlined (with the trap's other values
+   parked in memory across it, see memprof_trap.c), short_lived's sample
+   costs 27 instructions fewer, deep_rec's at 10 frames 31 (callgrind at
+   1e-3).  So the walk, and the helpers it shares with the bytecode walk,
+   are static inline here.  Included by memprof_callstack.c (the ordinary
+   capture, the bytecode walk, and the walk's out-of-line slow parts
+   declared below) and by memprof_trap.c, nothing else.
+
+   Contracts
+   - caml_memprof_callstack_walk(c, stack, alloc_idx, 0) is
+     caml_memprof_capture_callstack on [stack], the current domain's
+     current stack (see memprof_callstack.h); with [fast] = 1 (a
+     constant), the sample trap's capture: the same walk, for a stack of
+     cached frames whose walk ends in a match with the previous capture
+     finished at once, or at the stack's end; it calls nothing but
+     caml_get_frame_descrs, and for any other stack it returns n =
+     CALLSTACK_SLOW having changed nothing.
+   - Where CAML_MEMPROF_TRAP is defined, memprof_trap.c compiles it for
+     the general registers only (from its first include): the trap has
+     saved no other register. */
+
+#ifndef CAML_MEMPROF_CALLSTACK_WALK_H
+#define CAML_MEMPROF_CALLSTACK_WALK_H
+
+#ifdef CAML_INTERNALS
+
+#include <stdint.h>
+#include <string.h>
+#include "domain_state.h"
+#include "fiber.h"
+#include "memprof_callstack.h"
+#ifdef NATIVE_CODE
+#include "frame_descriptors.h"
+#include "stack.h"
+#endif
+
+/* Marks in caml_memprof_frame_slot.size (frame sizes are below 2^16). */
+#define CALLSTACK_RETURN_TO_C 0x10000u
+#define CALLSTACK_NO_DESCR 0x20000u
+
+#define ALLOC_TAG(alloc_idx) ((uintnat)((alloc_idx) + 1) << 56)
+#define ALLOC_TAG_MASK (((uintnat)1 << 56) - 1)  /* a key's return address */
+
+#ifdef NATIVE_CODE
+/* caml_memprof_walked_frame.ret_at of a frame the walk did not reach by
+   adding a frame size: never equal to a key. */
+extern const uintnat caml_memprof_callstack_no_return_address;
+#endif
+
+/* What a failed walk returns (no memory, or a location not defined). */
+static const caml_memprof_capture capture_failed = { -1, 0, -1 };
+#ifdef NATIVE_CODE
+/* What a fast capture returns when the stack needs more than it does. */
+static const caml_memprof_capture capture_slow = { CALLSTACK_SLOW, 0, -1 };
+#endif
+
+/* A walked frame copied field by field: a structure assignment may become
+   a string move (rep movs) where only the general registers are used,
+   an instruction per 4 bytes. */
+static inline void copy_frame(caml_memprof_walked_frame *to,
+                              const caml_memprof_walked_frame *from)
+{
+#ifdef NATIVE_CODE
+  to->key = from->key; to->sp = from->sp; to->ret_at = from->ret_at;
+  memcpy(&to->size, &from->size, sizeof from->size + sizeof from->loc);
+#else
+  to->key = from->key; to->at = from->at; to->high = from->high;
+  to->trap = from->trap;
+  memcpy(&to->linked, &from->linked, sizeof from->linked + sizeof from->loc);
+#endif
+}
+
+/* Prev's frames from [pq] out to [f], found still there, appended to the
+   walk's at [*w]; 0 when the walk's part fills up first (the stack is
+   cut). */
+static inline int append_checked(caml_memprof_walked_frame **w,
+                                 caml_memprof_walked_frame *wend,
+                                 caml_memprof_walked_frame *pq,
+                                 caml_memprof_walked_frame *f)
+{
+  for (caml_memprof_walked_frame *g = pq; g >= f; g--) {
+    if (*w == wend) return 0;
+    copy_frame((*w)++, g);
+  }
+  return 1;
+}
+
+/* The end of a walk that found [fresh_start, w) (innermost first) and
+   then, when [shared] > 0, the outermost [shared] frames of prev: the
+   capture's results, and the new prev.  [fast] (a constant): the fast
+   capture's walk, which ends here only at the stack's end, uncut, so
+   that prev need not move (and no call to memmove is compiled in). */
+static inline __attribute__((always_inline)) caml_memprof_capture
+finish_capture(caml_memprof_callstack_cache *c,
+               caml_memprof_walked_frame *fresh_start,
+               caml_memprof_walked_frame *w, uint32_t shared, int cut,
+               int cut_match, const int fast)
+{
+  caml_memprof_capture r;
+  uint32_t *ids = c->ids, max = c->max;
+  caml_memprof_walked_frame *prev = c->frames + 1;
+  uint32_t fresh = (uint32_t)(w - fresh_start), total = fresh + shared, n = fresh;
+  r.truncated = cut || total > max;
+  if (shared > 0 && !r.truncated && c->prev_encoded == CALLSTACK_ENCODED_ALL) {
+    r.common = (int)shared;
+  } else if (cut_match && total == c->frames_cap
+             && c->prev_encoded == CALLSTACK_ENCODED_INNER) {
+    /* The innermost [max] frames: the fresh ones and prev[1, shared),
+       which the encoder has as its previous stack's outermost. */
+    r.common = (int)shared - 1;
+  } else {
+    if (n > max) n = max;
+    for (uint32_t i = shared; i > 0 && n < max; i--) ids[n++] = prev[i - 1].loc;
+    r.common = -1;
+  }
+  /* The new prev: prev[0, shared) then the fresh frames, outermost first,
+     at most frames_cap of them (the innermost). */
+  c->prev_complete = !cut;
+  if (!fast && total > c->frames_cap) {
+    uint32_t drop = total - c->frames_cap;
+    memmove(prev, prev + drop, (shared - drop) * sizeof *prev);
+    shared -= drop;
+    c->prev_complete = 0;
+  }
+  /* The fresh frames' ids, innermost first (ids has room for
+     frames_cap), and the fresh frames after prev's shared part. */
+  caml_memprof_walked_frame *to = prev + shared + fresh;
+  for (uint32_t i = 0; i < fresh; i++) {
+    ids[i] = fresh_start[i].loc;
+    copy_frame(--to, &fresh_start[i]);
+  }
+  c->prev_len = shared + fresh;
+#ifdef NATIVE_CODE
+  if (c->prev_len > 0) c->prev_end_sp = prev[0].sp + prev[0].size;
+#endif
+  /* A cut stack fills prev (its frames_cap innermost frames), and the
+     encoder gets all but the outermost. */
+  c->prev_encoded = r.truncated ? CALLSTACK_ENCODED_INNER : CALLSTACK_ENCODED_ALL;
+  r.n = (int)n;
+  return r;
+}
+
+#ifdef NATIVE_CODE
+
+/* The walk's slow parts, out of line in memprof_callstack.c (never
+   reached by the fast capture): the entry of a key whose home slot holds
+   another (the rest of the probe, or a fill on a miss), whether the walk
+   ends right after a frame (-1 on failure), and the preparation of the
+   cache for a new frame table. */
+caml_memprof_frame_slot *
+caml_memprof_callstack_lookup_slow(caml_memprof_callstack_cache *c,
+                                   uintnat key, uintnat pc,
+                                   ptrdiff_t alloc_idx);
+int caml_memprof_callstack_walk_ends_after(caml_memprof_callstack_cache *c,
+                                           struct stack_info *stack,
+                                           char *sp, uint32_t size);
+int caml_memprof_callstack_prepare(caml_memprof_callstack_cache *c,
+                                   caml_frame_descrs *fds);
+
+/* The walk.  Before each frame is looked up, it is looked for among the
+   previous capture's frames: those at higher addresses than the last
+   frame found are passed in order of sp (index [q] into prev, outermost
+   first; the sentinel before prev[0] ends the search).  A frame with the
+   same sp and key as a previous one is the same frame, and needs no
+   lookup; then each outer frame of prev that the previous walk reached by
+   adding a frame size is checked by reading its return address where the
+   walk would read it (ret_at) and comparing it with its key (the sentinel
+   fails the check).  That is the walk itself, made
+   of the same steps, so it accepts exactly the frames the walk would
+   find; a frame reached another way (a C-to-OCaml transition, a parent
+   fiber) ends the check, and the ordinary walk goes on from there,
+   looking for the next match.  When the check reaches the outermost frame
+   of a complete prev and the walk ends after it, the stack is the fresh
+   frames plus prev's outer part: those location ids are not written
+   again, and the encoder is told how many there are (when its previous
+   stack is prev's, see prev_encoded).  When prev was cut (the stack had
+   more than [max] frames), reaching its outermost frame with at least
+   [max] + 1 frames in all is enough: this stack is cut too.  The result
+   becomes prev: the shared part stays in place, the fresh frames are
+   copied after it.
+   Most samples end at such a match, with a few fresh frames and the rest
+   of a complete prev already encoded: that case is finished here, the
+   others by finish_capture.
+   [fast] (a constant): the sample trap's capture, which must not call
+   out of this file nor reach code that could (a cache miss defines a
+   location, a cut stack moves prev): it returns capture_slow before it
+   changes anything when the stack needs more than cached frames, a match
+   finished here or the stack's end, and the tracer takes the sample the
+   ordinary way. */
+static inline __attribute__((always_inline)) caml_memprof_capture
+caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
+                            struct stack_info *stack, ptrdiff_t alloc_idx,
+                            const int fast)
+{
+  caml_frame_descrs *fds = caml_get_frame_descrs();
+  if (__builtin_expect((void *)fds != c->frametable, 0)) {
+    if (fast) return capture_slow;
+    if (!caml_memprof_callstack_prepare(c, fds)) return capture_failed;
+  }
+  char *sp = First_frame((char *)stack->sp);
+  /* The first frame's key carries the allocation index; the others' are
+     their return addresses (so the walk keeps no other copy of them). */
+  uintnat key = Saved_return_address(sp);
+  if (alloc_idx >= 0) key |= ALLOC_TAG(alloc_idx);
+  const uintnat *ret_at = &caml_memprof_callstack_no_return_address;  /* how the walk came to sp */
+  caml_memprof_walked_frame *prev = c->frames + 1;
+  caml_memprof_walked_frame *fresh_start = prev + c->frames_cap,
+    *w = fresh_start, *wend = fresh_start + c->frames_cap;
+  caml_memprof_frame_slot *slots = c->slots;
+  uint32_t mask = c->cap - 1;
+  caml_memprof_walked_frame *pq = prev + c->prev_len - 1; /* prev[q - 1] */
+  uint32_t shared = 0;
+  uintnat end_pc;
+  int cut = 0, cut_match = 0;
+  for (;;) {
+    while (pq->sp < sp) pq--;
+    if (pq->sp == sp && pq->key == key) {
+      caml_memprof_walked_frame *f = pq;
+      while (*f[-1].ret_at == f[-1].key) f--;
+      uint32_t q = (uint32_t)(pq - prev) + 1;
+      if (f == prev) {
+        uint32_t fresh = (uint32_t)(w - fresh_start);
+        if (c->prev_complete) {
+          /* The previous walk's end, repeated, or the walk's rules. */
+          int end = c->prev_end_pc != 0
+            && (uintnat)Saved_return_address(c->prev_end_sp) == c->prev_end_pc
+            && c->prev_end_sp + Stack_header_size == (char *)Stack_high(stack)
+            && Stack_parent(stack) == NULL;
+          if (!end) {
+            if (fast) return capture_slow;
+            end = caml_memprof_callstack_walk_ends_after(c, stack, prev[0].sp,
+                                                         prev[0].size);
+            slots = c->slots; mask = c->cap - 1;  /* a fill may have grown it */
+          }
+          if (end < 0) return capture_failed;
+          if (end && fresh + q <= c->max
+              && c->prev_encoded == CALLSTACK_ENCODED_ALL) {
+            /* The common case: prev keeps its frames [0, q), followed by
+               the fresh ones, outermost first; prev_complete and
+               prev_encoded stay as they are, and so does prev's end. */
+            uint32_t *ids = c->ids;
+            caml_memprof_walked_frame *to = prev + q + fresh, *from;
+            pq->ret_at = ret_at;
+            for (from = fresh_start; from < w; from++) {
+              *ids++ = from->loc;
+              copy_frame(--to, from);
+            }
+            c->prev_len = q + fresh;
+            return (caml_memprof_capture){ (int)fresh, 0, (int)q };
+          }
+          if (fast) return capture_slow;
+          if (end) { shared = q; pq->ret_at = ret_at; break; }
+        } else if (fresh + q >= c->frames_cap) {
+          if (fast) return capture_slow;
+          /* prev was cut, and this stack has as many frames up to prev's
+             outermost: it is cut too, and nothing beyond is needed. */
+          shared = q;
+          pq->ret_at = ret_at;
+          cut = cut_match = 1;
+          break;
+        }
+      }
+      /* Frames q-1 down to f are this stack's; the walk goes on after
+         f.  Their copies say how this walk came to them (prev, unchanged,
+         keeps at most prev[0, f) as it is). */
+      caml_memprof_walked_frame *appended = w;
+      if (!append_checked(&w, wend, pq, f)) {
+        if (fast) return capture_slow;
+        cut = 1;
+        goto walked;
+      }
+      appended->ret_at = ret_at;
+      pq = f - 1;
+      sp = f->sp + f->size;
+      ret_at = (const uintnat *)&Saved_return_address(sp);
+      key = *ret_at;
+      continue;
+    }
+    caml_memprof_frame_slot *e = &slots[caml_memprof_callstack_slot(key, mask)];
+    if (__builtin_expect(e->key != key, 0)) {
+      if (fast) {
+        if ((e = caml_memprof_callstack_probe(c, key)) == NULL) return capture_slow;
+      } else {
+        e = caml_memprof_callstack_lookup_slow(c, key, key & ALLOC_TAG_MASK,
+                                               alloc_idx);
+        if (e == NULL) return capture_failed;
+        slots = c->slots; mask = c->cap - 1;
+      }
+    }
+    uint32_t size = e->size;
+    if (size < CALLSTACK_RETURN_TO_C) {
+      if (w == wend) {
+        if (fast) return capture_slow;
+        cut = 1;
+        break;
+      }
+      w->key = key; w->sp = sp; w->ret_at = ret_at;
+      memcpy(&w->size, &e->size, sizeof e->size + sizeof e->loc);
+      w++;
+      sp += size;
+      ret_at = (const uintnat *)&Saved_return_address(sp);
+      key = *ret_at;
+      continue;
+    }
+    end_pc = ret_at != &caml_memprof_callstack_no_return_address
+             && size == CALLSTACK_RETURN_TO_C ? key : 0;
+    ret_at = &caml_memprof_callstack_no_return_address;
+    if (size == CALLSTACK_RETURN_TO_C) {
+      sp += Stack_header_size;
+      if (sp != (char *)Stack_high(stack)) {
+        sp = First_frame(sp);
+        key = Saved_return_address(sp);
+        continue;
+      }
+    }
+    /* The end of this stack: go on in the parent fiber's
+       (caml_get_stack_sp_pc's first frame). */
+    stack = Stack_parent(stack);
+    if (stack == NULL) { c->prev_end_pc = end_pc; break; }
+    sp = First_frame((char *)stack->sp);
+    key = Saved_return_address(sp);
+  }
+ walked:
+  return finish_capture(c, fresh_start, w, shared, cut, cut_match, fast);
+}
+
+#endif /* NATIVE_CODE */
+
+#endif /* CAML_INTERNALS */
+#endif /* CAML_MEMPROF_CALLSTACK_WALK_H */
