@@ -13,7 +13,7 @@
    How
    MEMPROF_TRAP_ENTRY (memprof_trap.h), expanded at the start of
    caml_call_gc, compares young_ptr with our sample point, saves the nine
-   registers C may clobber (not the vector ones) in a gc_regs bucket and
+   registers C may clobber (not the vector ones) on the C stack and
    calls caml_memprof_tracer_trap on the C stack.  The trap takes the
    sample the way memprof_tracer.c's sample_fast does (same conditions,
    same sub-block search and geometric gaps, same record), but only when

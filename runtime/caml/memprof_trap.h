@@ -37,47 +37,53 @@
 #if defined(CAML_MEMPROF_TRAP) && defined(__ASSEMBLER__)
 /* At caml_call_gc's label, after ENTER_FUNCTION: young_ptr is in %r15,
    Caml_state in %r14, every other register may be live.  Not our sample
-   point (young_ptr at or above it): upstream's path at once.  Else the
-   registers C may clobber, but for the vector ones, go to a gc_regs
-   bucket as in SAVE_ALL_REGS (%r15 points to it and survives the call,
-   being callee-saved), the trap runs on the C stack, and every register
-   comes back from the bucket; the trap's answer decides between
-   returning to the allocation (young_ptr unchanged: the block stays
-   allocated) and upstream's path.  Uses amd64.S's macros, defined before
-   caml_call_gc. */
+   point (young_ptr at or above it): upstream's path at once.  Else
+   young_ptr goes to the domain state, the OCaml stack pointer to %r15
+   (callee-saved in C, and the frame's CFA register meanwhile) and to the
+   current stack's sp (the trap walks the stack from there), and the
+   registers C may clobber, but for the vector ones, are pushed on the C
+   stack, where the trap runs; they come back from there, and the trap's
+   answer decides between returning to the allocation (young_ptr
+   unchanged: the block stays allocated) and upstream's path.  Unlike
+   SWITCH_OCAML_TO_C, the C stack's link is not updated: the trap neither
+   calls OCaml nor raises, nor does anything walk the C stack meanwhile.
+   The pushes keep the C stack 16-byte aligned at the call with the 8
+   bytes below them. */
 #define MEMPROF_TRAP_ENTRY                                              \
         cmpq    Caml_state(memprof_tracer_trigger), %r15;              \
         jae     7f;                                                     \
         movq    %r15, Caml_state(young_ptr);                            \
-        movq    Caml_state(gc_regs_buckets), %r15;                      \
-        movq    %r11, 11*8(%r15);                                       \
-        movq    0(%r15), %r11;                                          \
-        movq    %r11, Caml_state(gc_regs_buckets);                      \
-        movq    %rax, 0*8(%r15);                                        \
-        movq    %rdi, 2*8(%r15);                                        \
-        movq    %rsi, 3*8(%r15);                                        \
-        movq    %rdx, 4*8(%r15);                                        \
-        movq    %rcx, 5*8(%r15);                                        \
-        movq    %r8, 6*8(%r15);                                         \
-        movq    %r9, 7*8(%r15);                                         \
-        movq    %r10, 10*8(%r15);                                       \
-        SWITCH_OCAML_TO_C;                                              \
+        movq    %rsp, %r15;                                             \
+        CFI_REMEMBER_STATE;                                             \
+        CFI_DEF_CFA_REGISTER(%r15);                                     \
+        movq    Caml_state(c_stack), %rsp;                              \
+        pushq   %r11;                                                   \
+        pushq   %r10;                                                   \
+        pushq   %r9;                                                    \
+        pushq   %r8;                                                    \
+        pushq   %rdi;                                                   \
+        pushq   %rsi;                                                   \
+        pushq   %rdx;                                                   \
+        pushq   %rcx;                                                   \
+        pushq   %rax;                                                   \
+        subq    $8, %rsp;                                               \
+        movq    Caml_state(current_stack), %r11;                        \
+        movq    %r15, Stack_sp(%r11);                                   \
         movq    %r14, C_ARG_1;                                          \
         C_call  (GCALL(caml_memprof_tracer_trap));                      \
-        SWITCH_C_TO_OCAML;                                              \
+        addq    $8, %rsp;                                               \
         testl   %eax, %eax;                                             \
-        movq    0*8(%r15), %rax;                                        \
-        movq    Caml_state(gc_regs_buckets), %r11;                      \
-        movq    %r11, 0(%r15);                                          \
-        movq    %r15, Caml_state(gc_regs_buckets);                      \
-        movq    2*8(%r15), %rdi;                                        \
-        movq    3*8(%r15), %rsi;                                        \
-        movq    4*8(%r15), %rdx;                                        \
-        movq    5*8(%r15), %rcx;                                        \
-        movq    6*8(%r15), %r8;                                         \
-        movq    7*8(%r15), %r9;                                         \
-        movq    10*8(%r15), %r10;                                       \
-        movq    11*8(%r15), %r11;                                       \
+        popq    %rax;                                                   \
+        popq    %rcx;                                                   \
+        popq    %rdx;                                                   \
+        popq    %rsi;                                                   \
+        popq    %rdi;                                                   \
+        popq    %r8;                                                    \
+        popq    %r9;                                                    \
+        popq    %r10;                                                   \
+        popq    %r11;                                                   \
+        movq    %r15, %rsp;                                             \
+        CFI_RESTORE_STATE;                                              \
         movq    Caml_state(young_ptr), %r15;                            \
         jz      7f;                                                     \
         CFI_REMEMBER_STATE;                                             \
