@@ -92,19 +92,24 @@ int caml_memprof_tracer_trap(caml_domain_state *s)
   if (lens == NULL || lens[0] == 0) goto not_here;
   int n = lens[0];
   lens++;
-  intnat alloc_ofs = 0;
-  for (int i = 0; i < n; i++)
-    alloc_ofs += (intnat)Whsize_wosize(Wosize_encoded_alloc_len(lens[i]));
   /* The sub-blocks from the highest address down, as sample_minor: the
-     one where the sample point falls, and how many points fall in it;
-     points in a second sub-block are left to the ordinary path. */
-  intnat trigger_ofs = trigger_get(s) - s->young_ptr;
+     one where the sample point falls (above young_ptr: only_the_sample_
+     point), and how many points fall in it; points in a second sub-block
+     are left to the ordinary path. */
+  intnat trigger_ofs = trigger_get(s) - s->young_ptr, alloc_ofs = 0;
   uintnat wosize;
-  do {
-    n--;
-    wosize = Wosize_encoded_alloc_len(lens[n]);
-    alloc_ofs -= (intnat)Whsize_wosize(wosize);
-  } while (alloc_ofs >= trigger_ofs);
+  if (n == 1) {                 /* most allocation points: one block */
+    n = 0;
+    wosize = Wosize_encoded_alloc_len(lens[0]);
+  } else {
+    for (int i = 0; i < n; i++)
+      alloc_ofs += (intnat)Whsize_wosize(Wosize_encoded_alloc_len(lens[i]));
+    do {
+      n--;
+      wosize = Wosize_encoded_alloc_len(lens[n]);
+      alloc_ofs -= (intnat)Whsize_wosize(wosize);
+    } while (alloc_ofs >= trigger_ofs);
+  }
   int gap = d->geom_next;
   uintnat nsamples = 0;
   do {
