@@ -926,26 +926,27 @@ void caml_memprof_tracer_after_minor_gc(caml_domain_state *s)
     /* Dead blocks whose ids follow each other are one COLLECT_RUN.  The
        room is asked for once per MINOR_ROOM_ENTRIES entries, each of which
        writes at most the pending run and a PROMOTE. */
-    uint64_t run_id = 0;
+    uint64_t run_id = 0, run_next = 0;   /* no id is 0: no run */
     uint32_t run = 0;
-    entry *young = d->young.t;
-    size_t len = d->young.len;
-    for (size_t i = 0; i < len; i++) {
-      entry *e = &young[i];
-      if (i % MINOR_ROOM_ENTRIES == 0
+    entry *young = d->young.t, *end = young + d->young.len;
+    for (entry *e = young; e < end; e++) {
+      if ((e - young) % MINOR_ROOM_ENTRIES == 0
           && !ensure_space(d, MINOR_ROOM_ENTRIES * MINOR_ENTRY_BYTES)) {
         run = 0;
         break;
       }
       if (Hd_val(e->block) == 0) {           /* forwarded: promoted */
         if (run) { mpt_enc_collect_run(&d->enc, run_id, run); run = 0; }
+        run_next = 0;
         mpt_enc_promote(&d->enc, e->id);
         if (!push_entry(&d->major, Field(e->block, 0), e->id)) d->lost++;
-      } else if (run && e->id == run_id + run && run < MPT_MAX_COLLECT_RUN) {
+      } else if (e->id == run_next && run < MPT_MAX_COLLECT_RUN) {
         run++;
+        run_next++;
       } else {
         if (run) mpt_enc_collect_run(&d->enc, run_id, run);
         run_id = e->id;
+        run_next = run_id + 1;
         run = 1;
       }
     }
