@@ -804,6 +804,19 @@ void caml_memprof_tracer_sample_young(caml_domain_state *s, uintnat wosize,
   caml_reset_young_limit(s);
 }
 
+#ifdef CAML_MEMPROF_TRAP
+/* memprof_verify=1: compare the stack of the trap's last sample with
+   upstream's walk (the trap cannot call it). */
+static void verify_trap_capture(tracer_domain *d)
+{
+  stream_lock(d);
+  d->trap_capture_pending = 0;
+  verify_callstack(d, d->trap_capture.n, d->trap_capture.common,
+                   d->trap_capture.truncated, d->trap_alloc_idx);
+  stream_unlock(d);
+}
+#endif
+
 /* The fast path.  When our sample point is the only reason the
    allocation left the allocation fast path (only_the_sample_point),
    caml_alloc_small_dispatch's round trip (undoing the allocation, running
@@ -828,12 +841,15 @@ int caml_memprof_tracer_sample_fast(caml_domain_state *s, uintnat wosize,
        here (caml_call_gc's ordinary path) for the comparison only.  The
        block stays where it is: caml_alloc_small_dispatch, which may undo
        and redo the allocation elsewhere, is not called. */
-    stream_lock(d);
-    d->trap_capture_pending = 0;
-    verify_callstack(d, d->trap_capture.n, d->trap_capture.common,
-                     d->trap_capture.truncated, d->trap_alloc_idx);
-    stream_unlock(d);
+    verify_trap_capture(d);
     return 1;
+  }
+  /* Alloc_small from C: the trap's quick sample, when it can take it
+     (memprof_verify=1: then verified here). */
+  if (flags == CAML_DO_TRACK) {
+    int taken = caml_memprof_tracer_sample_c(s, wosize);
+    if (taken == 2) verify_trap_capture(d);
+    if (taken) return 1;
   }
 #endif
   if (!(flags & CAML_DO_TRACK) || !only_the_sample_point(s, d)) return 0;

@@ -362,7 +362,8 @@ uint8_t *mpt_enc_pack_record(mpt_encoder *e, uint8_t *rec, uint8_t *field,
 
 /* The key of the record at [rec] of [len] bytes (at most 7; 8 readable):
    its bytes, little-endian, and its length in the top byte. */
-static inline uint64_t mpt_repeat_key(const uint8_t *rec, size_t len)
+static inline __attribute__((always_inline)) uint64_t
+mpt_repeat_key(const uint8_t *rec, size_t len)
 {
   uint64_t v;
   memcpy(&v, rec, 8);
@@ -375,18 +376,21 @@ static inline unsigned mpt_repeat_slot(uint64_t key)       /* version 3 */
 {
   return (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 59);
 }
-static inline unsigned mpt_repeat_set(uint64_t key)        /* version 4 */
+static inline __attribute__((always_inline)) unsigned
+mpt_repeat_set(uint64_t key)                                /* version 4 */
 {
   return (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 60);
 }
 /* Version 4: keep [key] in [set] of [kept]; use slot [slot] of [kept]
    (a repeat), which returns its key. */
-static inline void mpt_repeat_keep(uint64_t *kept, unsigned set, uint64_t key)
+static inline __attribute__((always_inline)) void
+mpt_repeat_keep(uint64_t *kept, unsigned set, uint64_t key)
 {
   kept[2 * set + 1] = kept[2 * set];
   kept[2 * set] = key;
 }
-static inline uint64_t mpt_repeat_use(uint64_t *kept, unsigned slot)
+static inline __attribute__((always_inline)) uint64_t
+mpt_repeat_use(uint64_t *kept, unsigned slot)
 {
   uint64_t k = kept[slot];
   if (slot & 1) { kept[slot] = kept[slot - 1]; kept[slot - 1] = k; }
@@ -395,8 +399,9 @@ static inline uint64_t mpt_repeat_use(uint64_t *kept, unsigned slot)
 /* Whether the record at [rec] of [len] <= MPT_REPEAT_MAX bytes repeats
    one kept in its set: then its first byte becomes the repeat's tag.
    Else [*key] is to be kept in [*set] (mpt_repeat_keep). */
-static inline int mpt_repeated(mpt_encoder *e, uint8_t *rec, size_t len,
-                               uint64_t *key, unsigned *set)
+static inline __attribute__((always_inline)) int
+mpt_repeated(mpt_encoder *e, uint8_t *rec, size_t len, uint64_t *key,
+             unsigned *set)
 {
   *key = mpt_repeat_key(rec, len);
   *set = mpt_repeat_set(*key);

@@ -52,6 +52,13 @@ int caml_memprof_tracer_sample_fast(caml_domain_state *state, uintnat wosize,
    locations); else returns 0 having changed nothing. */
 int caml_memprof_tracer_trap(caml_domain_state *state);
 
+/* The trap's quick sample for Alloc_small from C (caml_alloc_small_
+   dispatch with CAML_DO_TRACK alone): one block of [wosize], already
+   performed at young_ptr, whose stack is the OCaml code's that called C.
+   Returns 0 having changed nothing when it cannot take it quickly, else
+   1, or 2 when memprof_verify=1 leaves the stack to verify. */
+int caml_memprof_tracer_sample_c(caml_domain_state *state, uintnat wosize);
+
 /* Minor heap: young_ptr went below memprof_tracer_trigger in the
    allocation [wosize] (a combined allocation of [nallocs] blocks when
    from OCaml), already performed at young_ptr.  Samples without

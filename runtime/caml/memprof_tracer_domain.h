@@ -171,7 +171,8 @@ static inline int only_the_sample_point(caml_domain_state *s,
    action pending (and so send the next sample down the slow path); an
    interrupt that arrived meanwhile is not lost: the exchange returns its
    UINTNAT_MAX, which we put back. */
-static inline void reset_young_limit_after_sample(caml_domain_state *s)
+static inline __attribute__((always_inline)) void
+reset_young_limit_after_sample(caml_domain_state *s)
 {
   value *limit = s->young_trigger > s->memprof_young_trigger
     ? s->young_trigger : s->memprof_young_trigger;
