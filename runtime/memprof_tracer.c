@@ -24,7 +24,9 @@
    dispatch (from C) takes the sample at once (sample_fast).  On amd64
    Linux, an allocation from OCaml gets there only when the sample trap
    (memprof_trap.c, from caml_call_gc's entry) could not take the sample
-   itself: this file notes what the trap needs for next time.
+   itself: this file notes what the trap needs for next time; and one
+   from C first tries the trap's quick sample (caml_memprof_tracer_
+   sample_c), then the ordinary path.
 
    Data structures (one tracer_domain per domain slot, kept across the
    lives of the domains that use the slot, since a slot is one stream of
