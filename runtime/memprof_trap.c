@@ -96,6 +96,35 @@ stream_ready(caml_domain_state *s, tracer_domain *d, uint64_t *now)
   return 0;
 }
 
+/* The sample points in the (sub-)block at young_ptr + [alloc_ofs] of
+   [wosize], the first at young_ptr + [trigger_ofs], from the batch's
+   gaps; 0, having changed nothing, when the batch runs out, when a point
+   falls in a lower sub-block, or without room for the record (from there
+   on the sample is taken).  Else the sample, and the next point, are
+   parked in d->trap for capture_and_record. */
+static inline __attribute__((always_inline)) int
+park_sample(tracer_domain *d, uint64_t now, intnat alloc_ofs, uintnat wosize,
+            intnat trigger_ofs)
+{
+  int gap = d->geom_next;
+  uintnat nsamples = 0;
+  do {
+    if (gap == GEOM_BATCH) return 0;
+    nsamples++;
+    trigger_ofs -= (intnat)d->geom[gap++];
+  } while (alloc_ofs < trigger_ofs);
+  if (trigger_ofs > 0) return 0;
+  if (mpt_enc_space(&d->enc) < sample_room(d)) return 0;
+  if (d->young.len == d->young.cap) return 0;
+  d->trap.now = now;
+  d->trap.alloc_ofs = alloc_ofs;
+  d->trap.trigger_ofs = trigger_ofs;
+  d->trap.wosize = wosize;
+  d->trap.nsamples = nsamples;
+  d->trap.gap = gap;
+  return 1;
+}
+
 /* The rest of a quick sample, once its block and gaps are found and
    parked in d->trap (the capture, inlined, needs every register): the
    capture, the record, the next sample point.  Called with the lock;
@@ -180,24 +209,7 @@ int caml_memprof_tracer_trap(caml_domain_state *s)
       alloc_ofs -= (intnat)Whsize_wosize(wosize);
     } while (alloc_ofs >= trigger_ofs);
   }
-  int gap = d->geom_next;
-  uintnat nsamples = 0;
-  do {
-    if (gap == GEOM_BATCH) goto not_here;
-    nsamples++;
-    trigger_ofs -= (intnat)d->geom[gap++];
-  } while (alloc_ofs < trigger_ofs);
-  if (trigger_ofs > 0) goto not_here;
-  /* What the record needs, before the capture: from there on the sample
-     is taken. */
-  if (mpt_enc_space(&d->enc) < sample_room(d)) goto not_here;
-  if (d->young.len == d->young.cap) goto not_here;
-  d->trap.now = now;
-  d->trap.alloc_ofs = alloc_ofs;
-  d->trap.trigger_ofs = trigger_ofs;
-  d->trap.wosize = wosize;
-  d->trap.nsamples = nsamples;
-  d->trap.gap = gap;
+  if (!park_sample(d, now, alloc_ofs, wosize, trigger_ofs)) goto not_here;
   /* memprof_verify=1: the ordinary path, which this allocation then
      takes, compares the stack with upstream's (see trap_capture): the
      trap returns 0 after its sample. */
@@ -213,26 +225,11 @@ int caml_memprof_tracer_sample_c(caml_domain_state *s, uintnat wosize)
   uint64_t now;
   if (!stream_ready(s, d, &now)) return 0;
   /* One block, at young_ptr; the sample point is above young_ptr. */
-  intnat trigger_ofs = trigger_get(s) - s->young_ptr;
-  int gap = d->geom_next;
-  uintnat nsamples = 0;
-  do {
-    if (gap == GEOM_BATCH) goto not_here;
-    nsamples++;
-    trigger_ofs -= (intnat)d->geom[gap++];
-  } while (trigger_ofs > 0);
-  if (mpt_enc_space(&d->enc) < sample_room(d)) goto not_here;
-  if (d->young.len == d->young.cap) goto not_here;
-  d->trap.now = now;
-  d->trap.alloc_ofs = 0;
-  d->trap.trigger_ofs = trigger_ofs;
-  d->trap.wosize = wosize;
-  d->trap.nsamples = nsamples;
-  d->trap.gap = gap;
+  if (!park_sample(d, now, 0, wosize, trigger_get(s) - s->young_ptr)) {
+    stream_unlock(d);
+    return 0;
+  }
   return capture_and_record(s, d, -1);
- not_here:
-  stream_unlock(d);
-  return 0;
 }
 
 #endif /* CAML_MEMPROF_TRAP */
