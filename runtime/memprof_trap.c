@@ -49,9 +49,9 @@
    This file (with the walk of memprof_callstack_walk.h, inlined), the
    ALLOC encoders of memprof_trace_codec.c (in the runtime) and the
    writer's clock are compiled with GCC's target("general-regs-only");
-   the trap calls nothing else (testsuite/trap_registers.py reads the disassembly of everything
-   it can reach; trap_floats.ml keeps floats in vector registers across
-   sampled allocations).
+   the trap calls nothing else (testsuite/trap_registers.py reads the
+   disassembly of everything it can reach; trap_floats.ml keeps floats in
+   vector registers across sampled allocations).
 
    Synchronisation
    As every sample: the stream lock, taken here by trylock (a contended
@@ -137,7 +137,7 @@ capture_and_record(caml_domain_state *s, tracer_domain *d, ptrdiff_t alloc_idx)
   d->trap_alloc_idx = alloc_idx;
   caml_memprof_capture cap =
     caml_memprof_callstack_walk(&d->frames, s->current_stack, alloc_idx, 1);
-  /* Nor the domain's state: taken again (the same) once the walk is done. */
+  /* s and d are not kept across the walk either: taken again (the same). */
   s = Caml_state;
   d = s->memprof_tracer;
   if (cap.n < 0) {                   /* CALLSTACK_SLOW: nothing changed */

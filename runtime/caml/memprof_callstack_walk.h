@@ -209,7 +209,8 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
      their return addresses (so the walk keeps no other copy of them). */
   uintnat key = Saved_return_address(sp);
   if (alloc_idx >= 0) key |= ALLOC_TAG(alloc_idx);
-  const uintnat *ret_at = &caml_memprof_callstack_no_return_address;  /* how the walk came to sp */
+  /* How the walk came to sp. */
+  const uintnat *ret_at = &caml_memprof_callstack_no_return_address;
   caml_memprof_walked_frame *prev = c->frames + 1;
   caml_memprof_walked_frame *fresh_start = prev + c->frames_cap,
     *w = fresh_start, *wend = fresh_start + c->frames_cap;
@@ -286,7 +287,8 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
     caml_memprof_frame_slot *e = &slots[caml_memprof_callstack_slot(key, mask)];
     if (__builtin_expect(e->key != key, 0)) {
       if (fast) {
-        if ((e = caml_memprof_callstack_probe(c, key)) == NULL) return capture_slow;
+        if ((e = caml_memprof_callstack_probe(c, key)) == NULL)
+          return capture_slow;
       } else {
         e = caml_memprof_callstack_lookup_slow(c, key, key & ALLOC_TAG_MASK,
                                                alloc_idx);
