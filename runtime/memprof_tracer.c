@@ -474,6 +474,7 @@ static int reset_stream(tracer_domain *d, uintnat gen)
   d->samples = d->lost = 0;
   d->next_id = d->id_end = 0;
   d->last_stats = 0;
+  d->samples_at_stats = 0;
   d->gen = gen;
   return 1;
 }
@@ -990,21 +991,37 @@ static void heap_stats(mpt_heap_stats *h)
   h->promoted_words = g.alloc_stats.promoted_words;
 }
 
-/* Heap statistics at most this often from stream 0 (time units: 10 ms). */
+/* Heap statistics at most this often (time units: 10 ms) and at most
+   once per STATS_SAMPLES of the stream's samples.  The second bound ties
+   the statistics to what the trace samples: a timeline of the heap gets
+   a point every 10 ms where samples are dense (rates 1e-4 and up), and
+   no more points than a sixteenth of its samples where they are sparse.
+   Statistics every 10 ms alone were a quarter of a slowly allocating
+   program's trace at 1e-5 (systhreads in bench/: 186 of them, 13 bytes
+   each, for 775 samples); they cost at most ~0.8 bytes per sample now. */
 #define STATS_INTERVAL (10000000 / CAML_TRACE_TIME_UNIT_NS)
+#define STATS_SAMPLES 16
 
-/* Mark a cycle end in [d]'s stream: with heap statistics when the stream
-   last recorded them STATS_INTERVAL ago or more, else a bare mark (a
-   program whose sampled blocks die in the major heap marks every cycle;
-   full statistics each time were 40 % of its trace at low rates). */
+static int stats_due(const tracer_domain *d, uint64_t now)
+{
+  return d->last_stats == 0
+    || (now - d->last_stats >= STATS_INTERVAL
+        && d->samples - d->samples_at_stats >= STATS_SAMPLES);
+}
+
+/* Mark a cycle end in [d]'s stream: with heap statistics when they are
+   due (stats_due), else a bare mark (a program whose sampled blocks die
+   in the major heap marks every cycle; full statistics each time were
+   40 % of its trace at low rates). */
 static int mark_cycle(tracer_domain *d, uint64_t now)
 {
   if (!ensure_space(d, MPT_MAX_EVENT_BYTES(0))) return 1;
-  if (now - d->last_stats >= STATS_INTERVAL || d->last_stats == 0) {
+  if (stats_due(d, now)) {
     mpt_heap_stats h;
     heap_stats(&h);
     mpt_enc_major_cycle(&d->enc, now, &h);
     d->last_stats = now;
+    d->samples_at_stats = d->samples;
   } else {
     mpt_enc_major_cycle_mark(&d->enc, now, caml_major_cycles_completed);
   }
@@ -1056,13 +1073,13 @@ void caml_memprof_tracer_after_major_gc(caml_domain_state *s)
   stream_lock(d);
   if (stream_live(d)) {
     /* A stream marks the cycle end when it has collections to time;
-       stream 0 also records heap statistics at most every
-       STATS_INTERVAL (programs allocating large blocks can end thousands
-       of cycles a second).  Tools count a cycle once by its
+       stream 0 also records heap statistics when they are due
+       (stats_due: programs allocating large blocks can end thousands of
+       cycles a second).  Tools count a cycle once by its
        major_collections number. */
     uint64_t now = caml_trace_writer_now();
     int marked = 0;
-    if (s->id == 0 && now - d->last_stats >= STATS_INTERVAL) marked = mark_cycle(d, now);
+    if (s->id == 0 && stats_due(d, now)) marked = mark_cycle(d, now);
     size_t kept = 0;
     for (size_t i = 0; i < d->major.len; i++) {
       entry e = d->major.t[i];

@@ -49,6 +49,7 @@ typedef struct tracer_domain {
   mpt_frame_state *zstate;        /* kept from one frame to the next    */
   uint32_t *enc_stack;
   uint64_t last_stats;            /* last MAJOR_CYCLE event, time units   */
+  uint64_t samples_at_stats;      /* [samples] then                       */
   /* location and string tables */
   loc_slot *locs; uint32_t loc_cap, loc_used, loc_count; /* count: ids */
   str_slot *strs; uint32_t str_cap, str_count;
