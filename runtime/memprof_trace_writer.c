@@ -43,11 +43,12 @@
      invariant and synchronised across CPUs) and rdtsc is allowed, the
      writer reads it and scales it itself: time = base + (tsc - tsc0) *
      scale, in time units.  The scale is measured over the process's first
-     TSC_CALIBRATION_NS of tracing (clock_gettime serves meanwhile) against
-     CLOCK_MONOTONIC_RAW, which NTP does not slew, then published once,
-     release/acquire, and never changed: a reader that sees it ready sees
-     all of it, and forked children keep it (same TSC).  Its error is the
-     readings' (refused above 2 us, 20 ppm; typically under 1 ppm); from
+     5 to 100 ms of tracing, as long as the readings' precision needs for
+     20 ppm (clock_gettime serves meanwhile; see TSC_MIN_CALIBRATION_NS),
+     against CLOCK_MONOTONIC_RAW, which NTP does not slew, then published
+     once, release/acquire, and never changed: a reader that sees it ready
+     sees all of it, and forked children keep it (same TSC).  Its error is
+     the readings' (at most 20 ppm; about 10 natively, after 5 ms); from
      then on times advance at the hardware's rate, within NTP's frequency
      correction of CLOCK_MONOTONIC's (tens of ppm).  base moves at each
      open (a restart); it is read relaxed, so a time read during a restart
@@ -98,16 +99,27 @@ static uint64_t units_since_start(uint64_t ns)
 }
 
 #ifdef TSC_CLOCK
+/* The calibration ends at the first clock reading TSC_MIN_CALIBRATION_NS
+   or more after its start when its two TSC readings' uncertainty (the
+   mean of their pairs' gaps) is then within TSC_MAX_ERROR_PPM of the
+   interval; else at TSC_CALIBRATION_NS, where it is refused (clock_
+   gettime then serves for good) if that uncertainty exceeds
+   TSC_MAX_READING_ERROR_NS, the same 20 ppm.  Natively the pairs are
+   about 50 ns apart, so the TSC serves after 5 ms instead of 100: a
+   program's samples meanwhile take the ordinary path (the sample trap
+   needs the TSC), a tenth of a one-second program's.  Under valgrind
+   (1 us) it is 50 ms. */
+#define TSC_MIN_CALIBRATION_NS 5000000
 #define TSC_CALIBRATION_NS 100000000
-/* The calibration is refused (clock_gettime then serves for good) when
-   its two readings' uncertainty exceeds this: 2 us over 100 ms, 20 ppm. */
-#define TSC_MAX_READING_ERROR_NS 2000
+#define TSC_MAX_ERROR_PPM 20
+#define TSC_MAX_READING_ERROR_NS (TSC_CALIBRATION_NS / 1000000 * TSC_MAX_ERROR_PPM)
 /* A TSC this far behind tsc0 was reset (a resume from suspend on some
    machines): clock_gettime serves from then on. */
 #define TSC_BACK_TICKS ((int64_t)1 << 30)
 enum { TSC_UNUSED, TSC_CALIBRATING, TSC_PUBLISHING, TSC_READY, TSC_OFF };
 static atomic_int tsc_state;          /* TSC_UNUSED until the first open */
 static _Atomic uint64_t cal_ns;       /* the calibration's start (MONOTONIC) */
+static _Atomic uint64_t cal_next_ns;  /* its next try, ns after the start */
 static uint64_t cal_tsc, cal_raw, cal_gap;
 static uint64_t tsc0, tsc_scale;      /* ready: units per tick (24.40) */
 static _Atomic int64_t tsc_base;      /* ready: the trace's time at tsc0 */
@@ -199,19 +211,26 @@ static void tsc_open(void)
   uint64_t ns;
   cal_tsc = tsc_and_clocks(&ns, &cal_raw, &cal_gap);
   atomic_store_explicit(&cal_ns, ns, memory_order_relaxed);
+  atomic_store_explicit(&cal_next_ns, TSC_MIN_CALIBRATION_NS,
+                        memory_order_relaxed);
   atomic_store(&tsc_state, TSC_CALIBRATING);
 }
 
 /* Called while calibrating, with a CLOCK_MONOTONIC time read after the
-   state was: the first caller TSC_CALIBRATION_NS after the start
-   publishes the scale, measured against CLOCK_MONOTONIC_RAW (not slewed
-   by NTP: a slew during these 100 ms would stay in the scale), and the
-   base, CLOCK_MONOTONIC's time since the start at tsc0. */
+   state was: the first caller TSC_MIN_CALIBRATION_NS after the start
+   whose readings are precise enough (see TSC_MIN_CALIBRATION_NS), or
+   the first TSC_CALIBRATION_NS after it, publishes the scale, measured
+   against CLOCK_MONOTONIC_RAW (not slewed by NTP: a slew during the
+   calibration would stay in the scale), and the base, CLOCK_MONOTONIC's
+   time since the start at tsc0.  A caller whose readings are not precise
+   enough yet leaves the calibration to a later one, after the interval
+   that their precision needs (cal_next_ns). */
 static void tsc_calibrate(uint64_t ns)
 {
   int expected = TSC_CALIBRATING;
-  if ((int64_t)(ns - atomic_load_explicit(&cal_ns, memory_order_relaxed))
-        < TSC_CALIBRATION_NS
+  uint64_t start = atomic_load_explicit(&cal_ns, memory_order_relaxed);
+  if ((int64_t)(ns - start)
+        < (int64_t)atomic_load_explicit(&cal_next_ns, memory_order_relaxed)
       || !atomic_compare_exchange_strong(&tsc_state, &expected, TSC_PUBLISHING))
     return;
   uint64_t ns0, raw0, gap0;
@@ -220,11 +239,23 @@ static void tsc_calibrate(uint64_t ns)
   int st = TSC_OFF;
   if (tsc0 > cal_tsc && raw0 > cal_raw) {
     double ns_per_tick = (double)(raw0 - cal_raw) / (double)(tsc0 - cal_tsc);
-    if ((double)(gap0 + cal_gap) / 2 * ns_per_tick <= TSC_MAX_READING_ERROR_NS) {
+    double error_ns = (double)(gap0 + cal_gap) / 2 * ns_per_tick;
+    double needed_ns = error_ns * (1e6 / TSC_MAX_ERROR_PPM);
+    if (error_ns <= TSC_MAX_READING_ERROR_NS
+        && (needed_ns <= (double)(raw0 - cal_raw)
+            || ns0 - start >= TSC_CALIBRATION_NS)) {
       tsc_scale = (uint64_t)(ns_per_tick / CAML_TRACE_TIME_UNIT_NS * 0x1p40);
       atomic_store_explicit(&tsc_base, (int64_t)units_since_start(ns0),
                             memory_order_relaxed);
       st = TSC_READY;
+    } else if (ns0 - start < TSC_CALIBRATION_NS) {
+      /* Not precise enough yet: again once the interval is long enough
+         for readings like these, by TSC_CALIBRATION_NS at the latest. */
+      atomic_store_explicit(&cal_next_ns,
+                            needed_ns < TSC_CALIBRATION_NS
+                            ? (uint64_t)needed_ns : TSC_CALIBRATION_NS,
+                            memory_order_relaxed);
+      st = TSC_CALIBRATING;
     }
   }
   atomic_store_explicit(&tsc_state, st, memory_order_release);

@@ -500,7 +500,7 @@ expect "toplevel phrases: 8 lines of about 2200 samples each" "$lines" 8
 # trap can reach must use those only (the disassembly, each native runtime
 # variant), and a program holding eight floats in vector registers across
 # each allocation must compute the same sum traced as untraced.  The trap
-# takes samples once the TSC clock is calibrated (100 ms; not at all where
+# takes samples once the TSC clock is calibrated (5 to 100 ms; not at all where
 # the clock source is not the TSC): 20 M iterations run past that.
 lib=$(ocamlopt -where)
 if nm "$lib/libasmrun.a" 2>/dev/null | grep -q ' T caml_memprof_tracer_trap$'; then

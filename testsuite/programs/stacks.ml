@@ -6,7 +6,7 @@
    Gc.Memprof callbacks, a signal handler), systhreads and domains.
    Usage: stacks [DEPTH [MS]]: all of it again until MS milliseconds have
    passed (the sample trap, runtime/memprof_trap.c, serves samples once
-   the trace's TSC clock is calibrated, 100 ms after the start). *)
+   the trace's TSC clock is calibrated, 5 to 100 ms after the start). *)
 
 type _ Effect.t += Yield : int -> int Effect.t
 

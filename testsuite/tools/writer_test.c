@@ -120,7 +120,7 @@ int main(int argc, char **argv)
   close(fd);
 
   /* time: the trace's clock is CLOCK_MONOTONIC's since the open, also
-     after the switch to the TSC (100 ms into the first trace, where the
+     after the switch to the TSC (5 to 100 ms into the first trace, where the
      kernel's clock source is the TSC); it never goes back by more than
      the unit the switch may cost, and the next trace starts at 0 */
   uint64_t opened = mono_us();
