@@ -300,15 +300,6 @@ void mpt_frame_state_free(mpt_frame_state *state);
 size_t mpt_frame_bound(size_t len);
 size_t mpt_frame_compress(mpt_frame_state *state, uint8_t *dst, size_t dst_cap,
                           const uint8_t *src, size_t len, int acceleration);
-/* The acceleration of event chunks, written on the sample path: LZ4 was
-   about 85 instructions per sample at 1 and 45 at 4, for frames about 6 %
-   larger (make bench, short_lived at 1e-3).  16 was tried with the
-   sample trap: 765 -> 698 instructions per sample at 1e-3 (median of the
-   shallow programs, with other changes; about 20 of it LZ4's), but the
-   largest bytes per sample went from 6.37 to 7.81 at 1e-3 and from 8.41
-   to 9.99 at 1e-4 (long_lived: 23 % more), for 3 % of the sample's
-   instructions.  The header and heap snapshots, written once, keep 1. */
-#define MPT_EVENTS_ACCELERATION 4
 
 /* The encoders of the events of every sample are inline: the tracer calls
    them on its sample path, where a call and its arguments cost as much as

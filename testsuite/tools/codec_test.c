@@ -48,13 +48,13 @@ static void emit(const uint8_t *p, size_t n, int compress)
   size_t need = out_len + mpt_frame_bound(n) + n;
   if (need > out_cap) { out_cap = 2 * need; out = realloc(out, out_cap); }
   /* every other frame through a kept compression state, every third at
-     the event chunks' acceleration */
+     acceleration 16 (the event chunks' at high rates) */
   static int frames;
   if (!kept_state) kept_state = mpt_frame_state_new();
   if (compress) {
     out_len += mpt_frame_compress(frames % 2 ? kept_state : NULL, out + out_len,
                                   out_cap - out_len, p, n,
-                                  frames % 3 ? 1 : MPT_EVENTS_ACCELERATION);
+                                  frames % 3 ? 1 : 16);
     frames++;
   } else { memcpy(out + out_len, p, n); out_len += n; }
 }
