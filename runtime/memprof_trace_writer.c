@@ -71,9 +71,8 @@
 #include <stdatomic.h>
 #include "caml/memprof_trace_writer.h"
 #include "caml/memprof_trap.h"
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#ifdef CAML_TRACE_TSC_CLOCK
 #include <sys/prctl.h>
-#include <x86intrin.h>
 #define TSC_CLOCK
 #endif
 
@@ -117,14 +116,14 @@ static uint64_t units_since_start(uint64_t ns)
 /* A TSC this far behind tsc0 was reset (a resume from suspend on some
    machines): clock_gettime serves from then on. */
 #define TSC_BACK_TICKS ((int64_t)1 << 30)
-enum { TSC_UNUSED, TSC_CALIBRATING, TSC_PUBLISHING, TSC_READY, TSC_OFF };
-static atomic_int tsc_state;          /* TSC_UNUSED until the first open */
 static _Atomic uint64_t cal_ns;       /* the calibration's start (MONOTONIC) */
 static _Atomic uint64_t cal_next_ns;  /* its next try, ns after the start */
 static uint64_t cal_tsc, cal_raw, cal_gap;
-static uint64_t tsc0, tsc_scale;      /* ready: units per tick (24.40) */
-static _Atomic int64_t tsc_base;      /* ready: the trace's time at tsc0 */
-/* Serialises the writes of start_ns and tsc_base (an open and the
+/* The clock's state and, once ready, its scale (units per tick, 24.40)
+   and base (the trace's time at tsc0): memprof_trace_writer.h's, for
+   caml_trace_writer_now_tsc, inline. */
+struct caml_trace_tsc caml_trace_tsc;
+/* Serialises the writes of start_ns and the base (an open and the
    publication); never held while taking another lock. */
 static pthread_mutex_t time_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -150,19 +149,6 @@ static uint64_t tsc_and_clocks(uint64_t *ns, uint64_t *raw, uint64_t *gap)
   return best;
 }
 
-#ifdef CAML_MEMPROF_TRAP
-/* The TSC's time is also the sample trap's clock (memprof_trap.h): these
-   functions use the general registers only. */
-#pragma GCC push_options
-#pragma GCC target("general-regs-only")
-#endif
-static inline uint64_t tsc_units(int64_t ticks)
-{
-  return (uint64_t)(((unsigned __int128)(uint64_t)ticks * tsc_scale) >> 40);
-}
-#ifdef CAML_MEMPROF_TRAP
-#pragma GCC pop_options
-#endif
 
 /* In a forked child: time_lock may have been held by another thread of
    the parent (an open, on any machine), or a publication left half done
@@ -170,8 +156,8 @@ static inline uint64_t tsc_units(int64_t ticks)
 static void tsc_after_fork(void)
 {
   pthread_mutex_init(&time_lock, NULL);
-  if (atomic_load(&tsc_state) == TSC_PUBLISHING)
-    atomic_store(&tsc_state, TSC_CALIBRATING);
+  if (atomic_load(&caml_trace_tsc.state) == CAML_TSC_PUBLISHING)
+    atomic_store(&caml_trace_tsc.state, CAML_TSC_CALIBRATING);
 }
 
 static void register_tsc_after_fork(void)
@@ -200,21 +186,21 @@ static int tsc_usable(void)
    starts the calibration if the TSC is usable. */
 static void tsc_open(void)
 {
-  int st = atomic_load(&tsc_state);
-  if (st == TSC_READY) {
-    int64_t d = (int64_t)(__rdtsc() - tsc0);
-    atomic_store_explicit(&tsc_base, -(int64_t)tsc_units(d > 0 ? d : 0),
+  int st = atomic_load(&caml_trace_tsc.state);
+  if (st == CAML_TSC_READY) {
+    int64_t d = (int64_t)(__rdtsc() - caml_trace_tsc.tsc0);
+    atomic_store_explicit(&caml_trace_tsc.base, -(int64_t)caml_trace_tsc_units(d > 0 ? d : 0),
                           memory_order_relaxed);
     return;
   }
-  if (st != TSC_UNUSED) return;
-  if (!tsc_usable()) { atomic_store(&tsc_state, TSC_OFF); return; }
+  if (st != CAML_TSC_UNUSED) return;
+  if (!tsc_usable()) { atomic_store(&caml_trace_tsc.state, CAML_TSC_OFF); return; }
   uint64_t ns;
   cal_tsc = tsc_and_clocks(&ns, &cal_raw, &cal_gap);
   atomic_store_explicit(&cal_ns, ns, memory_order_relaxed);
   atomic_store_explicit(&cal_next_ns, TSC_MIN_CALIBRATION_NS,
                         memory_order_relaxed);
-  atomic_store(&tsc_state, TSC_CALIBRATING);
+  atomic_store(&caml_trace_tsc.state, CAML_TSC_CALIBRATING);
 }
 
 /* Called while calibrating, with a CLOCK_MONOTONIC time read after the
@@ -228,27 +214,27 @@ static void tsc_open(void)
    that their precision needs (cal_next_ns). */
 static void tsc_calibrate(uint64_t ns)
 {
-  int expected = TSC_CALIBRATING;
+  int expected = CAML_TSC_CALIBRATING;
   uint64_t start = atomic_load_explicit(&cal_ns, memory_order_relaxed);
   if ((int64_t)(ns - start)
         < (int64_t)atomic_load_explicit(&cal_next_ns, memory_order_relaxed)
-      || !atomic_compare_exchange_strong(&tsc_state, &expected, TSC_PUBLISHING))
+      || !atomic_compare_exchange_strong(&caml_trace_tsc.state, &expected, CAML_TSC_PUBLISHING))
     return;
   uint64_t ns0, raw0, gap0;
   pthread_mutex_lock(&time_lock);
-  tsc0 = tsc_and_clocks(&ns0, &raw0, &gap0);
-  int st = TSC_OFF;
-  if (tsc0 > cal_tsc && raw0 > cal_raw) {
-    double ns_per_tick = (double)(raw0 - cal_raw) / (double)(tsc0 - cal_tsc);
+  caml_trace_tsc.tsc0 = tsc_and_clocks(&ns0, &raw0, &gap0);
+  int st = CAML_TSC_OFF;
+  if (caml_trace_tsc.tsc0 > cal_tsc && raw0 > cal_raw) {
+    double ns_per_tick = (double)(raw0 - cal_raw) / (double)(caml_trace_tsc.tsc0 - cal_tsc);
     double error_ns = (double)(gap0 + cal_gap) / 2 * ns_per_tick;
     double needed_ns = error_ns * (1e6 / TSC_MAX_ERROR_PPM);
     if (error_ns <= TSC_MAX_READING_ERROR_NS
         && (needed_ns <= (double)(raw0 - cal_raw)
             || ns0 - start >= TSC_CALIBRATION_NS)) {
-      tsc_scale = (uint64_t)(ns_per_tick / CAML_TRACE_TIME_UNIT_NS * 0x1p40);
-      atomic_store_explicit(&tsc_base, (int64_t)units_since_start(ns0),
+      caml_trace_tsc.scale = (uint64_t)(ns_per_tick / CAML_TRACE_TIME_UNIT_NS * 0x1p40);
+      atomic_store_explicit(&caml_trace_tsc.base, (int64_t)units_since_start(ns0),
                             memory_order_relaxed);
-      st = TSC_READY;
+      st = CAML_TSC_READY;
     } else if (ns0 - start < TSC_CALIBRATION_NS) {
       /* Not precise enough yet: again once the interval is long enough
          for readings like these, by TSC_CALIBRATION_NS at the latest. */
@@ -256,10 +242,10 @@ static void tsc_calibrate(uint64_t ns)
                             needed_ns < TSC_CALIBRATION_NS
                             ? (uint64_t)needed_ns : TSC_CALIBRATION_NS,
                             memory_order_relaxed);
-      st = TSC_CALIBRATING;
+      st = CAML_TSC_CALIBRATING;
     }
   }
-  atomic_store_explicit(&tsc_state, st, memory_order_release);
+  atomic_store_explicit(&caml_trace_tsc.state, st, memory_order_release);
   pthread_mutex_unlock(&time_lock);
 }
 #endif
@@ -267,9 +253,9 @@ static void tsc_calibrate(uint64_t ns)
 static __attribute__((noinline)) uint64_t now_by_clock_gettime(void)
 {
 #ifdef TSC_CLOCK
-  int st = atomic_load(&tsc_state);   /* before the clock: see tsc_calibrate */
+  int st = atomic_load(&caml_trace_tsc.state);   /* before the clock: see tsc_calibrate */
   uint64_t ns = mono_ns();
-  if (st == TSC_CALIBRATING) tsc_calibrate(ns);
+  if (st == CAML_TSC_CALIBRATING) tsc_calibrate(ns);
   return units_since_start(ns);
 #else
   return units_since_start(mono_ns());
@@ -281,37 +267,15 @@ static __attribute__((noinline)) uint64_t now_by_clock_gettime(void)
 static __attribute__((noinline)) uint64_t now_not_tsc(void)
 {
 #ifdef TSC_CLOCK
-  if (atomic_load_explicit(&tsc_state, memory_order_acquire) == TSC_READY) {
-    int64_t ticks = (int64_t)(__rdtsc() - tsc0);
+  if (atomic_load_explicit(&caml_trace_tsc.state, memory_order_acquire) == CAML_TSC_READY) {
+    int64_t ticks = (int64_t)(__rdtsc() - caml_trace_tsc.tsc0);
     if (ticks > -TSC_BACK_TICKS)
-      return (uint64_t)atomic_load_explicit(&tsc_base, memory_order_relaxed);
-    atomic_store(&tsc_state, TSC_OFF);
+      return (uint64_t)atomic_load_explicit(&caml_trace_tsc.base, memory_order_relaxed);
+    atomic_store(&caml_trace_tsc.state, CAML_TSC_OFF);
     return units_since_start(mono_ns());
   }
 #endif
   return now_by_clock_gettime();
-}
-
-#ifdef CAML_MEMPROF_TRAP
-#pragma GCC push_options
-#pragma GCC target("general-regs-only")
-#endif
-int caml_trace_writer_now_tsc(uint64_t *now)
-{
-#ifdef TSC_CLOCK
-  if (__builtin_expect(atomic_load_explicit(&tsc_state, memory_order_acquire)
-                       == TSC_READY, 1)) {
-    int64_t d = (int64_t)(__rdtsc() - tsc0);
-    if (__builtin_expect(d >= 0, 1)) {
-      int64_t t = atomic_load_explicit(&tsc_base, memory_order_relaxed)
-                  + (int64_t)tsc_units(d);
-      *now = t > 0 ? (uint64_t)t : 0;
-      return 1;
-    }
-  }
-#endif
-  (void)now;
-  return 0;
 }
 
 uint64_t caml_trace_writer_now(void)
@@ -320,14 +284,11 @@ uint64_t caml_trace_writer_now(void)
   if (__builtin_expect(caml_trace_writer_now_tsc(&now), 1)) return now;
   return now_not_tsc();
 }
-#ifdef CAML_MEMPROF_TRAP
-#pragma GCC pop_options
-#endif
 
 int caml_trace_writer_uses_tsc(void)
 {
 #ifdef TSC_CLOCK
-  return atomic_load(&tsc_state) == TSC_READY;
+  return atomic_load(&caml_trace_tsc.state) == CAML_TSC_READY;
 #else
   return 0;
 #endif

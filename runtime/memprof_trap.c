@@ -46,9 +46,9 @@
    block where it is; after a sample from C, sample_fast compares at once.
 
    The general registers only
-   This file (with the walk of memprof_callstack_walk.h, inlined), the
-   ALLOC encoders of memprof_trace_codec.c (in the runtime) and the
-   writer's clock are compiled with GCC's target("general-regs-only");
+   This file (with the walk of memprof_callstack_walk.h and the writer's
+   TSC clock, inlined) and the ALLOC encoders of memprof_trace_codec.c
+   (in the runtime) are compiled with GCC's target("general-regs-only");
    the trap calls nothing else (testsuite/trap_registers.py reads the
    disassembly of everything it can reach; trap_floats.ml keeps floats in
    vector registers across sampled allocations).

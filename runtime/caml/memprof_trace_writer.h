@@ -23,9 +23,56 @@ int caml_trace_writer_open(const char *template, const mpt_trace_info *info);
 uint64_t caml_trace_writer_now(void);
 #define CAML_TRACE_TIME_UNIT_NS 1000
 /* caml_trace_writer_now when it reads the TSC, and only then (1, the time
-   in [*now]; else 0): the sample trap's clock, which calls nothing else
-   and uses the general registers only (memprof_trap.h). */
-int caml_trace_writer_now_tsc(uint64_t *now);
+   in [*now]; else 0): the sample trap's clock, inline (a call cost the
+   trap 6 of its instructions), which calls nothing and uses the general
+   registers only (memprof_trap.h).  The clock's state is the writer's
+   (memprof_trace_writer.c says how it is calibrated and published):
+   [state] is CAML_TSC_READY, with release/acquire, once the rest is
+   written; then time = base + (tsc - tsc0) * scale / 2^40, in time
+   units, and [base] alone changes (at each open), read relaxed. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CAML_TRACE_TSC_CLOCK
+#include <stdatomic.h>
+#include <x86intrin.h>
+enum { CAML_TSC_UNUSED, CAML_TSC_CALIBRATING, CAML_TSC_PUBLISHING,
+       CAML_TSC_READY, CAML_TSC_OFF };
+struct caml_trace_tsc {
+  atomic_int state;             /* CAML_TSC_UNUSED until the first open */
+  uint64_t tsc0, scale;
+  _Atomic int64_t base;
+};
+extern struct caml_trace_tsc caml_trace_tsc;
+
+static inline uint64_t caml_trace_tsc_units(int64_t ticks)
+{
+  return (uint64_t)(((unsigned __int128)(uint64_t)ticks
+                     * caml_trace_tsc.scale) >> 40);
+}
+
+static inline __attribute__((always_inline)) int
+caml_trace_writer_now_tsc(uint64_t *now)
+{
+  if (__builtin_expect(atomic_load_explicit(&caml_trace_tsc.state,
+                                            memory_order_acquire)
+                       == CAML_TSC_READY, 1)) {
+    int64_t d = (int64_t)(__rdtsc() - caml_trace_tsc.tsc0);
+    if (__builtin_expect(d >= 0, 1)) {
+      int64_t t = atomic_load_explicit(&caml_trace_tsc.base,
+                                       memory_order_relaxed)
+                  + (int64_t)caml_trace_tsc_units(d);
+      *now = t > 0 ? (uint64_t)t : 0;
+      return 1;
+    }
+  }
+  return 0;
+}
+#else
+static inline int caml_trace_writer_now_tsc(uint64_t *now)
+{
+  (void)now;
+  return 0;
+}
+#endif
 /* Whether caml_trace_writer_now reads the TSC now (for the tests). */
 int caml_trace_writer_uses_tsc(void);
 

@@ -19,8 +19,8 @@
      MEMPROF_TRAP_ENTRY is empty and nothing changes.
    - Every C function the trap reaches is compiled with
      target("general-regs-only") (memprof_trap.c with the walk of
-     memprof_callstack_walk.h inlined, memprof_trace_codec.c in the
-     runtime, and the writer's caml_trace_writer_now_tsc), so no vector
+     memprof_callstack_walk.h and the writer's caml_trace_writer_now_tsc
+     inlined, and memprof_trace_codec.c in the runtime), so no vector
      or x87 register, which OCaml code may hold live across an
      allocation, is touched; the tracer tests check the disassembly.
    - This header is included by amd64.S: preprocessor lines only. */
