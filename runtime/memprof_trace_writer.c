@@ -35,7 +35,8 @@
      tool does) always meets the trace of the forked child's first image,
      and a line on stderr would change the output of the programs run.
    - A header that cannot be written leaves no file behind.
-   - Time: CLOCK_MONOTONIC since the trace started, in microseconds.  Read
+   - Time: CLOCK_MONOTONIC since the trace started, in the process's time
+     unit (its first trace's: see caml_trace_writer_open).  Read
      once per sample: clock_gettime costs 19 ns on the development machine
      (the vDSO reads the TSC, the kernel's scale and a sequence lock),
      reading the TSC 8.  Where the kernel's clock source is the TSC
@@ -92,10 +93,19 @@ static uint64_t mono_ns(void)
 
 static _Atomic uint64_t start_ns; /* the trace's start, CLOCK_MONOTONIC */
 
+/* The time unit of every trace of this process: the first trace's
+   (mpt_trace_info.time_unit_ns at the first open), since the TSC's scale
+   is in it and never changes; microseconds until then (the clock also
+   seeds the domains' random streams). */
+static uint32_t time_unit_ns = 1000;
+static int time_unit_fixed;
+
+uint32_t caml_trace_writer_time_unit_ns(void) { return time_unit_ns; }
+
 static uint64_t units_since_start(uint64_t ns)
 {
   uint64_t start = atomic_load_explicit(&start_ns, memory_order_relaxed);
-  return ns > start ? (ns - start) / CAML_TRACE_TIME_UNIT_NS : 0;
+  return ns > start ? (ns - start) / time_unit_ns : 0;
 }
 
 #ifdef TSC_CLOCK
@@ -231,7 +241,7 @@ static void tsc_calibrate(uint64_t ns)
     if (error_ns <= TSC_MAX_READING_ERROR_NS
         && (needed_ns <= (double)(raw0 - cal_raw)
             || ns0 - start >= TSC_CALIBRATION_NS)) {
-      caml_trace_tsc.scale = (uint64_t)(ns_per_tick / CAML_TRACE_TIME_UNIT_NS * 0x1p40);
+      caml_trace_tsc.scale = (uint64_t)(ns_per_tick / time_unit_ns * 0x1p40);
       atomic_store_explicit(&caml_trace_tsc.base, (int64_t)units_since_start(ns0),
                             memory_order_relaxed);
       st = CAML_TSC_READY;
@@ -512,12 +522,18 @@ int caml_trace_writer_open(const char *template, const mpt_trace_info *info)
     goto out;
   }
   remember_name(path);
+  if (!time_unit_fixed) {
+    time_unit_ns = info->time_unit_ns;
+    time_unit_fixed = 1;
+  }
   start_clock();
+  mpt_trace_info header = *info;
+  header.time_unit_ns = time_unit_ns;
   size_t cap = MPT_MAGIC_LEN + MPT_CHUNK_HEADER_BYTES + 128 + 4 * (MPT_MAX_STRING + 10);
   uint8_t *hdr = malloc(cap), *z = malloc(mpt_frame_bound(cap));
   errno = ENOMEM;
   if (hdr && z)
-    rc = append_frame(hdr, mpt_write_header_chunk(hdr, cap, info), z,
+    rc = append_frame(hdr, mpt_write_header_chunk(hdr, cap, &header), z,
                       mpt_frame_bound(cap));
   free(hdr); free(z);
   if (rc < 0) {

@@ -991,7 +991,7 @@ static void heap_stats(mpt_heap_stats *h)
   h->promoted_words = g.alloc_stats.promoted_words;
 }
 
-/* Heap statistics at most this often (time units: 10 ms) and at most
+/* Heap statistics at most this often (10 ms) and at most
    once per STATS_SAMPLES of the stream's samples.  The second bound ties
    the statistics to what the trace samples: a timeline of the heap gets
    a point every 10 ms where samples are dense (rates 1e-4 and up), and
@@ -999,13 +999,14 @@ static void heap_stats(mpt_heap_stats *h)
    Statistics every 10 ms alone were a quarter of a slowly allocating
    program's trace at 1e-5 (systhreads in bench/: 186 of them, 13 bytes
    each, for 775 samples); they cost at most ~0.8 bytes per sample now. */
-#define STATS_INTERVAL (10000000 / CAML_TRACE_TIME_UNIT_NS)
+#define STATS_INTERVAL_NS 10000000
 #define STATS_SAMPLES 16
+static uint64_t stats_interval;          /* STATS_INTERVAL_NS in time units */
 
 static int stats_due(const tracer_domain *d, uint64_t now)
 {
   return d->last_stats == 0
-    || (now - d->last_stats >= STATS_INTERVAL
+    || (now - d->last_stats >= stats_interval
         && d->samples - d->samples_at_stats >= STATS_SAMPLES);
 }
 
@@ -1304,6 +1305,15 @@ static int start_locked(const char *path, double rate, uintnat frames,
   max_frames = (uint32_t)frames;
   char host[256] = "";
   gethostname(host, sizeof host - 1);
+  /* The time unit.  An event's time is a varint of the time since its
+     stream's previous event: at 1e-5, a few milliseconds, two bytes in
+     microseconds, and timestamps were a quarter of a trace (systhreads
+     in bench/).  Samples there are at least 100 us apart even at 1 G
+     words a second: 8 us units lose nothing a profile can show and take
+     one byte.  So 1 us from 1e-4 up (and for snapshots alone), 8 us
+     from 1e-5, 64 us below.  The writer keeps the first trace's unit for
+     the process (caml_trace_writer_open). */
+  uint32_t unit_ns = rate >= 1e-4 || rate == 0 ? 1000 : rate >= 1e-5 ? 8000 : 64000;
   mpt_trace_info info = {
     .format_version = MPT_FORMAT_VERSION, .word_size = 8 * sizeof(value),
     .flags = (compress ? MPT_FLAG_COMPRESSED : 0)
@@ -1311,7 +1321,7 @@ static int start_locked(const char *path, double rate, uintnat frames,
              | MPT_FLAG_BYTECODE
 #endif
     , .sampling_rate = rate, .max_frames = (uint32_t)frames,
-    .time_unit_ns = CAML_TRACE_TIME_UNIT_NS, .pid = (uint64_t)getpid(),
+    .time_unit_ns = unit_ns, .pid = (uint64_t)getpid(),
     .ppid = (uint64_t)getppid(), .executable = exe_name ? exe_name : "",
     .hostname = host, .ocaml_version = OCAML_VERSION_STRING,
     .command_line = command_line ? command_line : "" };
@@ -1323,6 +1333,7 @@ static int start_locked(const char *path, double rate, uintnat frames,
     snprintf(err, errlen, "cannot create the trace file (see stderr)");
     return -1;
   }
+  stats_interval = STATS_INTERVAL_NS / caml_trace_writer_time_unit_ns();
   carried_samples = carried_lost = 0;
   install_handlers();
   start_flusher();

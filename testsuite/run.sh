@@ -177,6 +177,22 @@ for rate in 1e-3 1e-4; do
   expect "stats@$rate: header rate" "$(get "$W/stats-$rate.sum" rate)" "$(awk -v r=$rate 'BEGIN { printf "%g", r }')"
 done
 
+# ---- the time unit follows the rate (memprof_tracer.c's start_locked) ----
+# 1 us from 1e-4 up, 8 us at 1e-5: the header says so, and event times in
+# it are right (a unit the header does not tell would put the last event
+# 8 times too late, or 8 times too early).
+t=$W/stats-1e-5.trace
+started=$(date +%s%N)
+OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-5,memprof_seed=7" "$W/stats" > /dev/null 2>&1
+ran_ms=$(( ($(date +%s%N) - started) / 1000000 ))
+summary "$t" "$W/stats-1e-5.sum"
+expect "time unit@1e-5: decodes" "$(get "$W/stats-1e-5.sum" error)" none
+expect "time unit@1e-5: header" "$(get "$W/stats-1e-5.sum" time_unit_ns)" 8000
+expect "time unit@1e-4: header" "$(get "$W/stats-1e-4.sum" time_unit_ns)" 1000
+last_ms=$(get "$W/stats-1e-5.sum" last_event_ms)
+check "time unit@1e-5: last event at $last_ms ms of a $ran_ms ms run" \
+  [ "$last_ms" -le "$ran_ms" -a $((2 * last_ms)) -ge "$ran_ms" ]
+
 # ---- bytecode ----
 t=$W/stats-byte.trace
 OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-4,memprof_seed=3" ocamlrun "$W/stats.byte" > /dev/null 2>&1

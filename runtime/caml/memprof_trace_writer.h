@@ -16,12 +16,15 @@
 /* Expand %p (pid), %e (executable basename), %t (Unix time at start: a trace
    restarted by the toggle signal gets a new file) and %% in [template], create
    the file and write the trace header.  On failure print one line on
-   stderr and return -1; the program goes on untraced. */
+   stderr and return -1; the program goes on untraced.  The time unit of
+   the process's first trace ([info]->time_unit_ns) is
+   its clock's for good: later traces' headers say that one. */
 int caml_trace_writer_open(const char *template, const mpt_trace_info *info);
+/* That unit, in ns (1000 before the first open). */
+uint32_t caml_trace_writer_time_unit_ns(void);
 
 /* Time since the trace started, in the trace's time units. */
 uint64_t caml_trace_writer_now(void);
-#define CAML_TRACE_TIME_UNIT_NS 1000
 /* caml_trace_writer_now when it reads the TSC, and only then (1, the time
    in [*now]; else 0): the sample trap's clock, inline (a call cost the
    trap 6 of its instructions), which calls nothing and uses the general

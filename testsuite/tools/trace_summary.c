@@ -79,8 +79,9 @@ int main(int argc, char **argv)
   mpt_reader *r = mpt_reader_open(argv[1], err, sizeof err);
   if (!r) { printf("error %s\n", err); return 1; }
   const mpt_trace_info *in = mpt_reader_info(r);
-  printf("version %u\nrate %g\npid %" PRIu64 "\nppid %" PRIu64 "\nframes %u\n",
-         in->format_version, in->sampling_rate, in->pid, in->ppid, in->max_frames);
+  printf("version %u\nrate %g\npid %" PRIu64 "\nppid %" PRIu64 "\nframes %u\n"
+         "time_unit_ns %u\n", in->format_version, in->sampling_rate, in->pid,
+         in->ppid, in->max_frames, in->time_unit_ns);
   printf("executable %s\nocaml_version %s\nbytecode %d\ncompressed %d\n",
          in->executable, in->ocaml_version, !!(in->flags & MPT_FLAG_BYTECODE),
          !!(in->flags & MPT_FLAG_COMPRESSED));

@@ -36,7 +36,7 @@ static mpt_trace_info info(const char *exe)
 {
   mpt_trace_info i = { .format_version = MPT_FORMAT_VERSION, .word_size = 64,
     .flags = MPT_FLAG_COMPRESSED, .sampling_rate = 1e-3, .max_frames = 16,
-    .time_unit_ns = CAML_TRACE_TIME_UNIT_NS, .pid = (uint64_t)getpid(),
+    .time_unit_ns = 1000, .pid = (uint64_t)getpid(),
     .executable = exe, .hostname = "h", .ocaml_version = "v", .command_line = "c" };
   return i;
 }
