@@ -99,6 +99,8 @@ _Static_assert(offsetof(caml_memprof_frame_slot, loc)
                && offsetof(caml_memprof_walked_frame, loc)
                == offsetof(caml_memprof_walked_frame, size) + 4,
                "size and loc are adjacent");
+_Static_assert(CALLSTACK_ALLOC_LENS_TAG < ALLOC_TAG(0),
+               "allocation lengths' keys are apart from the frames'");
 #else
 /* copy_frame copies linked and loc as one 8-byte word. */
 _Static_assert(offsetof(caml_memprof_walked_frame, loc)
@@ -106,15 +108,15 @@ _Static_assert(offsetof(caml_memprof_walked_frame, loc)
                "linked and loc are adjacent");
 #endif
 
-_Static_assert(CALLSTACK_ALLOC_LENS_TAG < ALLOC_TAG(0),
-               "allocation lengths' keys are apart from the frames'");
-
 void caml_memprof_callstack_cache_clear(caml_memprof_callstack_cache *c)
 {
   if (c->slots) memset(c->slots, 0, c->cap * sizeof *c->slots);
   c->count = 0;
   c->prev_len = 0;
   c->prev_encoded = 0;
+#ifdef NATIVE_CODE
+  c->lens_pc = 0;
+#endif
 }
 
 void caml_memprof_callstack_cache_free(caml_memprof_callstack_cache *c)

@@ -85,6 +85,12 @@ typedef struct {
   caml_memprof_frame_slot *slots;
   uint32_t cap, count;          /* cap: a power of two, or 0             */
   void *frametable;             /* the frame table the entries came from */
+#ifdef NATIVE_CODE
+  /* The allocation lengths last found (caml_memprof_callstack_alloc_
+     lens), and the return address they are for (0: none). */
+  uintnat lens_pc;
+  const unsigned char *lens;
+#endif
   backtrace_slot *scratch;      /* caml_get_callstack's buffer            */
   size_t scratch_cap;
   /* frames[0] is a sentinel (sp, at: above every address); the
@@ -183,6 +189,7 @@ caml_memprof_callstack_probe(caml_memprof_callstack_cache *c, uintnat key)
    return address with bit 55 set, which neither a user-space address nor
    the allocation index of a frame's key uses; the pointer is kept in the
    entry's size and loc. */
+#ifdef NATIVE_CODE
 #define CALLSTACK_ALLOC_LENS_TAG ((uintnat)1 << 55)
 void caml_memprof_callstack_note_alloc(caml_memprof_callstack_cache *c,
                                        uintnat pc,
@@ -190,14 +197,21 @@ void caml_memprof_callstack_note_alloc(caml_memprof_callstack_cache *c,
 static inline const unsigned char *
 caml_memprof_callstack_alloc_lens(caml_memprof_callstack_cache *c, uintnat pc)
 {
+  /* Consecutive samples often come from one allocation point (a loop's):
+     its lengths are kept at hand, a compare instead of a probe. */
+  if (pc == c->lens_pc) return c->lens;
   const unsigned char *alloc_len = NULL;
   caml_memprof_frame_slot *e;
   /* frametable: the cache was prepared, and has a table */
   if (c->frametable != NULL
-      && (e = caml_memprof_callstack_probe(c, pc | CALLSTACK_ALLOC_LENS_TAG)))
+      && (e = caml_memprof_callstack_probe(c, pc | CALLSTACK_ALLOC_LENS_TAG))) {
     memcpy(&alloc_len, &e->size, sizeof alloc_len);
+    c->lens_pc = pc;
+    c->lens = alloc_len;
+  }
   return alloc_len;
 }
+#endif
 
 /* The stack just captured was not given to the encoder (sample lost). */
 #define CALLSTACK_ENCODED_ALL 1
