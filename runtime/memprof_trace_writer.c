@@ -122,7 +122,8 @@ static uint64_t units_since_start(uint64_t ns)
 #define TSC_MIN_CALIBRATION_NS 5000000
 #define TSC_CALIBRATION_NS 100000000
 #define TSC_MAX_ERROR_PPM 20
-#define TSC_MAX_READING_ERROR_NS (TSC_CALIBRATION_NS / 1000000 * TSC_MAX_ERROR_PPM)
+#define TSC_MAX_READING_ERROR_NS \
+  (TSC_CALIBRATION_NS / 1000000 * TSC_MAX_ERROR_PPM)
 /* A TSC this far behind tsc0 was reset (a resume from suspend on some
    machines): clock_gettime serves from then on. */
 #define TSC_BACK_TICKS ((int64_t)1 << 30)
@@ -158,7 +159,6 @@ static uint64_t tsc_and_clocks(uint64_t *ns, uint64_t *raw, uint64_t *gap)
   }
   return best;
 }
-
 
 /* In a forked child: time_lock may have been held by another thread of
    the parent (an open, on any machine), or a publication left half done
@@ -199,12 +199,16 @@ static void tsc_open(void)
   int st = atomic_load(&caml_trace_tsc.state);
   if (st == CAML_TSC_READY) {
     int64_t d = (int64_t)(__rdtsc() - caml_trace_tsc.tsc0);
-    atomic_store_explicit(&caml_trace_tsc.base, -(int64_t)caml_trace_tsc_units(d > 0 ? d : 0),
+    atomic_store_explicit(&caml_trace_tsc.base,
+                          -(int64_t)caml_trace_tsc_units(d > 0 ? d : 0),
                           memory_order_relaxed);
     return;
   }
   if (st != CAML_TSC_UNUSED) return;
-  if (!tsc_usable()) { atomic_store(&caml_trace_tsc.state, CAML_TSC_OFF); return; }
+  if (!tsc_usable()) {
+    atomic_store(&caml_trace_tsc.state, CAML_TSC_OFF);
+    return;
+  }
   uint64_t ns;
   cal_tsc = tsc_and_clocks(&ns, &cal_raw, &cal_gap);
   atomic_store_explicit(&cal_ns, ns, memory_order_relaxed);
@@ -228,21 +232,24 @@ static void tsc_calibrate(uint64_t ns)
   uint64_t start = atomic_load_explicit(&cal_ns, memory_order_relaxed);
   if ((int64_t)(ns - start)
         < (int64_t)atomic_load_explicit(&cal_next_ns, memory_order_relaxed)
-      || !atomic_compare_exchange_strong(&caml_trace_tsc.state, &expected, CAML_TSC_PUBLISHING))
+      || !atomic_compare_exchange_strong(&caml_trace_tsc.state, &expected,
+                                         CAML_TSC_PUBLISHING))
     return;
   uint64_t ns0, raw0, gap0;
   pthread_mutex_lock(&time_lock);
   caml_trace_tsc.tsc0 = tsc_and_clocks(&ns0, &raw0, &gap0);
   int st = CAML_TSC_OFF;
   if (caml_trace_tsc.tsc0 > cal_tsc && raw0 > cal_raw) {
-    double ns_per_tick = (double)(raw0 - cal_raw) / (double)(caml_trace_tsc.tsc0 - cal_tsc);
+    double ns_per_tick = (double)(raw0 - cal_raw)
+                         / (double)(caml_trace_tsc.tsc0 - cal_tsc);
     double error_ns = (double)(gap0 + cal_gap) / 2 * ns_per_tick;
     double needed_ns = error_ns * (1e6 / TSC_MAX_ERROR_PPM);
     if (error_ns <= TSC_MAX_READING_ERROR_NS
         && (needed_ns <= (double)(raw0 - cal_raw)
             || ns0 - start >= TSC_CALIBRATION_NS)) {
       caml_trace_tsc.scale = (uint64_t)(ns_per_tick / time_unit_ns * 0x1p40);
-      atomic_store_explicit(&caml_trace_tsc.base, (int64_t)units_since_start(ns0),
+      atomic_store_explicit(&caml_trace_tsc.base,
+                            (int64_t)units_since_start(ns0),
                             memory_order_relaxed);
       st = CAML_TSC_READY;
     } else if (ns0 - start < TSC_CALIBRATION_NS) {
@@ -263,7 +270,8 @@ static void tsc_calibrate(uint64_t ns)
 static __attribute__((noinline)) uint64_t now_by_clock_gettime(void)
 {
 #ifdef TSC_CLOCK
-  int st = atomic_load(&caml_trace_tsc.state);   /* before the clock: see tsc_calibrate */
+  /* the state before the clock: see tsc_calibrate */
+  int st = atomic_load(&caml_trace_tsc.state);
   uint64_t ns = mono_ns();
   if (st == CAML_TSC_CALIBRATING) tsc_calibrate(ns);
   return units_since_start(ns);
@@ -277,10 +285,12 @@ static __attribute__((noinline)) uint64_t now_by_clock_gettime(void)
 static __attribute__((noinline)) uint64_t now_not_tsc(void)
 {
 #ifdef TSC_CLOCK
-  if (atomic_load_explicit(&caml_trace_tsc.state, memory_order_acquire) == CAML_TSC_READY) {
+  if (atomic_load_explicit(&caml_trace_tsc.state, memory_order_acquire)
+      == CAML_TSC_READY) {
     int64_t ticks = (int64_t)(__rdtsc() - caml_trace_tsc.tsc0);
     if (ticks > -TSC_BACK_TICKS)
-      return (uint64_t)atomic_load_explicit(&caml_trace_tsc.base, memory_order_relaxed);
+      return (uint64_t)atomic_load_explicit(&caml_trace_tsc.base,
+                                            memory_order_relaxed);
     atomic_store(&caml_trace_tsc.state, CAML_TSC_OFF);
     return units_since_start(mono_ns());
   }
@@ -569,7 +579,8 @@ int caml_trace_writer_typed_chunk(enum mpt_chunk_type type, uint16_t stream,
   if (compress) {
     /* Compress before taking the lock: domains compress in parallel. */
     len = mpt_frame_compress(zstate, zbuf, zcap, chunk, len,
-                             type == MPT_CHUNK_EVENTS ? events_acceleration : 1);
+                             type == MPT_CHUNK_EVENTS
+                             ? events_acceleration : 1);
     out = zbuf;
     if (len == 0) return -1;
   }

@@ -1308,12 +1308,13 @@ static int start_locked(const char *path, double rate, uintnat frames,
   /* The time unit.  An event's time is a varint of the time since its
      stream's previous event: at 1e-5, a few milliseconds, two bytes in
      microseconds, and timestamps were a quarter of a trace (systhreads
-     in bench/).  Samples there are at least 100 us apart even at 1 G
+     in bench/).  Samples there are 100 us apart on average even at 1 G
      words a second: 8 us units lose nothing a profile can show and take
      one byte.  So 1 us from 1e-4 up (and for snapshots alone), 8 us
      from 1e-5, 64 us below.  The writer keeps the first trace's unit for
      the process (caml_trace_writer_open). */
-  uint32_t unit_ns = rate >= 1e-4 || rate == 0 ? 1000 : rate >= 1e-5 ? 8000 : 64000;
+  uint32_t unit_ns = rate >= 1e-4 || rate == 0 ? 1000
+                     : rate >= 1e-5 ? 8000 : 64000;
   mpt_trace_info info = {
     .format_version = MPT_FORMAT_VERSION, .word_size = 8 * sizeof(value),
     .flags = (compress ? MPT_FLAG_COMPRESSED : 0)

@@ -183,7 +183,8 @@ done
 # 8 times too late, or 8 times too early).
 t=$W/stats-1e-5.trace
 started=$(date +%s%N)
-OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-5,memprof_seed=7" "$W/stats" > /dev/null 2>&1
+OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-5,memprof_seed=7" "$W/stats" \
+  > /dev/null 2>&1
 ran_ms=$(( ($(date +%s%N) - started) / 1000000 ))
 summary "$t" "$W/stats-1e-5.sum"
 expect "time unit@1e-5: decodes" "$(get "$W/stats-1e-5.sum" error)" none

@@ -17,8 +17,8 @@
    restarted by the toggle signal gets a new file) and %% in [template], create
    the file and write the trace header.  On failure print one line on
    stderr and return -1; the program goes on untraced.  The time unit of
-   the process's first trace ([info]->time_unit_ns) is
-   its clock's for good: later traces' headers say that one. */
+   the process's first trace ([info]->time_unit_ns) is its clock's for
+   good: later traces' headers say that one. */
 int caml_trace_writer_open(const char *template, const mpt_trace_info *info);
 /* That unit, in ns (1000 before the first open). */
 uint32_t caml_trace_writer_time_unit_ns(void);
