@@ -72,9 +72,8 @@
 #include <stdatomic.h>
 #include "caml/memprof_trace_writer.h"
 #include "caml/memprof_trap.h"
-#ifdef CAML_TRACE_TSC_CLOCK
+#ifdef CAML_TRACE_TSC_CLOCK       /* memprof_trace_writer.h: x86-64 */
 #include <sys/prctl.h>
-#define TSC_CLOCK
 #endif
 
 static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -108,7 +107,7 @@ static uint64_t units_since_start(uint64_t ns)
   return ns > start ? (ns - start) / time_unit_ns : 0;
 }
 
-#ifdef TSC_CLOCK
+#ifdef CAML_TRACE_TSC_CLOCK
 /* The calibration ends at the first clock reading TSC_MIN_CALIBRATION_NS
    or more after its start when its two TSC readings' uncertainty (the
    mean of their pairs' gaps) is then within TSC_MAX_ERROR_PPM of the
@@ -269,7 +268,7 @@ static void tsc_calibrate(uint64_t ns)
 
 static __attribute__((noinline)) uint64_t now_by_clock_gettime(void)
 {
-#ifdef TSC_CLOCK
+#ifdef CAML_TRACE_TSC_CLOCK
   /* the state before the clock: see tsc_calibrate */
   int st = atomic_load(&caml_trace_tsc.state);
   uint64_t ns = mono_ns();
@@ -284,7 +283,7 @@ static __attribute__((noinline)) uint64_t now_by_clock_gettime(void)
    tsc0 (a CPU's few ticks of skew, or a reset). */
 static __attribute__((noinline)) uint64_t now_not_tsc(void)
 {
-#ifdef TSC_CLOCK
+#ifdef CAML_TRACE_TSC_CLOCK
   if (atomic_load_explicit(&caml_trace_tsc.state, memory_order_acquire)
       == CAML_TSC_READY) {
     int64_t ticks = (int64_t)(__rdtsc() - caml_trace_tsc.tsc0);
@@ -307,7 +306,7 @@ uint64_t caml_trace_writer_now(void)
 
 int caml_trace_writer_uses_tsc(void)
 {
-#ifdef TSC_CLOCK
+#ifdef CAML_TRACE_TSC_CLOCK
   return atomic_load(&caml_trace_tsc.state) == CAML_TSC_READY;
 #else
   return 0;
@@ -317,7 +316,7 @@ int caml_trace_writer_uses_tsc(void)
 /* At an open: the trace starts now. */
 static void start_clock(void)
 {
-#ifdef TSC_CLOCK
+#ifdef CAML_TRACE_TSC_CLOCK
   static pthread_once_t fork_handler = PTHREAD_ONCE_INIT;
   pthread_once(&fork_handler, register_tsc_after_fork);
   pthread_mutex_lock(&time_lock);
