@@ -300,6 +300,15 @@ void mpt_frame_state_free(mpt_frame_state *state);
 size_t mpt_frame_bound(size_t len);
 size_t mpt_frame_compress(mpt_frame_state *state, uint8_t *dst, size_t dst_cap,
                           const uint8_t *src, size_t len, int acceleration);
+/* The same frame with [src] stored as is (an uncompressed block, which
+   every LZ4 decoder reads): no compression state to clear, for chunks
+   written once that hardly compress (the header, END).  Returns the frame
+   size, MPT_STORED_FRAME_OVERHEAD + [len], or 0 if [dst_cap] is smaller
+   or [len] is 0 or more than MPT_STORED_FRAME_MAX. */
+#define MPT_STORED_FRAME_OVERHEAD 15
+#define MPT_STORED_FRAME_MAX (64 * 1024)
+size_t mpt_frame_store(uint8_t *dst, size_t dst_cap,
+                       const uint8_t *src, size_t len);
 
 /* The encoders of the events of every sample are inline: the tracer calls
    them on its sample path, where a call and its arguments cost as much as

@@ -43,21 +43,28 @@ static ev_t evs[NEV];
 /* Output under construction. */
 static uint8_t *out; static size_t out_len, out_cap;
 static mpt_frame_state *kept_state;   /* freed at the end: ASan sees a leak */
-static void emit(const uint8_t *p, size_t n, int compress)
+static void emit_frame(const uint8_t *p, size_t n, int compress, int stored)
 {
-  size_t need = out_len + mpt_frame_bound(n) + n;
+  size_t need = out_len + mpt_frame_bound(n) + MPT_STORED_FRAME_OVERHEAD + n;
   if (need > out_cap) { out_cap = 2 * need; out = realloc(out, out_cap); }
   /* every other frame through a kept compression state, every third at
-     acceleration 16 (the event chunks' at high rates) */
+     acceleration 16 (the event chunks' at high rates); the header and END
+     stored, as the runtime writes them */
   static int frames;
   if (!kept_state) kept_state = mpt_frame_state_new();
-  if (compress) {
+  if (compress && stored) {
+    size_t k = mpt_frame_store(out + out_len, out_cap - out_len, p, n);
+    check(k == MPT_STORED_FRAME_OVERHEAD + n, "stored frame size");
+    out_len += k;
+  } else if (compress) {
     out_len += mpt_frame_compress(frames % 2 ? kept_state : NULL, out + out_len,
                                   out_cap - out_len, p, n,
                                   frames % 3 ? 1 : 16);
     frames++;
   } else { memcpy(out + out_len, p, n); out_len += n; }
 }
+static void emit(const uint8_t *p, size_t n, int compress)
+{ emit_frame(p, n, compress, 0); }
 
 static const char *fun_name(uint32_t f)
 {
@@ -72,7 +79,7 @@ static void build(int compress)
   mpt_trace_info info = { MPT_FORMAT_VERSION, 64, compress ? MPT_FLAG_COMPRESSED : 0,
     1e-3, 64, 1000, 1234, 1, 0, "prog", "host", "5.3.0+memprof", "prog -x" };
   uint8_t hdr[65536];
-  emit(hdr, mpt_write_header_chunk(hdr, sizeof hdr, &info), compress);
+  emit_frame(hdr, mpt_write_header_chunk(hdr, sizeof hdr, &info), compress, 1);
   static uint8_t bufs[NSTREAMS][8 + 4096];
   static uint32_t stacks[NSTREAMS][MPT_MAX_FRAMES];
   mpt_encoder enc[NSTREAMS];
@@ -130,7 +137,7 @@ static void build(int compress)
     emit(bufs[s], 8 + mpt_enc_used(&enc[s]), compress);
   }
   uint8_t end[64];
-  emit(end, mpt_write_end_chunk(end, sizeof end, 999999, 77, 1), compress);
+  emit_frame(end, mpt_write_end_chunk(end, sizeof end, 999999, 77, 1), compress, 1);
 }
 
 /* Decode [len] bytes; returns events matched in order (per stream order is
@@ -227,6 +234,19 @@ static mpt_reader *end_trace(mpt_encoder *en, uint8_t *buf)
 
 int main(void)
 {
+  {
+    /* A stored frame's header is LZ4F's for the same frame (its checksum
+       byte is a constant in the codec). */
+    static const uint8_t chunk[40] = "OCMPTRCE and a few bytes of a chunk";
+    uint8_t z[256], st[256];
+    size_t zn = mpt_frame_compress(NULL, z, sizeof z, chunk, sizeof chunk, 1);
+    size_t sn = mpt_frame_store(st, sizeof st, chunk, sizeof chunk);
+    check(zn > 7 && sn == MPT_STORED_FRAME_OVERHEAD + sizeof chunk
+          && memcmp(z, st, 7) == 0, "stored frame header is LZ4F's");
+    check(mpt_frame_store(st, sizeof chunk + 14, chunk, sizeof chunk) == 0
+          && mpt_frame_store(st, sizeof st, chunk, 0) == 0,
+          "stored frame: no room, or nothing to store");
+  }
   /* A realistic event mix: allocations whose stacks share their outer part,
      promotions and collections of earlier ids, occasional GC events. */
   uint64_t times[NSTREAMS] = { 0 }, id = 1;
