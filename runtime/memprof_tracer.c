@@ -317,19 +317,21 @@ static int flusher_started;
 /* ------------------------------------------------------------------ */
 /* Random numbers: geometric gaps, drawn GEOM_BATCH at a time          */
 
-/* Each domain draws its gaps in batches from GEOM_BATCH independent
+/* Each domain draws its gaps in batches from GEOM_LANES independent
    xoshiro128+ generators, one per lane, in three loops without branches
    or calls (uniform variates, their logarithms, the gaps) that the
-   compiler can turn into vector code; a gap then costs a load.  The lanes
-   are independent and each gives independent uniform variates, so the
-   gaps are independent and geometric: the same Poisson process as one
-   generator drawing them one at a time. */
+   compiler can turn into vector code; a gap then costs a load.  A batch
+   is GEOM_BATCH / GEOM_LANES rounds of the lanes, in order: the same
+   gaps as that many batches of one round.  The lanes are independent
+   and each gives independent uniform variates, so the gaps are
+   independent and geometric: the same Poisson process as one generator
+   drawing them one at a time. */
 
 static inline uint32_t rotl32(uint32_t x, int k) { return (x << k) | (x >> (32 - k)); }
 
 static void rng_seed(tracer_domain *d, uint64_t seed)
 {
-  for (int i = 0; i < 4 * GEOM_BATCH; i++) {   /* splitmix64 */
+  for (int i = 0; i < 4 * GEOM_LANES; i++) {   /* splitmix64 */
     uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -357,6 +359,22 @@ static inline float log_unit(float u)
   return 2.0f * t * p + (float)e * 0.69314718f;
 }
 
+/* One round of the lanes: a uniform variate in (0, 1) from each, into
+   [f] (called once per round: in a loop of rounds, GCC 12 at -O2 no
+   longer vectorised it). */
+static inline __attribute__((always_inline)) void
+draw_uniforms(uint32_t rng[4][GEOM_LANES], float *f)
+{
+  uint32_t *s0 = rng[0], *s1 = rng[1], *s2 = rng[2], *s3 = rng[3];
+  for (int i = 0; i < GEOM_LANES; i++) {
+    uint32_t r = s0[i] + s3[i], t = s1[i] << 9;
+    s2[i] ^= s0[i]; s3[i] ^= s1[i]; s1[i] ^= s2[i]; s0[i] ^= s3[i];
+    s2[i] ^= t; s3[i] = rotl32(s3[i], 11);
+    /* 24 random bits and half a step, never 0 (log 0). */
+    f[i] = (float)(int32_t)(r >> 8) * 0x1.0p-24f + 0x1.0p-25f;
+  }
+}
+
 /* Compiled twice, for x86-64's baseline and for AVX2 (twice as many lanes
    per instruction), chosen at load time: the same arithmetic, so the same
    gaps either way.  Not under a sanitizer: the choice (an ifunc resolver)
@@ -369,15 +387,12 @@ __attribute__((target_clones("avx2", "default")))
 #endif
 static void refill_gaps(tracer_domain *d)
 {
-  uint32_t *s0 = d->rng[0], *s1 = d->rng[1], *s2 = d->rng[2], *s3 = d->rng[3];
   float *f = d->geom_scratch;
-  for (int i = 0; i < GEOM_BATCH; i++) {
-    uint32_t r = s0[i] + s3[i], t = s1[i] << 9;
-    s2[i] ^= s0[i]; s3[i] ^= s1[i]; s1[i] ^= s2[i]; s0[i] ^= s3[i];
-    s2[i] ^= t; s3[i] = rotl32(s3[i], 11);
-    /* (0, 1): 24 random bits and half a step, never 0 (log 0). */
-    f[i] = (float)(int32_t)(r >> 8) * 0x1.0p-24f + 0x1.0p-25f;
-  }
+  _Static_assert(GEOM_BATCH == 4 * GEOM_LANES, "four rounds a batch");
+  draw_uniforms(d->rng, f);
+  draw_uniforms(d->rng, f + GEOM_LANES);
+  draw_uniforms(d->rng, f + 2 * GEOM_LANES);
+  draw_uniforms(d->rng, f + 3 * GEOM_LANES);
   for (int i = 0; i < GEOM_BATCH; i++) f[i] = log_unit(f[i]);
   /* log u / log(1 - lambda) >= 0, at most 17.4 / lambda (u >= 2^-25).
      Below 2^31 (lambda above 1e-8), the same double product is truncated
