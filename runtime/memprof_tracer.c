@@ -359,6 +359,14 @@ static inline float log_unit(float u)
   return 2.0f * t * p + (float)e * 0.69314718f;
 }
 
+/* d->quick_gen, after a change of the stream's generation, of its
+   batch's or of its packing. */
+static inline void update_quick_gen(tracer_domain *d)
+{
+  d->quick_gen = d->gen == d->geom_gen && d->enc.pack_min_fresh == UINT32_MAX
+    ? d->gen : (uintnat)-1;
+}
+
 /* One round of the lanes: a uniform variate in (0, 1) from each, into
    [f] (called once per round: in a loop of rounds, GCC 12 at -O2 no
    longer vectorised it). */
@@ -409,6 +417,7 @@ static void refill_gaps(tracer_domain *d)
   }
   d->geom_next = 0;
   d->geom_gen = atomic_load_relaxed(&caml_memprof_tracer_generation);
+  update_quick_gen(d);
 }
 
 /* Words up to and including the next sampled word: Geometric(lambda).
@@ -491,6 +500,7 @@ static int reset_stream(tracer_domain *d, uintnat gen)
   d->last_stats = 0;
   d->samples_at_stats = 0;
   d->gen = gen;
+  update_quick_gen(d);
   return 1;
 }
 
@@ -1155,7 +1165,7 @@ void caml_memprof_tracer_new_domain(caml_domain_state *s)
     d = calloc(1, sizeof *d);
     if (d == NULL) { s->memprof_tracer = NULL; return; }
     d->stream = (uint16_t)s->id;
-    d->gen = (uintnat)-1;
+    d->gen = d->quick_gen = (uintnat)-1;
     d->countdown_gen = (uintnat)-1;
     atomic_store_explicit(&domains[s->id], d, memory_order_release);
     int used = atomic_load(&slots_used);

@@ -87,9 +87,7 @@ stream_ready(caml_domain_state *s, tracer_domain *d, uint64_t *now)
   if (!only_the_sample_point(s, d)
       || atomic_exchange_explicit(&d->lock, 1, memory_order_acquire))
     return 0;
-  if (d->enc.pack_min_fresh == UINT32_MAX && d->buf != NULL
-      && d->gen == atomic_load(&caml_memprof_tracer_generation)
-      && d->geom_gen == d->gen
+  if (d->quick_gen == atomic_load(&caml_memprof_tracer_generation)
       && caml_trace_writer_now_tsc(now))
     return 1;
   stream_unlock(d);

@@ -48,6 +48,12 @@ typedef struct tracer_domain {
   caml_domain_state *state;       /* the domain using the slot, or NULL */
   uint16_t stream;
   uintnat gen;                    /* generation the stream state is for */
+  /* The generation for which the sample trap may take this stream's
+     samples: its state and its batch of gaps are for that trace, and it
+     never packs frames (and its buffers exist: gen is set only once
+     they do); (uintnat)-1 otherwise.  One compare on the trap's path
+     instead of four (update_quick_gen). */
+  uintnat quick_gen;
   /* encoding */
   mpt_encoder enc;
   uint8_t *buf;                   /* 8-byte chunk header slot + body     */
