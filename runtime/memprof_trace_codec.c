@@ -534,26 +534,18 @@ size_t mpt_frame_compress(mpt_frame_state *st, uint8_t *dst, size_t dst_cap,
 static const uint8_t stored_frame_header[7] = { 0x04, 0x22, 0x4d, 0x18,
                                                 0x60, 0x40, 0x82 };
 
-static uint8_t *put_u32le(uint8_t *p, uint32_t v)
-{
-  p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8);
-  p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
-  return p + 4;
-}
-
 size_t mpt_frame_store(uint8_t *dst, size_t dst_cap,
                        const uint8_t *src, size_t len)
 {
   if (len == 0 || len > MPT_STORED_FRAME_MAX
       || dst_cap < MPT_STORED_FRAME_OVERHEAD + len)
     return 0;
-  uint8_t *p = dst;
-  memcpy(p, stored_frame_header, sizeof stored_frame_header);
-  p += sizeof stored_frame_header;
-  p = put_u32le(p, (uint32_t)len | 0x80000000u);
-  memcpy(p, src, len);
-  p = put_u32le(p + len, 0);
-  return (size_t)(p - dst);
+  uint8_t *block = dst + sizeof stored_frame_header;
+  memcpy(dst, stored_frame_header, sizeof stored_frame_header);
+  put_u32(block, (uint32_t)len | 0x80000000u);
+  memcpy(block + 4, src, len);
+  put_u32(block + 4 + len, 0);
+  return MPT_STORED_FRAME_OVERHEAD + len;
 }
 
 /* ---------------------------------------------------------------- */
