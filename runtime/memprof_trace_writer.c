@@ -542,8 +542,12 @@ int caml_trace_writer_open(const char *template, const mpt_trace_info *info)
   start_clock();
   mpt_trace_info header = *info;
   header.time_unit_ns = time_unit_ns;
-  size_t cap = MPT_MAGIC_LEN + MPT_CHUNK_HEADER_BYTES + 128 + 4 * (MPT_MAX_STRING + 10);
-  size_t zcap = MPT_STORED_FRAME_OVERHEAD + cap;
+#define HEADER_CAP \
+  (MPT_MAGIC_LEN + MPT_CHUNK_HEADER_BYTES + 128 + 4 * (MPT_MAX_STRING + 10))
+  _Static_assert(HEADER_CAP <= MPT_STORED_FRAME_MAX,
+                 "the header fits in a stored frame");
+  size_t cap = HEADER_CAP, zcap = MPT_STORED_FRAME_OVERHEAD + cap;
+#undef HEADER_CAP
   uint8_t *hdr = malloc(cap), *z = malloc(zcap);
   errno = ENOMEM;
   if (hdr && z)
