@@ -440,6 +440,7 @@ static void flush_locked(tracer_domain *d)
   if (caml_trace_writer_chunk(d->stream, d->buf, used, d->zstate,
                               d->zbuf, d->zcap) < 0)
     atomic_store(&caml_memprof_tracer_active, 0); /* the writer said why, once */
+  d->small_ticks = 0;
   mpt_enc_reset_buffer(&d->enc, d->buf + MPT_CHUNK_HEADER_BYTES,
                        BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES);
 }
@@ -1279,9 +1280,39 @@ static void flush_all_streams(void)
   }
 }
 
+/* A stream holding fewer than FLUSH_SMALL_BYTES of events is written at
+   every FLUSH_SMALL_TICKS-th tick of the flusher only.  Each write is a
+   chunk (8 bytes of header) in an LZ4 frame of its own (15 bytes), and
+   LZ4 finds little to match in a few hundred bytes: at 1e-5, writing
+   every 200 ms made a slowly allocating program's trace a tenth frame
+   overhead (long_lived in bench/, 294 samples: 3,360 bytes, 3,090 with
+   every second).  Streams with more events are written at every tick,
+   and those few events reach the file within 5 ticks. */
+#define FLUSH_SMALL_BYTES 2048
+#define FLUSH_SMALL_TICKS 5
+
+/* The flusher's tick: every stream with enough buffered events, or
+   whose events have waited FLUSH_SMALL_TICKS ticks. */
+static void flush_tick(void)
+{
+  uintnat gen = atomic_load(&caml_memprof_tracer_generation);
+  for (int i = 0, n = atomic_load(&slots_used); i < n; i++) {
+    tracer_domain *d = DOMAIN_AT(i);
+    if (!d) continue;
+    stream_lock(d);
+    if (atomic_load(&caml_memprof_tracer_active) && d->buf && d->gen == gen
+        && mpt_enc_used(&d->enc) > 0
+        && (mpt_enc_used(&d->enc) >= FLUSH_SMALL_BYTES
+            || ++d->small_ticks >= FLUSH_SMALL_TICKS))
+      flush_locked(d);
+    stream_unlock(d);
+  }
+}
+
 /* The flusher: a plain C thread (never an OCaml one, it touches no OCaml
-   state) that writes every stream's buffered events each flush_ms, so
-   that events reach the file within about flush_ms of happening whatever
+   state) that writes the streams' buffered events each flush_ms (those
+   of a stream with few events each 5 flush_ms, see flush_tick), so that
+   events reach the file within about that long of happening whatever
    the program does (a program that stops allocating, or is killed, loses
    at most that much).  It takes each stream's lock like any writer; when
    tracing is off it only sleeps.  All signals are blocked in it, so the
@@ -1293,7 +1324,7 @@ static void *flusher_main(void *arg)
                              (long)(params.flush_ms % 1000) * 1000000L };
   for (;;) {
     nanosleep(&period, NULL);
-    if (atomic_load(&caml_memprof_tracer_active)) flush_all_streams();
+    if (atomic_load(&caml_memprof_tracer_active)) flush_tick();
   }
   return NULL;
 }
@@ -1334,12 +1365,16 @@ static int start_locked(const char *path, double rate, uintnat frames,
      stream's previous event: at 1e-5, a few milliseconds, two bytes in
      microseconds, and timestamps were a quarter of a trace (systhreads
      in bench/).  Samples there are 100 us apart on average even at 1 G
-     words a second: 8 us units lose nothing a profile can show and take
-     one byte.  So 1 us from 1e-4 up (and for snapshots alone), 8 us
-     from 1e-5, 64 us below.  The writer keeps the first trace's unit for
-     the process (caml_trace_writer_open). */
+     words a second, and milliseconds apart in most programs: 64 us
+     units lose nothing a profile can show (a minor heap of 256 k words
+     fills in 256 us at that speed) and take one byte up to 8 ms, where
+     8 us units took two from 1 ms (long_lived in bench/, 294 samples:
+     3,640 bytes -> 3,360).  So 1 us from 1e-4 up (and for snapshots
+     alone), 8 us between 1e-5 and 1e-4, 64 us from 1e-5 down.  The
+     writer keeps the first trace's unit for the process
+     (caml_trace_writer_open). */
   uint32_t unit_ns = rate >= 1e-4 || rate == 0 ? 1000
-                     : rate >= 1e-5 ? 8000 : 64000;
+                     : rate > 1e-5 ? 8000 : 64000;
   mpt_trace_info info = {
     .format_version = MPT_FORMAT_VERSION, .word_size = 8 * sizeof(value),
     .flags = (compress ? MPT_FLAG_COMPRESSED : 0)

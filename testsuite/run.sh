@@ -183,9 +183,9 @@ for rate in 1e-3 1e-4; do
 done
 
 # ---- the time unit follows the rate (memprof_tracer.c's start_locked) ----
-# 1 us from 1e-4 up, 8 us at 1e-5: the header says so, and event times in
+# 1 us from 1e-4 up, 64 us at 1e-5: the header says so, and event times in
 # it are right (a unit the header does not tell would put the last event
-# 8 times too late, or 8 times too early).
+# 64 times too late, or 8 times too early, 8 us being the unit between).
 t=$W/stats-1e-5.trace
 started=$(date +%s%N)
 OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-5,memprof_seed=7" "$W/stats" \
@@ -193,7 +193,7 @@ OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-5,memprof_seed=7" "$W/stats" \
 ran_ms=$(( ($(date +%s%N) - started) / 1000000 ))
 summary "$t" "$W/stats-1e-5.sum"
 expect "time unit@1e-5: decodes" "$(get "$W/stats-1e-5.sum" error)" none
-expect "time unit@1e-5: header" "$(get "$W/stats-1e-5.sum" time_unit_ns)" 8000
+expect "time unit@1e-5: header" "$(get "$W/stats-1e-5.sum" time_unit_ns)" 64000
 expect "time unit@1e-4: header" "$(get "$W/stats-1e-4.sum" time_unit_ns)" 1000
 last_ms=$(get "$W/stats-1e-5.sum" last_event_ms)
 check "time unit@1e-5: last event at $last_ms ms of a $ran_ms ms run" \
@@ -304,6 +304,25 @@ check "SIGKILL: events before the kill are there ($(get "$W/killed.sum" allocs))
 if command -v lz4 > /dev/null; then
   check "SIGKILL: lz4 -d unpacks the complete frames" sh -c "lz4 -dc '$t' 2>/dev/null | head -c 8 | grep -q OCMPTRCE"
 fi
+
+# ---- few events: written every 5 ticks of the flusher (flush_tick) ----
+# At 1e-6 the program buffers a few hundred bytes a tick of 20 ms, below
+# the 2 KB that has a stream written at every tick: one chunk per 100 ms
+# or so (about one per tick before), and its events still reach the file
+# long before the kill.
+t=$W/sparse.trace
+started=$(date +%s%N)
+OCAMLRUNPARAM="memprof=$t,memprof_rate=1e-6,memprof_flush_ms=20,memprof_compress=0" "$W/forever" > "$W/sparse.out" &
+kpid=$!
+for _ in $(seq 50); do [ -s "$W/sparse.out" ] && break; sleep 0.1; done
+sleep 1; kill -9 $kpid; wait $kpid 2>/dev/null
+ran_ms=$(( ($(date +%s%N) - started) / 1000000 ))
+summary "$t" "$W/sparse.sum"
+expect "few events: prefix decodes without error" "$(get "$W/sparse.sum" error)" none
+check "few events: samples before the kill are there ($(get "$W/sparse.sum" allocs))" [ "$(get "$W/sparse.sum" allocs)" -gt 0 ]
+chunks=$(get "$W/sparse.sum" chunks)
+check "few events: $chunks chunks in $ran_ms ms, at most one per 5 ticks and the header" \
+  [ "$chunks" -ge 2 -a "$chunks" -le $(( ran_ms / 100 + 1 )) ]
 
 # ---- bad input: one line on stderr, the program runs on unchanged ----
 ref_out=$("$W/params")

@@ -14,7 +14,9 @@
 
    Also 'source_samples_SRC N' per allocation source, 'stream_samples S N'
    per stream, the number of distinct Domain.self () ids started, and
-   'site_wosize NAME WOSIZE SAMPLES' for blocks of up to 8 words.
+   'site_wosize NAME WOSIZE SAMPLES' for blocks of up to 8 words, and
+   'chunks N', the chunks of an uncompressed trace (how often the runtime
+   wrote; -1 for a compressed one).
 
    Object state is kept in an open-addressing table keyed by id, sized by
    the number of allocations, which is all a test trace needs. */
@@ -70,6 +72,26 @@ static uint32_t site_of(const char *name)
   memset(&sites[nsites], 0, sizeof *sites);
   sites[nsites].name = name;
   return (uint32_t)nsites++;
+}
+
+/* The chunks of an uncompressed trace, read from its container (magic,
+   then u32 length and 4 bytes before each payload); -1 if it is not one. */
+static long count_chunks(const char *path)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  uint8_t h[8];
+  long n = -1;
+  if (fread(h, 1, 8, f) == 8 && memcmp(h, "OCMPTRCE", 8) == 0) {
+    n = 0;
+    while (fread(h, 1, 8, f) == 8) {
+      uint32_t len = h[0] | h[1] << 8 | h[2] << 16 | (uint32_t)h[3] << 24;
+      if (fseek(f, len, SEEK_CUR) != 0) break;
+      n++;
+    }
+  }
+  fclose(f);
+  return n;
 }
 
 int main(int argc, char **argv)
@@ -173,6 +195,7 @@ int main(int argc, char **argv)
          ended, total, lost);
   printf("truncated %d\nlast_event_ms %" PRIu64 "\n", mpt_reader_truncated(r),
          max_time / 1000000);
+  printf("chunks %ld\n", count_chunks(argv[1]));
   static const char *srcs[] = { "minor", "major", "custom", "marshal" };
   for (int k = 0; k < MPT_SRC_COUNT; k++)
     printf("source_samples_%s %" PRIu64 "\n", srcs[k], src_samples[k]);
