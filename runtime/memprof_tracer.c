@@ -959,12 +959,40 @@ _Static_assert(MINOR_ENTRY_BYTES >= 1 + 10 + 3 + 1 + 10
                   <= BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES,
                "a minor collection's room per entry");
 
+/* A minor collection's young samples, when there are 1 to MPT_MAX_FATES
+   and their ids follow each other (as they do unless the domain took a
+   new block of ids): written by mpt_enc_minor_gc_fates, which may make
+   their fates bits.  Returns 0, having written nothing, for the others. */
+static int young_fates(tracer_domain *d)
+{
+  entry *young = d->young.t;
+  size_t n = d->young.len;
+  if (n == 0 || n > MPT_MAX_FATES) return 0;
+  uint64_t fates = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (young[i].id != young[0].id + i) return 0;
+    if (Hd_val(young[i].block) == 0) fates |= (uint64_t)1 << i;  /* forwarded */
+  }
+  /* MINOR_GC, then at most one record (PROMOTE or COLLECT_RUN, with an id
+     delta) per fate */
+  if (!ensure_space(d, MPT_MAX_EVENT_BYTES(0) + MPT_MAX_FATES * 21))
+    return 0;
+  mpt_enc_minor_gc_fates(&d->enc, caml_trace_writer_now(),
+                         atomic_load_relaxed(&caml_minor_collections_count),
+                         young[0].id, fates, (uint32_t)n);
+  for (size_t i = 0; i < n; i++)
+    if (((fates >> i) & 1)
+        && !push_entry(&d->major, Field(young[i].block, 0), young[i].id))
+      d->lost++;
+  return 1;
+}
+
 void caml_memprof_tracer_after_minor_gc(caml_domain_state *s)
 {
   tracer_domain *d = s->memprof_tracer;
   if (d == NULL) return;
   stream_lock(d);
-  if (stream_live(d)) {
+  if (stream_live(d) && !young_fates(d)) {
     if (d->young.len && ensure_space(d, MPT_MAX_EVENT_BYTES(0)))
       mpt_enc_simple(&d->enc, MPT_EV_MINOR_GC, caml_trace_writer_now(),
                      atomic_load_relaxed(&caml_minor_collections_count));

@@ -227,6 +227,22 @@ expect "lifetimes: dropped blocks all collected" "$(site "$L" Lifetimes.drop_one
 for k in unknown_ids collected_twice bad_promotes duplicate_ids; do
   expect "lifetimes: $k" "$(get "$L" $k)" 0
 done
+# At 2e-5 a minor GC finds about 5 young samples: their fates are bits
+# (format 5), which must say the same.
+t=$W/lifetimes-fates.trace
+OCAMLRUNPARAM="memprof=$t,memprof_rate=2e-5,memprof_seed=11" "$W/lifetimes"
+summary "$t" "$W/lifetimes-fates.sum"
+L=$W/lifetimes-fates.sum
+expect "lifetimes@2e-5: decodes" "$(get "$L" error)" none
+ka=$(site "$L" Lifetimes.keep_one 4); da=$(site "$L" Lifetimes.drop_one 4)
+check "lifetimes@2e-5: kept and dropped blocks sampled ($ka, $da)" [ "$ka" -gt 10 -a "$da" -gt 30 ]
+expect "lifetimes@2e-5: kept blocks all promoted" "$(site "$L" Lifetimes.keep_one 5)" "$ka"
+expect "lifetimes@2e-5: kept blocks never collected" "$(site "$L" Lifetimes.keep_one 6)" 0
+expect "lifetimes@2e-5: dropped blocks never promoted" "$(site "$L" Lifetimes.drop_one 5)" 0
+expect "lifetimes@2e-5: dropped blocks all collected" "$(site "$L" Lifetimes.drop_one 6)" "$da"
+for k in unknown_ids collected_twice bad_promotes duplicate_ids; do
+  expect "lifetimes@2e-5: $k" "$(get "$L" $k)" 0
+done
 
 # ---- domains and systhreads ----
 t=$W/domains.trace

@@ -31,14 +31,15 @@ extern "C" {
 
 #define MPT_MAGIC "OCMPTRCE"             /* first 8 bytes of the stream   */
 #define MPT_MAGIC_LEN 8
-#define MPT_FORMAT_VERSION 4   /* 2: cut stacks marked, location addresses and
+#define MPT_FORMAT_VERSION 5   /* 2: cut stacks marked, location addresses and
                                   MAJOR_CYCLE statistics as differences;
                                   3: compact and repeated ALLOCs, COLLECT
                                   runs, MINOR_GC counts as differences;
                                   4: packed fresh frames, PROMOTE and
                                   COLLECT of the next id in one byte,
                                   MINOR_GC of the next count, kept
-                                  ALLOC records in sets of two */
+                                  ALLOC records in sets of two;
+                                  5: a minor GC's fates as bits */
 #define MPT_CHUNK_HEADER_BYTES 8         /* u32 len, u8 type, u8 0, u16 stream */
 #define MPT_MAX_CHUNK_PAYLOAD (1u << 20)  /* decoders reject larger chunks  */
 #define MPT_MAX_FRAMES 4096              /* upper bound on captured frames */
@@ -225,6 +226,14 @@ static inline uint32_t mpt_enc_common_frames(const mpt_encoder *e,
 /* A sampled block survived a minor GC, or was found dead. */
 static inline void mpt_enc_promote(mpt_encoder *e, uint64_t id);
 static inline void mpt_enc_collect(mpt_encoder *e, uint64_t id);
+/* A minor GC (the MINOR_GC event at [time], the [count]-th) that found
+   the stream's young samples [id, id + n), 1 <= n <= MPT_MAX_FATES,
+   promoted (bit i of [fates] for id + i) or dead: the MINOR_GC, PROMOTE
+   and COLLECT events in the fewest bytes, version 5's fates as bits (in
+   the MINOR_GC's tag, or a FATES record) or the records one by one. */
+#define MPT_MAX_FATES 56
+void mpt_enc_minor_gc_fates(mpt_encoder *e, uint64_t time, uint64_t count,
+                            uint64_t id, uint64_t fates, uint32_t n);
 void mpt_enc_simple(mpt_encoder *e, enum mpt_event_kind kind,
                     uint64_t time, uint64_t arg);
 void mpt_enc_major_cycle(mpt_encoder *e, uint64_t time,

@@ -129,6 +129,18 @@ static void build(int compress)
       i += n - 1;
       break;
     }
+    case MPT_EV_MINOR_GC:
+      if (e->src) {
+        /* the fates of the [src] events after it */
+        uint64_t fates = 0;
+        for (uint32_t k = 0; k < e->src; k++)
+          if (evs[i + 1 + k].kind == MPT_EV_PROMOTE) fates |= (uint64_t)1 << k;
+        mpt_enc_minor_gc_fates(en, e->time, e->id, evs[i + 1].id, fates, e->src);
+        i += (int)e->src;
+      } else {
+        mpt_enc_simple(en, MPT_EV_MINOR_GC, e->time, e->id);
+      }
+      break;
     default: mpt_enc_simple(en, (enum mpt_event_kind)e->kind, e->time, e->id); break;
     }
   }
@@ -249,7 +261,8 @@ int main(void)
   }
   /* A realistic event mix: allocations whose stacks share their outer part,
      promotions and collections of earlier ids, occasional GC events. */
-  uint64_t times[NSTREAMS] = { 0 }, id = 1;
+  uint64_t times[NSTREAMS] = { 0 }, id = 1, minors[NSTREAMS] = { 0 };
+  uint64_t last_gc[NSTREAMS] = { 0 };  /* last PROMOTE/COLLECT id */
   uint32_t cur[NSTREAMS][64], curlen[NSTREAMS] = { 0 };
   for (int i = 0; i < NEV; i++) {
     ev_t *e = &evs[i];
@@ -282,17 +295,34 @@ int main(void)
         evs[i].kind = MPT_EV_COLLECT; evs[i].id = first + k;
       }
       i--;
+      last_gc[e->stream] = first + n - 1;
+    } else if (r < 85 && id > 80 && i + 60 < NEV && rnd(2) == 0) {
+      /* a minor GC and the fates of young ids that follow each other
+         (version 5's bits, the ones written one by one when shorter): at
+         times 1 to 3 after the stream's last (the MINOR_GC's tag), at
+         times up to MPT_MAX_FATES, of any ids, all dead (runs) or not */
+      uint32_t n = rnd(4) ? 1 + rnd(8) : 1 + rnd(MPT_MAX_FATES);
+      uint64_t first = rnd(2) ? last_gc[e->stream] + 1 : 1 + rnd((uint32_t)id - n);
+      int mode = (int)rnd(4);   /* 0: all dead, 1: all promoted, else mixed */
+      e->kind = MPT_EV_MINOR_GC; e->src = n;
+      e->id = minors[e->stream] = rnd(4) ? minors[e->stream] + 1 : rnd(1000);
+      for (uint32_t k = 1; k <= n; k++) {
+        evs[i + k] = *e; evs[i + k].src = 0;
+        evs[i + k].kind = mode == 0 || (mode > 1 && rnd(2)) ? MPT_EV_COLLECT : MPT_EV_PROMOTE;
+        evs[i + k].id = first + k - 1;
+      }
+      i += (int)n;
+      last_gc[e->stream] = first + n - 1;
     } else if (r < 85) {
-      e->kind = MPT_EV_COLLECT; e->id = 1 + rnd((uint32_t)id);
+      e->kind = MPT_EV_COLLECT; e->id = last_gc[e->stream] = 1 + rnd((uint32_t)id);
     } else if (r < 95) {
-      e->kind = MPT_EV_PROMOTE; e->id = 1 + rnd((uint32_t)id);
+      e->kind = MPT_EV_PROMOTE; e->id = last_gc[e->stream] = 1 + rnd((uint32_t)id);
     } else if (r < 98) {
       e->kind = MPT_EV_MAJOR_CYCLE; e->id = rnd(100000); e->wosize = rnd(1u << 30);
       e->src = rnd(2);            /* 1: a bare cycle mark */
     } else {
       /* mostly the stream's next count (one byte since version 4), at
          times any */
-      static uint64_t minors[NSTREAMS];
       e->kind = MPT_EV_MINOR_GC;
       e->id = minors[e->stream] = rnd(4) ? minors[e->stream] + 1 : rnd(1000);
     }
