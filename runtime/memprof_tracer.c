@@ -488,7 +488,7 @@ static int reset_stream(tracer_domain *d, uintnat gen)
   if (lambda >= PACK_RATE_MAX) d->enc.pack_min_fresh = UINT32_MAX;
   if (d->locs) memset(d->locs, 0, d->loc_cap * sizeof *d->locs);
   if (d->strs) memset(d->strs, 0, d->str_cap * sizeof *d->strs);
-  d->loc_used = d->loc_count = d->str_count = 0;
+  d->loc_used = d->loc_count = d->str_used = d->str_count = 0;
   d->code_releases = atomic_load_relaxed(&code_releases);
   caml_memprof_callstack_cache_clear(&d->frames);
   caml_memprof_callstack_configure(&d->frames, d->ids, max_frames,
@@ -526,23 +526,34 @@ static inline uintnat hash_word(uintnat x)
     free(tab); (tab) = nt; (cap) = ncap;                                     \
   } while (0)
 
-#define PTR_KEY(k) ((uintnat)(k))
+/* FNV-1a, then hash_word mixes it. */
+static uintnat string_hash(const char *s)
+{
+  uintnat h = 0xcbf29ce484222325ull;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+  return h;
+}
 
-/* String id of a debuginfo string (stable for the program's lifetime, so
-   keyed by address), defining it in the stream on first use. */
+/* String id of a debuginfo string, defining it in the stream on first
+   use.  Keyed by content: the debug information of different functions
+   has copies of the same name (long_lived in bench/ defined
+   "Long_lived.(fun)" twice among its 15 strings).  Looked up only when a
+   location is defined.  The table keeps upstream's pointers: they stay
+   valid until the code is released (forget_code_addresses). */
 static uint32_t string_id(tracer_domain *d, const char *s)
 {
   if (!s) return 0;
-  if (2 * (d->str_count + 1) > d->str_cap)
-    REHASH(str_slot, d->strs, d->str_cap, d->str_count, PTR_KEY);
-  uintnat h = hash_word((uintnat)s) & (d->str_cap - 1);
+  if (2 * (d->str_used + 1) > d->str_cap)
+    REHASH(str_slot, d->strs, d->str_cap, d->str_used, string_hash);
+  uintnat h = hash_word(string_hash(s)) & (d->str_cap - 1);
   while (d->strs[h].id) {
-    if (d->strs[h].key == s) return d->strs[h].id;
+    if (strcmp(d->strs[h].key, s) == 0) return d->strs[h].id;
     h = (h + 1) & (d->str_cap - 1);
   }
   size_t len = strlen(s);
   if (!ensure_space(d, MPT_MAX_STRING + 32)) return 0;
   uint32_t id = ++d->str_count;
+  d->str_used++;
   d->strs[h].key = s; d->strs[h].id = id;
   mpt_enc_string(&d->enc, id, s, len);
   return id;
@@ -550,12 +561,15 @@ static uint32_t string_id(tracer_domain *d, const char *s)
 
 #ifndef NATIVE_CODE
 /* The code released since the stream last looked (see code_releases):
-   every code address is looked up and decoded again.  The stream's
-   location definitions stay; a location used again gets a new id. */
+   every code address is looked up and decoded again, and the strings
+   of its debug information, which upstream freed with the code, are
+   not looked at again.  The stream's definitions stay; a location or
+   string used again gets a new id. */
 static void forget_code_addresses(tracer_domain *d)
 {
   if (d->locs) memset(d->locs, 0, d->loc_cap * sizeof *d->locs);
-  d->loc_used = 0;
+  if (d->strs) memset(d->strs, 0, d->str_cap * sizeof *d->strs);
+  d->loc_used = d->str_used = 0;
   caml_memprof_callstack_cache_clear(&d->frames);
   d->code_releases = atomic_load_relaxed(&code_releases);
 }

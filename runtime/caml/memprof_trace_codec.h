@@ -39,7 +39,9 @@ extern "C" {
                                   COLLECT of the next id in one byte,
                                   MINOR_GC of the next count, kept
                                   ALLOC records in sets of two;
-                                  5: a minor GC's fates as bits */
+                                  5: a minor GC's fates as bits, the
+                                  command line after the executable,
+                                  definitions of the next id */
 #define MPT_CHUNK_HEADER_BYTES 8         /* u32 len, u8 type, u8 0, u16 stream */
 #define MPT_MAX_CHUNK_PAYLOAD (1u << 20)  /* decoders reject larger chunks  */
 #define MPT_MAX_FRAMES 4096              /* upper bound on captured frames */
@@ -152,6 +154,9 @@ typedef struct {
 
 #define MPT_FLAG_BYTECODE 1u
 #define MPT_FLAG_COMPRESSED 2u  /* informational: the file uses LZ4 frames */
+/* Version 5, on the wire only (readers clear it): the header's command
+   line is what follows the executable's path, with which it starts. */
+#define MPT_FLAG_COMMAND_AFTER_EXE 4u
 
 /* ---- Encoder ---- */
 
@@ -178,6 +183,8 @@ typedef struct {
                                    MPT_PACK_MIN_FRESH                   */
   uint32_t pack_min_fresh;      /* the writer's choice, see
                                    MPT_PACK_MIN_FRESH                   */
+  uint32_t last_str_id, last_loc_id;  /* last definitions' (version 5:
+                                   the next id is not written)          */
 } mpt_encoder;
 
 /* [stack_buf] holds [stack_cap] entries and remembers the previous stack. */

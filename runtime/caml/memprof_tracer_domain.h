@@ -66,7 +66,7 @@ typedef struct tracer_domain {
   uint64_t samples_at_stats;      /* [samples] then                       */
   /* location and string tables */
   loc_slot *locs; uint32_t loc_cap, loc_used, loc_count; /* count: ids */
-  str_slot *strs; uint32_t str_cap, str_count;
+  str_slot *strs; uint32_t str_cap, str_used, str_count; /* count: ids */
   /* callstacks */
   caml_memprof_callstack_cache frames; /* return address -> size, location */
   uintnat code_releases;          /* code_releases when the tables were

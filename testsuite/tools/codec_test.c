@@ -259,6 +259,31 @@ int main(void)
           && mpt_frame_store(st, sizeof st, chunk, 0) == 0,
           "stored frame: no room, or nothing to store");
   }
+  {
+    /* The command line comes back whole, whether the header writes it
+       after the executable (version 5's flag) or as is. */
+    static const char *cases[][2] = {
+      { "/bin/prog", "/bin/prog -x y" }, { "/bin/prog", "/bin/prog" },
+      { "/bin/prog", "/bin/programme -x" }, { "/bin/prog", "prog -x" },
+      { "", "prog -x" }, { "/bin/prog", "" } };
+    int ok = 1, flagged = 0;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+      mpt_trace_info info = { MPT_FORMAT_VERSION, 64, 0, 1e-3, 64, 1000, 1, 1, 0,
+                              cases[k][0], "host", "5.3.0+memprof", cases[k][1] };
+      static uint8_t hdr[65536];
+      size_t n = mpt_write_header_chunk(hdr, sizeof hdr, &info);
+      flagged += (hdr[MPT_MAGIC_LEN + MPT_CHUNK_HEADER_BYTES + 3]
+                  & MPT_FLAG_COMMAND_AFTER_EXE) != 0;
+      char err[256];
+      mpt_reader *r = mpt_reader_open_mem(hdr, n, err, sizeof err);
+      const mpt_trace_info *in = r ? mpt_reader_info(r) : NULL;
+      ok &= in && strcmp(in->command_line, cases[k][1]) == 0
+        && strcmp(in->executable, cases[k][0]) == 0
+        && !(in->flags & MPT_FLAG_COMMAND_AFTER_EXE);
+      mpt_reader_close(r);
+    }
+    check(ok && flagged == 2, "header: command lines after their executable, or whole");
+  }
   /* A realistic event mix: allocations whose stacks share their outer part,
      promotions and collections of earlier ids, occasional GC events. */
   uint64_t times[NSTREAMS] = { 0 }, id = 1, minors[NSTREAMS] = { 0 };
