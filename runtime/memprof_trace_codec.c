@@ -251,6 +251,8 @@ void mpt_enc_simple(mpt_encoder *e, enum mpt_event_kind kind,
 void mpt_enc_minor_gc_fates(mpt_encoder *e, uint64_t time, uint64_t count,
                             uint64_t id, uint64_t fates, uint32_t n)
 {
+  if (n == 0 || n > MPT_MAX_FATES) return;   /* the contract's */
+  fates &= ((uint64_t)1 << n) - 1;
   uint64_t last_gc_id = e->last_gc_id;
   uint8_t *minor = e->pos;
   mpt_enc_simple(e, MPT_EV_MINOR_GC, time, count);
@@ -1442,15 +1444,21 @@ static int alloc_fields(mpt_reader *r, stream_state *st, mpt_event *ev,
 
 /* Version 5's fates of the blocks [id, id + n) of stream [st], where
    [bits] is 1 << n | fates: handed out by mpt_reader_next. */
-static void start_fates(mpt_reader *r, stream_state *st, uint32_t stream,
-                        uint64_t time_ns, uint64_t id, uint64_t bits)
+static int start_fates(mpt_reader *r, stream_state *st, uint32_t stream,
+                       uint64_t time_ns, uint64_t id, uint64_t bits)
 {
   int n = 63 - __builtin_clzll(bits);
   uint64_t fates = bits & ~((uint64_t)1 << n);
-  r->collects_seen += (uint64_t)(n - __builtin_popcountll(fates));
+  uint64_t collects = (uint64_t)(n - __builtin_popcountll(fates));
+  uint64_t open = r->allocs_seen > r->collects_seen
+    ? r->allocs_seen - r->collects_seen : 0;
+  if (collects > open)    /* as for COLLECT_RUN */
+    return fail(r, "fates collect more blocks than the allocations not yet collected");
+  r->collects_seen += collects;
   st->last_gc_id = id + (uint64_t)n - 1;
   r->run_left = (uint64_t)n; r->run_id = id; r->run_fates = fates;
   r->run_time_ns = time_ns; r->run_stream = stream;
+  return MPT_OK;
 }
 
 int mpt_reader_next(mpt_reader *r, mpt_event *ev)
@@ -1560,7 +1568,7 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
       ev->kind = MPT_EV_COLLECT;
       ev->id = id;
       ev->time_ns = st->last_time * r->info.time_unit_ns;
-      r->run_left = n - 1; r->run_id = id + 1;
+      r->run_left = n - 1; r->run_id = id + 1; r->run_fates = 0;
       r->run_time_ns = ev->time_ns; r->run_stream = ev->stream;
       return MPT_OK;
     }
@@ -1573,7 +1581,8 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
         return fail(r, "fates of no block, or of more than 56");
       /* the first now, the others from run_left */
       ev->time_ns = st->last_time * r->info.time_unit_ns;
-      start_fates(r, st, ev->stream, ev->time_ns, id, bits);
+      if (start_fates(r, st, ev->stream, ev->time_ns, id, bits) != MPT_OK)
+        return MPT_ERR;
       return mpt_reader_next(r, ev);
     }
     case TAG_STRING_NEXT: case TAG_LOCATION_NEXT:
@@ -1628,7 +1637,9 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
         ev->kind = MPT_EV_MINOR_GC;
         get_time(r, st, ev);
         ev->arg = ++st->last_minor_gc;
-        start_fates(r, st, ev->stream, ev->time_ns, st->last_gc_id + 1, tag);
+        if (start_fates(r, st, ev->stream, ev->time_ns, st->last_gc_id + 1, tag)
+            != MPT_OK)
+          return MPT_ERR;
         return r->failed ? MPT_ERR : MPT_OK;
       }
       if (tag == TAG_SIMPLE + MPT_EV_MINOR_GC

@@ -489,6 +489,7 @@ static int reset_stream(tracer_domain *d, uintnat gen)
   if (d->locs) memset(d->locs, 0, d->loc_cap * sizeof *d->locs);
   if (d->strs) memset(d->strs, 0, d->str_cap * sizeof *d->strs);
   d->loc_used = d->loc_count = d->str_used = d->str_count = 0;
+  d->small_ticks = 0;
   d->code_releases = atomic_load_relaxed(&code_releases);
   caml_memprof_callstack_cache_clear(&d->frames);
   caml_memprof_callstack_configure(&d->frames, d->ids, max_frames,
@@ -538,8 +539,8 @@ static uintnat string_hash(const char *s)
    use.  Keyed by content: the debug information of different functions
    has copies of the same name (long_lived in bench/ defined
    "Long_lived.(fun)" twice among its 15 strings).  Looked up only when a
-   location is defined.  The table keeps upstream's pointers: they stay
-   valid until the code is released (forget_code_addresses). */
+   location is defined.  The table keeps upstream's pointers, forgotten
+   when code is released (forget_code_addresses). */
 static uint32_t string_id(tracer_domain *d, const char *s)
 {
   if (!s) return 0;
@@ -561,10 +562,11 @@ static uint32_t string_id(tracer_domain *d, const char *s)
 
 #ifndef NATIVE_CODE
 /* The code released since the stream last looked (see code_releases):
-   every code address is looked up and decoded again, and the strings
-   of its debug information, which upstream freed with the code, are
-   not looked at again.  The stream's definitions stay; a location or
-   string used again gets a new id. */
+   every code address is looked up and decoded again.  The strings of
+   its debug information are not looked at again either: upstream (5.3,
+   5.4) keeps them when it releases the code, but nothing promises it,
+   and string_id compares their contents.  The stream's definitions
+   stay; a location or string used again gets a new id. */
 static void forget_code_addresses(tracer_domain *d)
 {
   if (d->locs) memset(d->locs, 0, d->loc_cap * sizeof *d->locs);
@@ -1518,6 +1520,7 @@ static void fork_child(void)
     if (!d) continue;
     atomic_store(&d->lock, 0);
     d->young.len = d->major.len = 0;
+    d->small_ticks = 0;
     if (d->buf)                   /* the parent writes these, not us */
       mpt_enc_reset_buffer(&d->enc, d->buf + MPT_CHUNK_HEADER_BYTES,
                            BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES);
