@@ -1310,20 +1310,6 @@ static void install_handlers(void)
   pthread_atfork(NULL, fork_parent, fork_child);
 }
 
-/* Write every stream's buffered events (each under its lock). */
-static void flush_all_streams(void)
-{
-  uintnat gen = atomic_load(&caml_memprof_tracer_generation);
-  for (int i = 0, n = atomic_load(&slots_used); i < n; i++) {
-    tracer_domain *d = DOMAIN_AT(i);
-    if (!d) continue;
-    stream_lock(d);
-    if (atomic_load(&caml_memprof_tracer_active) && d->buf && d->gen == gen)
-      flush_locked(d);
-    stream_unlock(d);
-  }
-}
-
 /* A stream holding fewer than FLUSH_SMALL_BYTES of events is written at
    every FLUSH_SMALL_TICKS-th tick of the flusher only.  Each write is a
    chunk (8 bytes of header) in an LZ4 frame of its own (15 bytes), and
@@ -1335,18 +1321,20 @@ static void flush_all_streams(void)
 #define FLUSH_SMALL_BYTES 2048
 #define FLUSH_SMALL_TICKS 5
 
-/* The flusher's tick: every stream with enough buffered events, or
-   whose events have waited FLUSH_SMALL_TICKS ticks. */
-static void flush_tick(void)
+/* Write the streams' buffered events (each under its lock): every
+   stream's, or at a tick of the flusher ([tick]) those of the streams
+   with FLUSH_SMALL_BYTES or whose events have waited FLUSH_SMALL_TICKS
+   ticks. */
+static void flush_streams(int tick)
 {
   uintnat gen = atomic_load(&caml_memprof_tracer_generation);
   for (int i = 0, n = atomic_load(&slots_used); i < n; i++) {
     tracer_domain *d = DOMAIN_AT(i);
     if (!d) continue;
     stream_lock(d);
-    if (atomic_load(&caml_memprof_tracer_active) && d->buf && d->gen == gen
-        && mpt_enc_used(&d->enc) > 0
-        && (mpt_enc_used(&d->enc) >= FLUSH_SMALL_BYTES
+    size_t used = d->buf ? mpt_enc_used(&d->enc) : 0;
+    if (atomic_load(&caml_memprof_tracer_active) && used > 0 && d->gen == gen
+        && (!tick || used >= FLUSH_SMALL_BYTES
             || ++d->small_ticks >= FLUSH_SMALL_TICKS))
       flush_locked(d);
     stream_unlock(d);
@@ -1355,7 +1343,7 @@ static void flush_tick(void)
 
 /* The flusher: a plain C thread (never an OCaml one, it touches no OCaml
    state) that writes the streams' buffered events each flush_ms (those
-   of a stream with few events each 5 flush_ms, see flush_tick), so that
+   of a stream with few events each 5 flush_ms, see flush_streams), so that
    events reach the file within about that long of happening whatever
    the program does (a program that stops allocating, or is killed, loses
    at most that much).  It takes each stream's lock like any writer; when
@@ -1368,7 +1356,7 @@ static void *flusher_main(void *arg)
                              (long)(params.flush_ms % 1000) * 1000000L };
   for (;;) {
     nanosleep(&period, NULL);
-    if (atomic_load(&caml_memprof_tracer_active)) flush_tick();
+    if (atomic_load(&caml_memprof_tracer_active)) flush_streams(1);
   }
   return NULL;
 }
@@ -1597,7 +1585,7 @@ int caml_memprof_tracer_tracing(void)
 
 void caml_memprof_tracer_flush(void)
 {
-  flush_all_streams();
+  flush_streams(0);
 }
 
 void caml_memprof_tracer_iter_tracked(void (*f)(void *, value, uint64_t),
@@ -1674,7 +1662,7 @@ CAMLprim value caml_memprof_trace_stop(value unit)
 CAMLprim value caml_memprof_trace_flush(value unit)
 {
   (void)unit;
-  flush_all_streams();
+  flush_streams(0);
   return Val_unit;
 }
 
