@@ -321,7 +321,7 @@ if command -v lz4 > /dev/null; then
   check "SIGKILL: lz4 -d unpacks the complete frames" sh -c "lz4 -dc '$t' 2>/dev/null | head -c 8 | grep -q OCMPTRCE"
 fi
 
-# ---- few events: written every 5 ticks of the flusher (flush_tick) ----
+# ---- few events: written every 5 ticks of the flusher (flush_streams) ----
 # At 1e-6 the program buffers a few hundred bytes a tick of 20 ms, below
 # the 2 KB that has a stream written at every tick: one chunk per 100 ms
 # or so (about one per tick before), and its events still reach the file

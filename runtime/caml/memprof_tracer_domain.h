@@ -58,7 +58,7 @@ typedef struct tracer_domain {
   mpt_encoder enc;
   uint8_t *buf;                   /* 8-byte chunk header slot + body     */
   int small_ticks;                /* flusher ticks passed while the buffer
-                                     held few events (flush_tick)       */
+                                     held few events (flush_streams)   */
   uint8_t *zbuf; size_t zcap;
   mpt_frame_state *zstate;        /* kept from one frame to the next    */
   uint32_t *enc_stack;
