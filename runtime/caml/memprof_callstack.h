@@ -48,7 +48,7 @@ typedef struct {
 
 /* One frame of a walked stack. */
 #ifdef NATIVE_CODE
-typedef struct {
+typedef struct caml_memprof_walked_frame {
   uintnat key;          /* as in caml_memprof_frame_slot                  */
   char *sp;
   const uintnat *ret_at; /* where the walk read [key], when it came to this
@@ -56,15 +56,18 @@ typedef struct {
                            one's size; else (a C-to-OCaml transition, a
                            child fiber, the innermost frame) a word that
                            holds 0, which no key is                       */
+  struct caml_memprof_walked_frame *outer; /* the capture's next outer
+                           frame; after its outermost, the sentinel       */
   uint32_t size, loc;
 } caml_memprof_walked_frame;
 #else
-typedef struct {
+typedef struct caml_memprof_walked_frame {
   uintnat key;          /* the return address (a code pointer)             */
   value *at;            /* the stack word that holds it                    */
   value *high;          /* the end of that stack                           */
   value *trap;          /* the scan's state there: the word it takes for
                            the next trap frame's pc (see the walk)         */
+  struct caml_memprof_walked_frame *outer; /* as in native code           */
   uint32_t linked;      /* the walk found this frame by scanning on from
                            the next inner one, in the same stack           */
   uint32_t loc;
@@ -93,26 +96,34 @@ typedef struct {
 #endif
   backtrace_slot *scratch;      /* caml_get_callstack's buffer            */
   size_t scratch_cap;
-  /* frames[0] is a sentinel (sp, at: above every address); the
-     previous capture's frames follow, outermost first, in
-     prev = frames + 1, [0, prev_len); the walk in progress writes its
-     fresh frames, innermost first, from prev + frames_cap. */
+  /* The previous capture's frames ("prev"), a chain from [inner] out
+     to [outermost] through their [outer] links, in a pool: frames[0] is
+     the sentinel (sp, at: above every address) that ends the chain (and
+     is [inner] when prev is empty); two halves of 2 * frames_cap frames
+     follow.  A walk writes its fresh frames, innermost first, from
+     [free] on, and links the last one to the frames it shares with
+     prev: a capture writes each frame once.  When the current half,
+     which ends at [free_end], has less than frames_cap frames free,
+     the chain is copied to the other half (caml_memprof_callstack_
+     compact) before the walk. */
   caml_memprof_walked_frame *frames;
+  caml_memprof_walked_frame *inner, *outermost, *free, *free_end;
   uint32_t prev_len, frames_cap;  /* frames_cap: max + 1                  */
   int prev_complete;            /* prev ends at the stack's root          */
   uintnat prev_end_pc;          /* native: the return-to-C address read
-                                   after prev[0] when the walk ended right
+                                   after outermost when the walk ended right
                                    there (that stack's end, no parent),
                                    else 0; bytecode: the end (Stack_high)
                                    of the stack where the last walk that
                                    went to the end ended                   */
   char *prev_end_sp;            /* native: where that return-to-C address
-                                   is read (prev[0]'s sp plus its size)   */
+                                   is read (outermost's sp plus its size) */
   int prev_encoded;             /* the encoder's previous stack is prev's
                                    location ids (CALLSTACK_ENCODED_ALL: the
                                    last capture was complete and encoded),
-                                   or those of prev[1, prev_len) (..._INNER:
-                                   it was cut and encoded), or unknown (0) */
+                                   or those of all but its outermost frame
+                                   (..._INNER: it was cut and encoded), or
+                                   unknown (0)                            */
 } caml_memprof_callstack_cache;
 
 /* What a capture gives: in registers, not through pointers (the call is

@@ -61,9 +61,9 @@ static const caml_memprof_capture capture_failed = { -1, 0, -1 };
 static const caml_memprof_capture capture_slow = { CALLSTACK_SLOW, 0, -1 };
 #endif
 
-/* A walked frame copied field by field: a structure assignment may become
-   a string move (rep movs) where only the general registers are used,
-   an instruction per 4 bytes. */
+/* A walked frame copied field by field, but for its link: a structure
+   assignment may become a string move (rep movs) where only the general
+   registers are used, an instruction per 4 bytes. */
 static inline void copy_frame(caml_memprof_walked_frame *to,
                               const caml_memprof_walked_frame *from)
 {
@@ -78,67 +78,81 @@ static inline void copy_frame(caml_memprof_walked_frame *to,
 }
 
 /* Prev's frames from [pq] out to [f], found still there, appended to the
-   walk's at [*w]; 0 when the walk's part fills up first (the stack is
-   cut). */
+   walk's at [*w], their ids at [*ids]; 0 when the walk's part fills up
+   first (the stack is cut).  Copies, not links: the chain from [f]
+   outwards is not all this stack's, and a fast capture that gives up
+   later must leave prev as it was. */
 static inline int append_checked(caml_memprof_walked_frame **w,
                                  caml_memprof_walked_frame *wend,
+                                 uint32_t **ids,
                                  caml_memprof_walked_frame *pq,
                                  caml_memprof_walked_frame *f)
 {
-  for (caml_memprof_walked_frame *g = pq; g >= f; g--) {
+  for (caml_memprof_walked_frame *g = pq;; g = g->outer) {
     if (*w == wend) return 0;
-    copy_frame((*w)++, g);
+    copy_frame(*w, g);
+    (*w)->outer = *w + 1;
+    (*w)++;
+    *(*ids)++ = g->loc;
+    if (g == f) return 1;
   }
-  return 1;
 }
 
-/* The end of a walk that found [fresh_start, w) (innermost first) and
-   then, when [shared] > 0, the outermost [shared] frames of prev: the
+/* The end of a walk that wrote [fresh_start, w) (innermost first, each
+   linked to the next) and their ids up to [ids_end], and then, when
+   [shared] > 0, met prev's outermost [shared] frames, from [pq] out: the
    capture's results, and the new prev.  [fast] (a constant): the fast
-   capture's walk, which ends here only at the stack's end, uncut, so
-   that prev need not move (and no call to memmove is compiled in). */
+   capture's walk, which ends here only at the stack's end, uncut. */
 static inline __attribute__((always_inline)) caml_memprof_capture
 finish_capture(caml_memprof_callstack_cache *c,
                caml_memprof_walked_frame *fresh_start,
-               caml_memprof_walked_frame *w, uint32_t shared, int cut,
+               caml_memprof_walked_frame *w, uint32_t *ids_end,
+               caml_memprof_walked_frame *pq, uint32_t shared, int cut,
                int cut_match, const int fast)
 {
   caml_memprof_capture r;
   uint32_t *ids = c->ids, max = c->max;
-  caml_memprof_walked_frame *prev = c->frames + 1;
-  uint32_t fresh = (uint32_t)(w - fresh_start), total = fresh + shared, n = fresh;
+  caml_memprof_walked_frame *sentinel = c->frames;
+  uint32_t fresh = (uint32_t)(ids_end - ids), total = fresh + shared, n = fresh;
   r.truncated = cut || total > max;
   if (shared > 0 && !r.truncated && c->prev_encoded == CALLSTACK_ENCODED_ALL) {
     r.common = (int)shared;
   } else if (cut_match && total == c->frames_cap
              && c->prev_encoded == CALLSTACK_ENCODED_INNER) {
-    /* The innermost [max] frames: the fresh ones and prev[1, shared),
-       which the encoder has as its previous stack's outermost. */
+    /* The innermost [max] frames: the fresh ones and all of prev's
+       shared part but its outermost frame, which the encoder has as its
+       previous stack's outermost. */
     r.common = (int)shared - 1;
   } else {
     if (n > max) n = max;
-    for (uint32_t i = shared; i > 0 && n < max; i--) ids[n++] = prev[i - 1].loc;
+    caml_memprof_walked_frame *g = pq;
+    for (uint32_t i = shared; i > 0 && n < max; i--, g = g->outer)
+      ids[n++] = g->loc;
     r.common = -1;
   }
-  /* The new prev: prev[0, shared) then the fresh frames, outermost first,
-     at most frames_cap of them (the innermost). */
+  /* The new prev: the fresh frames, then prev's shared part, at most
+     frames_cap of them (the innermost). */
   c->prev_complete = !cut;
+  if (fresh > 0) {
+    w[-1].outer = shared > 0 ? pq : sentinel;
+    c->inner = fresh_start;
+    c->free = w;
+    if (shared == 0) c->outermost = w - 1;
+  } else {
+    c->inner = shared > 0 ? pq : sentinel;
+    if (shared == 0) c->outermost = sentinel;
+  }
   if (!fast && total > c->frames_cap) {
-    uint32_t drop = total - c->frames_cap;
-    memmove(prev, prev + drop, (shared - drop) * sizeof *prev);
-    shared -= drop;
+    caml_memprof_walked_frame *last = c->inner;
+    for (uint32_t i = 1; i < c->frames_cap; i++) last = last->outer;
+    last->outer = sentinel;
+    c->outermost = last;
+    total = c->frames_cap;
     c->prev_complete = 0;
   }
-  /* The fresh frames' ids, innermost first (ids has room for
-     frames_cap), and the fresh frames after prev's shared part. */
-  caml_memprof_walked_frame *to = prev + shared + fresh;
-  for (uint32_t i = 0; i < fresh; i++) {
-    ids[i] = fresh_start[i].loc;
-    copy_frame(--to, &fresh_start[i]);
-  }
-  c->prev_len = shared + fresh;
+  c->prev_len = total;
 #ifdef NATIVE_CODE
-  if (c->prev_len > 0) c->prev_end_sp = prev[0].sp + prev[0].size;
+  if (total > 0) c->prev_end_sp = c->outermost->sp + c->outermost->size;
 #endif
   /* A cut stack fills prev (its frames_cap innermost frames), and the
      encoder gets all but the outermost. */
@@ -146,6 +160,10 @@ finish_capture(caml_memprof_callstack_cache *c,
   r.n = (int)n;
   return r;
 }
+
+/* Prev copied to the other half of the pool, where the rest is free
+   (memprof_callstack.c). */
+void caml_memprof_callstack_compact(caml_memprof_callstack_cache *c);
 
 #ifdef NATIVE_CODE
 
@@ -166,34 +184,33 @@ int caml_memprof_callstack_prepare(caml_memprof_callstack_cache *c,
 
 /* The walk.  Before each frame is looked up, it is looked for among the
    previous capture's frames: those at higher addresses than the last
-   frame found are passed in order of sp (index [q] into prev, outermost
-   first; the sentinel before prev[0] ends the search).  A frame with the
-   same sp and key as a previous one is the same frame, and needs no
-   lookup; then each outer frame of prev that the previous walk reached by
-   adding a frame size is checked by reading its return address where the
-   walk would read it (ret_at) and comparing it with its key (the sentinel
-   fails the check).  That is the walk itself, made
-   of the same steps, so it accepts exactly the frames the walk would
-   find; a frame reached another way (a C-to-OCaml transition, a parent
-   fiber) ends the check, and the ordinary walk goes on from there,
-   looking for the next match.  When the check reaches the outermost frame
-   of a complete prev and the walk ends after it, the stack is the fresh
-   frames plus prev's outer part: those location ids are not written
-   again, and the encoder is told how many there are (when its previous
-   stack is prev's, see prev_encoded).  When prev was cut (the stack had
-   more than [max] frames), reaching its outermost frame with at least
-   [max] + 1 frames in all is enough: this stack is cut too.  The result
-   becomes prev: the shared part stays in place, the fresh frames are
-   copied after it.
+   frame found are passed in the chain's order, from prev's innermost
+   frame out (the sentinel ends the search).  A frame with the same sp
+   and key as a previous one is the same frame, and needs no lookup; then
+   each outer frame of prev that the previous walk reached by adding a
+   frame size is checked by reading its return address where the walk
+   would read it (ret_at) and comparing it with its key (the sentinel
+   fails the check).  That is the walk itself, made of the same steps, so
+   it accepts exactly the frames the walk would find; a frame reached
+   another way (a C-to-OCaml transition, a parent fiber) ends the check,
+   and the ordinary walk goes on from there, looking for the next match.
+   When the check reaches the outermost frame of a complete prev and the
+   walk ends after it, the stack is the fresh frames plus prev's outer
+   part: the last fresh frame is linked to that part, whose location ids
+   are not written again, and the encoder is told how many frames it has
+   (when its previous stack is prev's, see prev_encoded).  When prev was
+   cut (the stack had more than [max] frames), reaching its outermost
+   frame with at least [max] + 1 frames in all is enough: this stack is
+   cut too.
    Most samples end at such a match, with a few fresh frames and the rest
    of a complete prev already encoded: that case is finished here, the
    others by finish_capture.
    [fast] (a constant): the sample trap's capture, which must not call
    out of this file nor reach code that could (a cache miss defines a
-   location, a cut stack moves prev): it returns capture_slow before it
-   changes anything when the stack needs more than cached frames, a match
-   finished here or the stack's end, and the tracer takes the sample the
-   ordinary way. */
+   location, a cut stack or a full half of the pool changes prev's
+   chain): it returns capture_slow before it changes anything when the
+   stack needs more than cached frames, a match finished here or the
+   stack's end, and the tracer takes the sample the ordinary way. */
 static inline __attribute__((always_inline)) caml_memprof_capture
 caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
                             struct stack_info *stack, ptrdiff_t alloc_idx,
@@ -204,6 +221,13 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
     if (fast) return capture_slow;
     if (!caml_memprof_callstack_prepare(c, fds)) return capture_failed;
   }
+  caml_memprof_walked_frame *w = c->free, *wend = w + c->frames_cap;
+  if (__builtin_expect(wend > c->free_end, 0)) {
+    if (fast) return capture_slow;
+    caml_memprof_callstack_compact(c);
+    w = c->free; wend = w + c->frames_cap;
+  }
+  caml_memprof_walked_frame *fresh_start = w;
   char *sp = First_frame((char *)stack->sp);
   /* The first frame's key carries the allocation index; the others' are
      their return addresses (so the walk keeps no other copy of them). */
@@ -211,31 +235,29 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
   if (alloc_idx >= 0) key |= ALLOC_TAG(alloc_idx);
   /* How the walk came to sp. */
   const uintnat *ret_at = &caml_memprof_callstack_no_return_address;
-  caml_memprof_walked_frame *prev = c->frames + 1;
-  caml_memprof_walked_frame *fresh_start = prev + c->frames_cap,
-    *w = fresh_start, *wend = fresh_start + c->frames_cap;
+  uint32_t *ids = c->ids;
   caml_memprof_frame_slot *slots = c->slots;
   uint32_t mask = c->cap - 1;
-  caml_memprof_walked_frame *pq = prev + c->prev_len - 1; /* prev[q - 1] */
-  uint32_t shared = 0;
+  caml_memprof_walked_frame *pq = c->inner;
+  /* [consumed]: prev's frames passed or copied so far; the frames from
+     pq out are the rest. */
+  uint32_t consumed = 0, shared = 0;
   uintnat end_pc;
   int cut = 0, cut_match = 0;
   for (;;) {
-    while (pq->sp < sp) pq--;
+    while (pq->sp < sp) { pq = pq->outer; consumed++; }
     if (pq->sp == sp && pq->key == key) {
-      caml_memprof_walked_frame *f = pq;
-      /* Two frames a turn: 4.5 instructions a frame instead of 5, the
-         figure a sample pays for each frame of its stack.  f[-2] is
-         read only after f[-1] matched (then f - 1 >= prev, and f - 2 is
-         at worst the sentinel). */
+      caml_memprof_walked_frame *f = pq, *g;
+      /* Two frames a turn, which spares a jump a frame.  The outermost
+         frame's link is the sentinel, which fails the check. */
       for (;;) {
-        if (*f[-1].ret_at != f[-1].key) break;
-        if (*f[-2].ret_at != f[-2].key) { f--; break; }
-        f -= 2;
+        g = f->outer;
+        if (*g->ret_at != g->key) break;
+        f = g->outer;
+        if (*f->ret_at != f->key) { f = g; break; }
       }
-      uint32_t q = (uint32_t)(pq - prev) + 1;
-      if (f == prev) {
-        uint32_t fresh = (uint32_t)(w - fresh_start);
+      if (f == c->outermost) {
+        uint32_t fresh = (uint32_t)(ids - c->ids), q = c->prev_len - consumed;
         if (c->prev_complete) {
           /* The previous walk's end, repeated, or the walk's rules. */
           int end = c->prev_end_pc != 0
@@ -244,22 +266,23 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
             && Stack_parent(stack) == NULL;
           if (!end) {
             if (fast) return capture_slow;
-            end = caml_memprof_callstack_walk_ends_after(c, stack, prev[0].sp,
-                                                         prev[0].size);
+            end = caml_memprof_callstack_walk_ends_after(c, stack, f->sp,
+                                                         f->size);
             slots = c->slots; mask = c->cap - 1;  /* a fill may have grown it */
           }
           if (end < 0) return capture_failed;
           if (end && fresh + q <= c->max
               && c->prev_encoded == CALLSTACK_ENCODED_ALL) {
-            /* The common case: prev keeps its frames [0, q), followed by
-               the fresh ones, outermost first; prev_complete and
-               prev_encoded stay as they are, and so does prev's end. */
-            uint32_t *ids = c->ids;
-            caml_memprof_walked_frame *to = prev + q + fresh, *from;
+            /* The common case: the fresh frames, linked to prev's
+               frames from pq out; prev_complete and prev_encoded stay as
+               they are, and so do prev's outermost frame and end. */
             pq->ret_at = ret_at;
-            for (from = fresh_start; from < w; from++) {
-              *ids++ = from->loc;
-              copy_frame(--to, from);
+            if (fresh > 0) {
+              w[-1].outer = pq;
+              c->inner = fresh_start;
+              c->free = w;
+            } else {
+              c->inner = pq;
             }
             c->prev_len = q + fresh;
             return (caml_memprof_capture){ (int)fresh, 0, (int)q };
@@ -276,17 +299,18 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
           break;
         }
       }
-      /* Frames q-1 down to f are this stack's; the walk goes on after
-         f.  Their copies say how this walk came to them (prev, unchanged,
-         keeps at most prev[0, f) as it is). */
+      /* Frames pq out to f are this stack's; the walk goes on after f.
+         Their copies say how this walk came to them. */
       caml_memprof_walked_frame *appended = w;
-      if (!append_checked(&w, wend, pq, f)) {
+      uint32_t *appended_ids = ids;
+      if (!append_checked(&w, wend, &ids, pq, f)) {
         if (fast) return capture_slow;
         cut = 1;
         goto walked;
       }
+      consumed += (uint32_t)(ids - appended_ids);
       appended->ret_at = ret_at;
-      pq = f - 1;
+      pq = f->outer;
       sp = f->sp + f->size;
       ret_at = (const uintnat *)&Saved_return_address(sp);
       key = *ret_at;
@@ -311,8 +335,9 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
         cut = 1;
         break;
       }
-      w->key = key; w->sp = sp; w->ret_at = ret_at;
+      w->key = key; w->sp = sp; w->ret_at = ret_at; w->outer = w + 1;
       memcpy(&w->size, &e->size, sizeof e->size + sizeof e->loc);
+      *ids++ = e->loc;
       w++;
       sp += size;
       ret_at = (const uintnat *)&Saved_return_address(sp);
@@ -338,7 +363,8 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
     key = Saved_return_address(sp);
   }
  walked:
-  return finish_capture(c, fresh_start, w, shared, cut, cut_match, fast);
+  return finish_capture(c, fresh_start, w, ids, pq, shared, cut, cut_match,
+                        fast);
 }
 
 #endif /* NATIVE_CODE */
