@@ -1017,26 +1017,29 @@ void caml_memprof_tracer_after_minor_gc(caml_domain_state *s)
        writes at most the pending run and a PROMOTE. */
     uint64_t run_id = 0, run_next = 0;   /* no id is 0: no run */
     uint32_t run = 0;
-    entry *young = d->young.t, *end = young + d->young.len;
-    for (entry *e = young; e < end; e++) {
-      if ((e - young) % MINOR_ROOM_ENTRIES == 0
-          && !ensure_space(d, MINOR_ROOM_ENTRIES * MINOR_ENTRY_BYTES)) {
+    entry *e = d->young.t, *end = e + d->young.len;
+    while (e < end) {
+      if (!ensure_space(d, MINOR_ROOM_ENTRIES * MINOR_ENTRY_BYTES)) {
         run = 0;
         break;
       }
-      if (Hd_val(e->block) == 0) {           /* forwarded: promoted */
-        if (run) { mpt_enc_collect_run(&d->enc, run_id, run); run = 0; }
-        run_next = 0;
-        mpt_enc_promote(&d->enc, e->id);
-        if (!push_entry(&d->major, Field(e->block, 0), e->id)) d->lost++;
-      } else if (e->id == run_next && run < MPT_MAX_COLLECT_RUN) {
-        run++;
-        run_next++;
-      } else {
-        if (run) mpt_enc_collect_run(&d->enc, run_id, run);
-        run_id = e->id;
-        run_next = run_id + 1;
-        run = 1;
+      entry *batch_end =
+        end - e > MINOR_ROOM_ENTRIES ? e + MINOR_ROOM_ENTRIES : end;
+      for (; e < batch_end; e++) {
+        if (Hd_val(e->block) == 0) {         /* forwarded: promoted */
+          if (run) { mpt_enc_collect_run(&d->enc, run_id, run); run = 0; }
+          run_next = 0;
+          mpt_enc_promote(&d->enc, e->id);
+          if (!push_entry(&d->major, Field(e->block, 0), e->id)) d->lost++;
+        } else if (e->id == run_next && run < MPT_MAX_COLLECT_RUN) {
+          run++;
+          run_next++;
+        } else {
+          if (run) mpt_enc_collect_run(&d->enc, run_id, run);
+          run_id = e->id;
+          run_next = run_id + 1;
+          run = 1;
+        }
       }
     }
     if (run) mpt_enc_collect_run(&d->enc, run_id, run);
