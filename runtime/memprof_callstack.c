@@ -117,6 +117,7 @@ _Static_assert(offsetof(caml_memprof_walked_frame, loc)
 
 void caml_memprof_callstack_cache_clear(caml_memprof_callstack_cache *c)
 {
+  caml_memprof_callstack_sync_encoder(c);
   if (c->slots) memset(c->slots, 0, c->cap * sizeof *c->slots);
   c->count = 0;
   c->prev_len = 0;

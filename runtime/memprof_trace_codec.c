@@ -139,6 +139,17 @@ void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
                        stack, len - common, common);
 }
 
+void mpt_enc_alloc_unpacked(mpt_encoder *e, uint64_t time, uint64_t id,
+                            uint64_t wosize, uint32_t nsamples,
+                            enum mpt_source src, int truncated,
+                            const uint32_t *stack, uint32_t len)
+{
+  if (len > e->prev_cap) len = e->prev_cap;
+  uint32_t common = mpt_enc_common_frames(e, stack, len);
+  mpt_enc_alloc_record(e, time, id, wosize, nsamples, src, truncated,
+                       stack, len - common, common, 0, 1);
+}
+
 /* Packed fresh frames (version 4).  Each stream keeps a move-to-front
    list of three location ids, all 0 (no location) at the stream's start,
    which only packed records change.  Frame i's 2-bit code is at bits

@@ -493,7 +493,7 @@ static int reset_stream(tracer_domain *d, uintnat gen)
   d->code_releases = atomic_load_relaxed(&code_releases);
   caml_memprof_callstack_cache_clear(&d->frames);
   caml_memprof_callstack_configure(&d->frames, d->ids, max_frames,
-                                   define_location, d);
+                                   define_location, d, d->enc_stack);
   d->verify = params.verify != 0;
   d->trap_capture_pending = 0;
   d->young.len = d->major.len = 0;
@@ -672,6 +672,8 @@ static inline void record(tracer_domain *d, value block, uintnat wosize,
 {
   stream_lock(d);
   if (!atomic_load(&caml_memprof_tracer_active) || !ensure_stream(d)) goto out;
+  /* The capture may fail to reach the encoder (not_encoded). */
+  caml_memprof_callstack_sync_encoder(&d->frames);
 #ifndef NATIVE_CODE
   if (d->code_releases != atomic_load_relaxed(&code_releases))
     forget_code_addresses(d);
@@ -856,6 +858,7 @@ static void verify_trap_capture(tracer_domain *d)
 {
   stream_lock(d);
   d->trap_capture_pending = 0;
+  caml_memprof_callstack_sync_encoder(&d->frames);
   verify_callstack(d, d->trap_capture.n, d->trap_capture.common,
                    d->trap_capture.truncated, d->trap_alloc_idx);
   stream_unlock(d);

@@ -148,18 +148,23 @@ capture_and_record(caml_domain_state *s, tracer_domain *d, ptrdiff_t alloc_idx)
   tracked->id = id;
   /* The stack: the frames captured, followed by cap.common frames of the
      encoder's previous stack, or, where the walk did not meet the
-     previous capture, the frames shared with that stack, as
-     mpt_enc_alloc finds them (n <= prev_cap: the encoder's room is
-     MPT_MAX_FRAMES, the capture's max at most that). */
-  uint32_t fresh = (uint32_t)cap.n, common = (uint32_t)cap.common;
-  if (cap.common < 0) {
-    common = mpt_enc_common_frames(&d->enc, d->ids, fresh);
-    fresh -= common;
+     previous capture, the whole stack, whose frames shared with the
+     encoder's previous one mpt_enc_alloc_unpacked finds. */
+  if (cap.common >= 0) {
+    /* The walk's common case: prev is the stack, and the encoder's
+       stack is left to it (caml_memprof_callstack_sync_encoder). */
+    mpt_enc_alloc_record(&d->enc, d->trap.now, id, d->trap.wosize,
+                         (uint32_t)d->trap.nsamples, MPT_SRC_MINOR,
+                         cap.truncated, d->ids, (uint32_t)cap.n,
+                         (uint32_t)cap.common,
+                         0,      /* the stream never packs: see above */
+                         0);
+    d->frames.enc_stack_lazy = 1;
+  } else {
+    mpt_enc_alloc_unpacked(&d->enc, d->trap.now, id, d->trap.wosize,
+                           (uint32_t)d->trap.nsamples, MPT_SRC_MINOR,
+                           cap.truncated, d->ids, (uint32_t)cap.n);
   }
-  mpt_enc_alloc_record(&d->enc, d->trap.now, id, d->trap.wosize,
-                       (uint32_t)d->trap.nsamples, MPT_SRC_MINOR,
-                       cap.truncated, d->ids, fresh, common,
-                       0);        /* the stream never packs: see above */
   d->samples += d->trap.nsamples;
   d->geom_next = d->trap.gap;
   intnat trigger_ofs = d->trap.trigger_ofs;

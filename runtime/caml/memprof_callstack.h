@@ -124,6 +124,11 @@ typedef struct {
                                    or those of all but its outermost frame
                                    (..._INNER: it was cut and encoded), or
                                    unknown (0)                            */
+  uint32_t *enc_stack;          /* the encoder's previous stack (its
+                                   prev_stack, outermost first)            */
+  int enc_stack_lazy;           /* enc_stack is to be prev's location ids,
+                                   not written yet (see caml_memprof_
+                                   callstack_sync_encoder)                */
 } caml_memprof_callstack_cache;
 
 /* What a capture gives: in registers, not through pointers (the call is
@@ -134,17 +139,20 @@ typedef struct {
   int common;           /* see caml_memprof_capture_callstack               */
 } caml_memprof_capture;
 
-/* Where captures write, how many frames they give at most, and how they
-   define a location the cache has not seen: [define] gives its id in the
-   stream (0 on failure, which makes the capture fail).  To be called
-   before the first capture, and again whenever one of these changes. */
+/* Where captures write, how many frames they give at most, how they
+   define a location the cache has not seen ([define] gives its id in the
+   stream, 0 on failure, which makes the capture fail), and the stream
+   encoder's previous stack ([enc_stack], see caml_memprof_callstack_sync_
+   encoder).  To be called before the first capture, and again whenever
+   one of these changes. */
 static inline void
 caml_memprof_callstack_configure(caml_memprof_callstack_cache *c,
                                  uint32_t *ids, uint32_t max,
                                  caml_memprof_define_location define,
-                                 void *ctx)
+                                 void *ctx, uint32_t *enc_stack)
 {
   c->ids = ids; c->max = max; c->define = define; c->ctx = ctx;
+  c->enc_stack = enc_stack;
   c->frametable = NULL;         /* the next capture prepares the cache */
 }
 
@@ -223,6 +231,24 @@ caml_memprof_callstack_alloc_lens(caml_memprof_callstack_cache *c, uintnat pc)
   return alloc_len;
 }
 #endif
+
+/* The encoder's previous stack, when the sample trap left it to prev:
+   the trap's encoder writes the record but not its stack (mpt_enc_alloc_
+   record's keep_stack), which the walk's common case keeps as prev's
+   location ids anyway (about 3 instructions a fresh frame saved).  Then
+   enc_stack_lazy is set, and this writes them, outermost first, before
+   anything reads the encoder's stack or changes prev otherwise than by
+   that common case: finish_capture, the cache's clearing, the ordinary
+   sample path, the check of the trap's stacks. */
+static inline void
+caml_memprof_callstack_sync_encoder(caml_memprof_callstack_cache *c)
+{
+  if (!c->enc_stack_lazy) return;
+  c->enc_stack_lazy = 0;
+  uint32_t i = c->prev_len;
+  for (caml_memprof_walked_frame *f = c->inner; i > 0; f = f->outer)
+    c->enc_stack[--i] = f->loc;
+}
 
 /* The stack just captured was not given to the encoder (sample lost). */
 #define CALLSTACK_ENCODED_ALL 1

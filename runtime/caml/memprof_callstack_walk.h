@@ -111,6 +111,7 @@ finish_capture(caml_memprof_callstack_cache *c,
                int cut_match, const int fast)
 {
   caml_memprof_capture r;
+  caml_memprof_callstack_sync_encoder(c);       /* prev changes below */
   uint32_t *ids = c->ids, max = c->max;
   caml_memprof_walked_frame *sentinel = c->frames;
   uint32_t fresh = (uint32_t)(ids_end - ids), total = fresh + shared, n = fresh;

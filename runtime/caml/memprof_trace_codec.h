@@ -205,6 +205,13 @@ static inline size_t mpt_enc_used(const mpt_encoder *e)
 void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
                    uint64_t wosize, uint32_t nsamples, enum mpt_source src,
                    int truncated, const uint32_t *stack, uint32_t len);
+/* mpt_enc_alloc for an encoder that never packs (pack_min_fresh is
+   UINT32_MAX): the same bytes, and no call out of this file (the
+   runtime's sample trap, see memprof_trap.h). */
+void mpt_enc_alloc_unpacked(mpt_encoder *e, uint64_t time, uint64_t id,
+                            uint64_t wosize, uint32_t nsamples,
+                            enum mpt_source src, int truncated,
+                            const uint32_t *stack, uint32_t len);
 /* The same event when the caller knows which part of the stack is shared:
    the stack is [fresh_ids] (innermost first) followed by the outermost
    [common] frames of the previous allocation's stack (common <= the
@@ -217,13 +224,19 @@ mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
                      uint32_t common);
 /* mpt_enc_alloc_shared, with [may_pack] 0 for an encoder that never packs
    (pack_min_fresh is UINT32_MAX): the same bytes, and no call out of the
-   inline code (the runtime's sample trap, see memprof_trap.h). */
+   inline code (the runtime's sample trap, see memprof_trap.h).  With
+   [keep_stack] 0, the previous stack's entries (prev_stack) are left as
+   they were, only its length (prev_len) follows: for a caller that keeps
+   the stack itself, and writes it there, outermost first, before the
+   encoder reads it again (mpt_enc_common_frames, mpt_enc_alloc, a record
+   with [keep_stack] 1).  Both constants. */
 static inline void
 mpt_enc_alloc_record(mpt_encoder *e, uint64_t time, uint64_t id,
                      uint64_t wosize, uint32_t nsamples,
                      enum mpt_source src, int truncated,
                      const uint32_t *fresh_ids, uint32_t fresh,
-                     uint32_t common, const int may_pack);
+                     uint32_t common, const int may_pack,
+                     const int keep_stack);
 /* How many outermost frames of [stack] (innermost first, [len] frames,
    len <= prev_cap) the previous allocation's stack shares: what
    mpt_enc_alloc sends as a count. */
@@ -446,7 +459,8 @@ mpt_enc_alloc_record(mpt_encoder *e, uint64_t time, uint64_t id,
                      uint64_t wosize, uint32_t nsamples,
                      enum mpt_source src, int truncated,
                      const uint32_t *fresh_ids, uint32_t fresh,
-                     uint32_t common, const int may_pack)
+                     uint32_t common, const int may_pack,
+                     const int keep_stack)
 {
   if (common > e->prev_len) common = e->prev_len;
   if (fresh > e->prev_cap - common) fresh = e->prev_cap - common;
@@ -464,11 +478,15 @@ mpt_enc_alloc_record(mpt_encoder *e, uint64_t time, uint64_t id,
   p = mpt_put_uvarint(p, (uint64_t)common << 1);
   if (fresh >= 7) p = mpt_put_uvarint(p, fresh);
   uint8_t *frames = p;
-  uint32_t *ps = e->prev_stack + common + fresh;
-  for (uint32_t i = 0; i < fresh; i++) {
-    uint32_t loc = fresh_ids[i];   /* read once: p's bytes may alias it */
-    *--ps = loc;
-    p = mpt_put_uvarint(p, loc);
+  if (keep_stack) {
+    uint32_t *ps = e->prev_stack + common + fresh;
+    for (uint32_t i = 0; i < fresh; i++) {
+      uint32_t loc = fresh_ids[i];   /* read once: p's bytes may alias it */
+      *--ps = loc;
+      p = mpt_put_uvarint(p, loc);
+    }
+  } else {
+    for (uint32_t i = 0; i < fresh; i++) p = mpt_put_uvarint(p, fresh_ids[i]);
   }
   e->prev_len = common + fresh;
   /* The caller left MPT_MAX_EVENT_BYTES (at least 64) free: 8 bytes of
@@ -498,7 +516,7 @@ mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
                      uint32_t common)
 {
   mpt_enc_alloc_record(e, time, id, wosize, nsamples, src, truncated,
-                       fresh_ids, fresh, common, 1);
+                       fresh_ids, fresh, common, 1, 1);
 }
 
 static inline void mpt_enc_gc_id(mpt_encoder *e, int tag, int next_tag,
