@@ -512,10 +512,11 @@ static inline uintnat hash_word(uintnat x)
   return x;
 }
 
-/* Grow an open-addressing table of [T] to [cap] slots; 0 on failure. */
+/* Grow an open-addressing table of [T] to [cap] slots (64 at first, as
+   the callstack cache's); 0 on failure. */
 #define REHASH(T, tab, cap, count, keyexpr)                                 \
   do {                                                                       \
-    uint32_t ncap = (cap) ? 2 * (cap) : 256;                                 \
+    uint32_t ncap = (cap) ? 2 * (cap) : 64;                                  \
     T *nt = calloc(ncap, sizeof(T));                                         \
     if (!nt) return 0;                                                       \
     for (uint32_t i = 0; i < (cap); i++)                                     \
