@@ -123,6 +123,7 @@ void caml_memprof_callstack_cache_clear(caml_memprof_callstack_cache *c)
   c->prev_len = 0;
   if (c->frames) c->inner = c->outermost = c->frames;
   c->prev_encoded = 0;
+  c->quick_end = 0;
 #ifdef NATIVE_CODE
   c->lens_pc = 0;
 #endif
@@ -153,7 +154,7 @@ static int reserve(caml_memprof_callstack_cache *c)
       n[h] = c->slots[i];
     }
   free(c->slots);
-  c->slots = n; c->cap = ncap;
+  c->slots = n; c->cap = ncap; c->mask = ncap - 1;
   return 1;
 }
 
@@ -162,7 +163,7 @@ insert(caml_memprof_callstack_cache *c, uintnat key, uint32_t size,
        uint32_t loc)
 {
   if (!reserve(c)) return NULL;
-  uint32_t mask = c->cap - 1, h = caml_memprof_callstack_slot(key, mask);
+  uint32_t mask = c->mask, h = caml_memprof_callstack_slot(key, mask);
   while (c->slots[h].key) h = (h + 1) & mask;
   c->slots[h].key = key;
   c->slots[h].size = size;
@@ -202,7 +203,7 @@ static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
   free(c->frames);
   size_t half = 2 * ((size_t)max + 1);
   c->frames = malloc((1 + 2 * half) * sizeof *c->frames);
-  c->prev_len = 0; c->prev_encoded = 0;
+  c->prev_len = 0; c->prev_encoded = 0; c->quick_end = 0;
   c->frames_cap = c->frames ? max + 1 : 0;
   if (c->frames == NULL) return 0;
   /* The sentinel: no frame is at or above it, so the search for the
@@ -220,7 +221,7 @@ static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
 #endif
   c->inner = c->outermost = sentinel;
   c->free = sentinel + 1;
-  c->free_end = c->free + half;
+  c->free_limit = c->free + half - c->frames_cap;
   return 1;
 }
 
@@ -238,7 +239,7 @@ void caml_memprof_callstack_compact(caml_memprof_callstack_cache *c)
   caml_memprof_walked_frame *sentinel = c->frames;
   size_t half = 2 * (size_t)c->frames_cap;
   caml_memprof_walked_frame *start = sentinel + 1;
-  if (c->free_end == start + half) start += half;  /* in the first half */
+  if (c->free_limit < start + half) start += half;  /* in the first half */
   caml_memprof_walked_frame *to = start;
   for (caml_memprof_walked_frame *f = c->inner; f != sentinel; f = f->outer) {
     copy_frame(to, f);
@@ -251,7 +252,7 @@ void caml_memprof_callstack_compact(caml_memprof_callstack_cache *c)
     c->outermost = to - 1;
   }
   c->free = to;
-  c->free_end = start + half;
+  c->free_limit = start + half - c->frames_cap;
 }
 
 #ifdef NATIVE_CODE
@@ -442,12 +443,8 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
   (void)alloc_idx;            /* bytecode has no combined allocations */
   if (c->frames_cap != c->max + 1 && !reserve_frames(c, c->max))
     return capture_failed;
-  caml_memprof_walked_frame *w = c->free, *wend = w + c->frames_cap;
-  if (wend > c->free_end) {
-    caml_memprof_callstack_compact(c);
-    w = c->free; wend = w + c->frames_cap;
-  }
-  caml_memprof_walked_frame *fresh_start = w;
+  if (c->free > c->free_limit) caml_memprof_callstack_compact(c);
+  caml_memprof_walked_frame *w = c->free, *fresh_start = w;
   struct stack_info *stack = Caml_state->current_stack;
   value *sp = stack->sp, *high = Stack_high(stack);
   value *trap_pc = high + Caml_state->trap_sp_off;   /* &Trap_pc(...) */
@@ -496,7 +493,7 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
          Their copies say how this walk came to them. */
       caml_memprof_walked_frame *appended = w;
       uint32_t *appended_ids = ids;
-      if (!append_checked(&w, wend, &ids, pq, f)) { cut = 1; goto walked; }
+      if (!append_checked(&w, &ids, c->ids_end, pq, f)) { cut = 1; goto walked; }
       consumed += (uint32_t)(ids - appended_ids);
       appended->linked = linked;
       pq = f->outer;
@@ -505,7 +502,7 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
       linked = 1;
       continue;
     }
-    if (w == wend) { cut = 1; break; }
+    if (ids == c->ids_end) { cut = 1; break; }
     uint32_t loc = slot_location(c, (backtrace_slot)v);
     if (loc == 0) return capture_failed;
     w->key = (uintnat)v; w->at = at; w->high = high; w->trap = trap_pc;

@@ -82,11 +82,14 @@ typedef struct {
      its registers for the stack. */
   uint32_t *ids;                /* where a capture writes its location ids,
                                    room for max + 1 (used as scratch)     */
+  uint32_t *ids_end;            /* ids + max + 1: a walk that writes as
+                                   many frames knows the stack is cut     */
   uint32_t max;                 /* the most frames a capture gives        */
   caml_memprof_define_location define;
   void *ctx;
   caml_memprof_frame_slot *slots;
   uint32_t cap, count;          /* cap: a power of two, or 0             */
+  uint32_t mask;                /* cap - 1                                */
   void *frametable;             /* the frame table the entries came from */
 #ifdef NATIVE_CODE
   /* The allocation lengths last found (caml_memprof_callstack_alloc_
@@ -102,12 +105,12 @@ typedef struct {
      is [inner] when prev is empty); two halves of 2 * frames_cap frames
      follow.  A walk writes its fresh frames, innermost first, from
      [free] on, and links the last one to the frames it shares with
-     prev: a capture writes each frame once.  When the current half,
-     which ends at [free_end], has less than frames_cap frames free,
-     the chain is copied to the other half (caml_memprof_callstack_
-     compact) before the walk. */
+     prev: a capture writes each frame once.  When the current half has
+     less than frames_cap frames free ([free] beyond [free_limit]), the
+     chain is copied to the other half (caml_memprof_callstack_compact)
+     before the walk. */
   caml_memprof_walked_frame *frames;
-  caml_memprof_walked_frame *inner, *outermost, *free, *free_end;
+  caml_memprof_walked_frame *inner, *outermost, *free, *free_limit;
   uint32_t prev_len, frames_cap;  /* frames_cap: max + 1                  */
   int prev_complete;            /* prev ends at the stack's root          */
   uintnat prev_end_pc;          /* native: the return-to-C address read
@@ -118,6 +121,10 @@ typedef struct {
                                    went to the end ended                   */
   char *prev_end_sp;            /* native: where that return-to-C address
                                    is read (outermost's sp plus its size) */
+  int quick_end;                /* prev_complete, prev_end_pc != 0 and
+                                   prev_encoded == CALLSTACK_ENCODED_ALL:
+                                   what the walk's common case asks of
+                                   prev, in one test                      */
   int prev_encoded;             /* the encoder's previous stack is prev's
                                    location ids (CALLSTACK_ENCODED_ALL: the
                                    last capture was complete and encoded),
@@ -151,7 +158,8 @@ caml_memprof_callstack_configure(caml_memprof_callstack_cache *c,
                                  caml_memprof_define_location define,
                                  void *ctx, uint32_t *enc_stack)
 {
-  c->ids = ids; c->max = max; c->define = define; c->ctx = ctx;
+  c->ids = ids; c->ids_end = ids + max + 1; c->max = max;
+  c->define = define; c->ctx = ctx;
   c->enc_stack = enc_stack;
   c->frametable = NULL;         /* the next capture prepares the cache */
 }
@@ -191,7 +199,7 @@ caml_memprof_callstack_slot(uintnat key, uint32_t mask)
 static inline __attribute__((always_inline)) caml_memprof_frame_slot *
 caml_memprof_callstack_probe(caml_memprof_callstack_cache *c, uintnat key)
 {
-  uint32_t mask = c->cap - 1, h = caml_memprof_callstack_slot(key, mask);
+  uint32_t mask = c->mask, h = caml_memprof_callstack_slot(key, mask);
   for (;;) {
     caml_memprof_frame_slot *s = &c->slots[h];
     if (s->key == key) return s;
@@ -257,6 +265,7 @@ static inline void
 caml_memprof_callstack_not_encoded(caml_memprof_callstack_cache *c)
 {
   c->prev_encoded = 0;
+  c->quick_end = 0;
 }
 
 /* The same stack through upstream's caml_get_callstack and [c->define]

@@ -79,17 +79,16 @@ static inline void copy_frame(caml_memprof_walked_frame *to,
 
 /* Prev's frames from [pq] out to [f], found still there, appended to the
    walk's at [*w], their ids at [*ids]; 0 when the walk's part fills up
-   first (the stack is cut).  Copies, not links: the chain from [f]
-   outwards is not all this stack's, and a fast capture that gives up
-   later must leave prev as it was. */
+   first ([*ids] reaches [ids_end]: the stack is cut).  Copies, not
+   links: the chain from [f] outwards is not all this stack's, and a fast
+   capture that gives up later must leave prev as it was. */
 static inline int append_checked(caml_memprof_walked_frame **w,
-                                 caml_memprof_walked_frame *wend,
-                                 uint32_t **ids,
+                                 uint32_t **ids, uint32_t *ids_end,
                                  caml_memprof_walked_frame *pq,
                                  caml_memprof_walked_frame *f)
 {
   for (caml_memprof_walked_frame *g = pq;; g = g->outer) {
-    if (*w == wend) return 0;
+    if (*ids == ids_end) return 0;
     copy_frame(*w, g);
     (*w)->outer = *w + 1;
     (*w)++;
@@ -158,6 +157,7 @@ finish_capture(caml_memprof_callstack_cache *c,
   /* A cut stack fills prev (its frames_cap innermost frames), and the
      encoder gets all but the outermost. */
   c->prev_encoded = r.truncated ? CALLSTACK_ENCODED_INNER : CALLSTACK_ENCODED_ALL;
+  c->quick_end = c->prev_complete && c->prev_end_pc != 0 && !r.truncated;
   r.n = (int)n;
   return r;
 }
@@ -222,13 +222,11 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
     if (fast) return capture_slow;
     if (!caml_memprof_callstack_prepare(c, fds)) return capture_failed;
   }
-  caml_memprof_walked_frame *w = c->free, *wend = w + c->frames_cap;
-  if (__builtin_expect(wend > c->free_end, 0)) {
+  if (__builtin_expect(c->free > c->free_limit, 0)) {
     if (fast) return capture_slow;
     caml_memprof_callstack_compact(c);
-    w = c->free; wend = w + c->frames_cap;
   }
-  caml_memprof_walked_frame *fresh_start = w;
+  caml_memprof_walked_frame *w = c->free, *fresh_start = w;
   char *sp = First_frame((char *)stack->sp);
   /* The first frame's key carries the allocation index; the others' are
      their return addresses (so the walk keeps no other copy of them). */
@@ -238,7 +236,7 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
   const uintnat *ret_at = &caml_memprof_callstack_no_return_address;
   uint32_t *ids = c->ids;
   caml_memprof_frame_slot *slots = c->slots;
-  uint32_t mask = c->cap - 1;
+  uint32_t mask = c->mask;
   caml_memprof_walked_frame *pq = c->inner;
   /* [consumed]: prev's frames passed or copied so far; the frames from
      pq out are the rest. */
@@ -259,39 +257,36 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
       }
       if (f == c->outermost) {
         uint32_t fresh = (uint32_t)(ids - c->ids), q = c->prev_len - consumed;
-        if (c->prev_complete) {
-          /* The previous walk's end, repeated, or the walk's rules. */
-          int end = c->prev_end_pc != 0
+        /* The previous walk's end, repeated: the same return-to-C
+           address after prev's outermost frame, at the end of a stack
+           with no parent. */
+        if (c->quick_end
             && (uintnat)Saved_return_address(c->prev_end_sp) == c->prev_end_pc
             && c->prev_end_sp + Stack_header_size == (char *)Stack_high(stack)
-            && Stack_parent(stack) == NULL;
-          if (!end) {
-            if (fast) return capture_slow;
-            end = caml_memprof_callstack_walk_ends_after(c, stack, f->sp,
-                                                         f->size);
-            slots = c->slots; mask = c->cap - 1;  /* a fill may have grown it */
+            && Stack_parent(stack) == NULL && fresh + q <= c->max) {
+          /* The common case: the fresh frames, linked to prev's
+             frames from pq out; prev_complete and prev_encoded stay as
+             they are, and so do prev's outermost frame and end. */
+          pq->ret_at = ret_at;
+          if (fresh > 0) {
+            w[-1].outer = pq;
+            c->inner = fresh_start;
+            c->free = w;
+          } else {
+            c->inner = pq;
           }
+          c->prev_len = q + fresh;
+          return (caml_memprof_capture){ (int)fresh, 0, (int)q };
+        }
+        if (fast) return capture_slow;
+        if (c->prev_complete) {
+          /* The walk's rules. */
+          int end = caml_memprof_callstack_walk_ends_after(c, stack, f->sp,
+                                                           f->size);
+          slots = c->slots; mask = c->mask;  /* a fill may have grown it */
           if (end < 0) return capture_failed;
-          if (end && fresh + q <= c->max
-              && c->prev_encoded == CALLSTACK_ENCODED_ALL) {
-            /* The common case: the fresh frames, linked to prev's
-               frames from pq out; prev_complete and prev_encoded stay as
-               they are, and so do prev's outermost frame and end. */
-            pq->ret_at = ret_at;
-            if (fresh > 0) {
-              w[-1].outer = pq;
-              c->inner = fresh_start;
-              c->free = w;
-            } else {
-              c->inner = pq;
-            }
-            c->prev_len = q + fresh;
-            return (caml_memprof_capture){ (int)fresh, 0, (int)q };
-          }
-          if (fast) return capture_slow;
           if (end) { shared = q; pq->ret_at = ret_at; break; }
         } else if (fresh + q >= c->frames_cap) {
-          if (fast) return capture_slow;
           /* prev was cut, and this stack has as many frames up to prev's
              outermost: it is cut too, and nothing beyond is needed. */
           shared = q;
@@ -304,7 +299,7 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
          Their copies say how this walk came to them. */
       caml_memprof_walked_frame *appended = w;
       uint32_t *appended_ids = ids;
-      if (!append_checked(&w, wend, &ids, pq, f)) {
+      if (!append_checked(&w, &ids, c->ids_end, pq, f)) {
         if (fast) return capture_slow;
         cut = 1;
         goto walked;
@@ -326,12 +321,12 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
         e = caml_memprof_callstack_lookup_slow(c, key, key & ALLOC_TAG_MASK,
                                                alloc_idx);
         if (e == NULL) return capture_failed;
-        slots = c->slots; mask = c->cap - 1;
+        slots = c->slots; mask = c->mask;
       }
     }
     uint32_t size = e->size;
     if (size < CALLSTACK_RETURN_TO_C) {
-      if (w == wend) {
+      if (ids == c->ids_end) {
         if (fast) return capture_slow;
         cut = 1;
         break;
