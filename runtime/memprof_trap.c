@@ -174,9 +174,11 @@ capture_and_record(caml_domain_state *s, tracer_domain *d, ptrdiff_t alloc_idx)
     d->trap_capture_pending = 1;
   }
   stream_unlock(d);
+  /* The next point is in the same minor heap, below this one: where and
+     when the first of them was drawn (trigger_drawn) still tells
+     caml_memprof_tracer_set_trigger whether the heap was emptied since. */
   value *t = s->young_ptr + trigger_ofs;
   trigger_set(s, t < s->young_start ? s->young_start : t);
-  trigger_drawn(s, d);
   reset_young_limit_after_sample(s);
   return verify ? 2 : 1;
 }
