@@ -192,20 +192,31 @@ int caml_memprof_capture_callstack_reference(caml_memprof_callstack_cache *c,
 const uintnat caml_memprof_callstack_no_return_address = 0;
 #endif
 
-/* The pool: the sentinel, then two halves of 2 * ([max] + 1) walked
-   frames, so that a half holds prev (at most [max] + 1 frames, one more
-   than a stack may show, so that a walk that fills its part knows the
-   stack was cut) and a walk's fresh frames.  Also the cache's first
-   table, so that probe never meets an empty one. */
+/* The frames of a half of the pool: prev (at most [max] + 1 frames, one
+   more than a stack may show, so that a walk that fills its part knows
+   the stack was cut) and a walk's fresh frames (as many), and some room
+   more, so that prev does not move at every capture when stacks are
+   about as deep as the cap (the trap leaves a capture that needs to move
+   it to the ordinary path). */
+static size_t half_frames(uint32_t frames_cap)
+{
+  return 2 * (size_t)frames_cap + 64;
+}
+
+/* The pool: the sentinel, then two halves.  Also the cache's first table,
+   so that probe never meets an empty one. */
 static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
 {
   if (c->cap == 0 && !reserve(c)) return 0;
   free(c->frames);
-  size_t half = 2 * ((size_t)max + 1);
+  size_t half = half_frames(max + 1);
   c->frames = malloc((1 + 2 * half) * sizeof *c->frames);
   c->prev_len = 0; c->prev_encoded = 0; c->quick_end = 0;
   c->frames_cap = c->frames ? max + 1 : 0;
-  if (c->frames == NULL) return 0;
+  if (c->frames == NULL) {
+    c->inner = c->outermost = c->free = c->free_limit = NULL;
+    return 0;
+  }
   /* The sentinel: no frame is at or above it, so the search for the
      previous capture's frames stops there without a bound check; and the
      check of prev's outer frames fails there. */
@@ -230,14 +241,14 @@ static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
    shares with the next capture where they are, so the live frames are
    scattered below [free].  Copying them, innermost first, to the start
    of the other half, which holds no live frame, makes the rest of that
-   half free: at least frames_cap frames, as prev has at most that many.
-   A frame is copied once per 2 * frames_cap - prev_len frames written at
-   most, far less than the copy per fresh frame that a contiguous prev
-   cost. */
+   half free: at least frames_cap + 64 frames, as prev has at most
+   frames_cap.  A frame is copied once per half_frames - frames_cap -
+   prev_len frames written, far less than the copy per fresh frame that
+   a contiguous prev cost. */
 void caml_memprof_callstack_compact(caml_memprof_callstack_cache *c)
 {
   caml_memprof_walked_frame *sentinel = c->frames;
-  size_t half = 2 * (size_t)c->frames_cap;
+  size_t half = half_frames(c->frames_cap);
   caml_memprof_walked_frame *start = sentinel + 1;
   if (c->free_limit < start + half) start += half;  /* in the first half */
   caml_memprof_walked_frame *to = start;

@@ -87,6 +87,7 @@ build exits; build forks unix.cmxa; build forever; build params
 build with_gc_memprof; build api
 build keepalive; build orphans; build spawner unix.cmxa
 build stacks unix.cmxa threads.cmxa
+build stack_mix
 mkdir -p "$W/byte" && cp "$P/stats.ml" "$W/byte/"
 (cd "$W/byte" && ocamlc -g -o ../stats.byte stats.ml) > "$W/stats.byte.build" 2>&1 || ko "build stats.byte"
 cp "$P/stacks.ml" "$W/byte/"
@@ -533,6 +534,22 @@ stacks_run bytecode "ocamlrun $W/stacks.byte" 1024 300
 stacks_run bytecode-cut "ocamlrun $W/stacks.byte" 5 300
 check "stacks bytecode cut at 5 frames: cut and marked" \
   [ "$(get "$W/stacks-bytecode-cut.sum" cut_marked)" -gt 100 ]
+# The sample trap leaves the encoder's previous stack to the walk's
+# (caml_memprof_callstack_sync_encoder writes it when something needs it);
+# with memprof_verify=1 it is written after every sample, as the check of
+# the trap's stacks reads it.  stack_mix takes the same samples in every
+# run with one seed: both traces must have the same stacks, sample for
+# sample, whole and cut at 16 frames (where prev also moves in its pool).
+for f in 1024 16; do
+  for v in 0 1; do
+    OCAMLRUNPARAM="memprof=$W/mix-$f-$v.trace,memprof_rate=0.01,memprof_seed=7,memprof_verify=$v,memprof_frames=$f" \
+      "$W/stack_mix" > /dev/null 2> "$W/mix-$f-$v.err"
+    ocaml-memprof folded --value samples "$W/mix-$f-$v.trace" > "$W/mix-$f-$v.folded" 2>&1
+  done
+  check "stack_mix at $f frames: no stack differs from caml_get_callstack's" [ ! -s "$W/mix-$f-1.err" ]
+  check "stack_mix at $f frames: the same stacks with and without memprof_verify ($(wc -l < "$W/mix-$f-0.folded") stacks, $(awk '{s += $NF} END {print s}' "$W/mix-$f-0.folded") samples)" \
+    cmp -s "$W/mix-$f-0.folded" "$W/mix-$f-1.folded"
+done
 # The toplevel runs code it compiled itself: the bytecode walk's test of
 # words outside the main program's code.
 stacks_run toplevel "ocaml -I +unix -I +threads unix.cma threads.cma $P/stacks.ml" 1024 300

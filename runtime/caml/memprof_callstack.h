@@ -102,8 +102,8 @@ typedef struct {
   /* The previous capture's frames ("prev"), a chain from [inner] out
      to [outermost] through their [outer] links, in a pool: frames[0] is
      the sentinel (sp, at: above every address) that ends the chain (and
-     is [inner] when prev is empty); two halves of 2 * frames_cap frames
-     follow.  A walk writes its fresh frames, innermost first, from
+     is [inner] when prev is empty); two halves of 2 * frames_cap + 64
+     frames follow.  A walk writes its fresh frames, innermost first, from
      [free] on, and links the last one to the frames it shares with
      prev: a capture writes each frame once.  When the current half has
      less than frames_cap frames free ([free] beyond [free_limit]), the
