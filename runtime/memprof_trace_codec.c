@@ -128,15 +128,24 @@ static inline void put_time(mpt_encoder *e, uint64_t time)
   e->pos = mpt_put_uvarint(e->pos, dt);
 }
 
+/* A whole stack: its outermost frames shared with the previous stack
+   are sent as a count.  [may_pack]: as mpt_enc_alloc_record's. */
+static inline __attribute__((always_inline)) void
+alloc_whole(mpt_encoder *e, uint64_t time, uint64_t id, uint64_t wosize,
+            uint32_t nsamples, enum mpt_source src, int truncated,
+            const uint32_t *stack, uint32_t len, const int may_pack)
+{
+  if (len > e->prev_cap) len = e->prev_cap;
+  uint32_t common = mpt_enc_common_frames(e, stack, len);
+  mpt_enc_alloc_record(e, time, id, wosize, nsamples, src, truncated,
+                       stack, len - common, common, may_pack, 1);
+}
+
 void mpt_enc_alloc(mpt_encoder *e, uint64_t time, uint64_t id,
                    uint64_t wosize, uint32_t nsamples, enum mpt_source src,
                    int truncated, const uint32_t *stack, uint32_t len)
 {
-  if (len > e->prev_cap) len = e->prev_cap;
-  /* Outermost frames shared with the previous stack are sent as a count. */
-  uint32_t common = mpt_enc_common_frames(e, stack, len);
-  mpt_enc_alloc_shared(e, time, id, wosize, nsamples, src, truncated,
-                       stack, len - common, common);
+  alloc_whole(e, time, id, wosize, nsamples, src, truncated, stack, len, 1);
 }
 
 void mpt_enc_alloc_unpacked(mpt_encoder *e, uint64_t time, uint64_t id,
@@ -144,10 +153,7 @@ void mpt_enc_alloc_unpacked(mpt_encoder *e, uint64_t time, uint64_t id,
                             enum mpt_source src, int truncated,
                             const uint32_t *stack, uint32_t len)
 {
-  if (len > e->prev_cap) len = e->prev_cap;
-  uint32_t common = mpt_enc_common_frames(e, stack, len);
-  mpt_enc_alloc_record(e, time, id, wosize, nsamples, src, truncated,
-                       stack, len - common, common, 0, 1);
+  alloc_whole(e, time, id, wosize, nsamples, src, truncated, stack, len, 0);
 }
 
 /* Packed fresh frames (version 4).  Each stream keeps a move-to-front

@@ -512,8 +512,8 @@ static inline uintnat hash_word(uintnat x)
   return x;
 }
 
-/* Grow an open-addressing table of [T] to [cap] slots (64 at first, as
-   the callstack cache's); 0 on failure. */
+/* Grow an open-addressing table of [T] to [cap] slots (64 at first: it
+   is used only to define locations and strings); 0 on failure. */
 #define REHASH(T, tab, cap, count, keyexpr)                                 \
   do {                                                                       \
     uint32_t ncap = (cap) ? 2 * (cap) : 64;                                  \
@@ -1027,6 +1027,14 @@ static int young_fates(tracer_domain *d)
   return 1;
 }
 
+/* The collected young samples [from, to), whose ids follow each other,
+   as one COLLECT_RUN (none when the span is empty). */
+static inline void collect_span(tracer_domain *d, entry *from, entry *to)
+{
+  if (to > from)
+    mpt_enc_collect_run(&d->enc, from->id, (uint32_t)(to - from));
+}
+
 /* The fates of young samples [t, t + n), n >= 1, whose ids follow each
    other, one by one: a PROMOTE for each promoted block; the collected
    ones between two, a span of the table, in one COLLECT_RUN (at most
@@ -1037,30 +1045,24 @@ static int young_fates(tracer_domain *d)
    PROMOTE.  Returns 0 when the buffer had no room (the rest is lost). */
 static int young_segment(tracer_domain *d, entry *t, size_t n)
 {
-  uint64_t id0 = t[0].id;
   entry *e = t, *end = t + n, *run = t;          /* collected: [run, e) */
   while (e < end) {
     if (!ensure_space(d, MINOR_ROOM_ENTRIES * MINOR_ENTRY_BYTES)) return 0;
     if (e - run > MPT_MAX_COLLECT_RUN - MINOR_ROOM_ENTRIES) {
-      mpt_enc_collect_run(&d->enc, id0 + (uint64_t)(run - t),
-                          (uint32_t)(e - run));
+      collect_span(d, run, e);
       run = e;
     }
     entry *batch_end =
       end - e > MINOR_ROOM_ENTRIES ? e + MINOR_ROOM_ENTRIES : end;
     for (; e < batch_end; e++) {
       if (Hd_val(e->block) != 0) continue;         /* not forwarded */
-      if (e > run)
-        mpt_enc_collect_run(&d->enc, id0 + (uint64_t)(run - t),
-                            (uint32_t)(e - run));
+      collect_span(d, run, e);
       mpt_enc_promote(&d->enc, e->id);
       if (!push_entry(&d->major, Field(e->block, 0), e->id)) d->lost++;
       run = e + 1;
     }
   }
-  if (end > run)
-    mpt_enc_collect_run(&d->enc, id0 + (uint64_t)(run - t),
-                        (uint32_t)(end - run));
+  collect_span(d, run, end);
   return 1;
 }
 

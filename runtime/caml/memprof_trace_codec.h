@@ -478,15 +478,11 @@ mpt_enc_alloc_record(mpt_encoder *e, uint64_t time, uint64_t id,
   p = mpt_put_uvarint(p, (uint64_t)common << 1);
   if (fresh >= 7) p = mpt_put_uvarint(p, fresh);
   uint8_t *frames = p;
-  if (keep_stack) {
-    uint32_t *ps = e->prev_stack + common + fresh;
-    for (uint32_t i = 0; i < fresh; i++) {
-      uint32_t loc = fresh_ids[i];   /* read once: p's bytes may alias it */
-      *--ps = loc;
-      p = mpt_put_uvarint(p, loc);
-    }
-  } else {
-    for (uint32_t i = 0; i < fresh; i++) p = mpt_put_uvarint(p, fresh_ids[i]);
+  uint32_t *ps = e->prev_stack + common + fresh;
+  for (uint32_t i = 0; i < fresh; i++) {
+    uint32_t loc = fresh_ids[i];     /* read once: p's bytes may alias it */
+    if (keep_stack) *--ps = loc;
+    p = mpt_put_uvarint(p, loc);
   }
   e->prev_len = common + fresh;
   /* The caller left MPT_MAX_EVENT_BYTES (at least 64) free: 8 bytes of
