@@ -125,7 +125,7 @@ void caml_memprof_callstack_cache_clear(caml_memprof_callstack_cache *c)
   c->prev_encoded = 0;
   c->quick_end = 0;
 #ifdef NATIVE_CODE
-  c->lens_pc = 0;
+  c->lens_pc[0] = c->lens_pc[1] = 0;
 #endif
 }
 

@@ -92,10 +92,11 @@ typedef struct {
   uint32_t mask;                /* cap - 1                                */
   void *frametable;             /* the frame table the entries came from */
 #ifdef NATIVE_CODE
-  /* The allocation lengths last found (caml_memprof_callstack_alloc_
-     lens), and the return address they are for (0: none). */
-  uintnat lens_pc;
-  const unsigned char *lens;
+  /* The allocation lengths of the last two allocation points found
+     (caml_memprof_callstack_alloc_lens), the latest first, and the
+     return addresses they are for (0: none). */
+  uintnat lens_pc[2];
+  const unsigned char *lens[2];
 #endif
   backtrace_slot *scratch;      /* caml_get_callstack's buffer            */
   size_t scratch_cap;
@@ -224,17 +225,22 @@ void caml_memprof_callstack_note_alloc(caml_memprof_callstack_cache *c,
 static inline const unsigned char *
 caml_memprof_callstack_alloc_lens(caml_memprof_callstack_cache *c, uintnat pc)
 {
-  /* Consecutive samples often come from one allocation point (a loop's):
-     its lengths are kept at hand, a compare instead of a probe. */
-  if (pc == c->lens_pc) return c->lens;
+  /* Consecutive samples often come from one or two allocation points (a
+     loop's): their lengths are kept at hand, a compare or two instead of
+     a probe (with one kept, half of shallow_rec's samples in bench/
+     probed). */
+  if (pc == c->lens_pc[0]) return c->lens[0];
+  if (pc == c->lens_pc[1]) return c->lens[1];
   const unsigned char *alloc_len = NULL;
   caml_memprof_frame_slot *e;
   /* frametable: the cache was prepared, and has a table */
   if (c->frametable != NULL
       && (e = caml_memprof_callstack_probe(c, pc | CALLSTACK_ALLOC_LENS_TAG))) {
     memcpy(&alloc_len, &e->size, sizeof alloc_len);
-    c->lens_pc = pc;
-    c->lens = alloc_len;
+    c->lens_pc[1] = c->lens_pc[0];
+    c->lens[1] = c->lens[0];
+    c->lens_pc[0] = pc;
+    c->lens[0] = alloc_len;
   }
   return alloc_len;
 }
