@@ -186,14 +186,16 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
 #define CALLSTACK_SLOW (-2)
 
 /* The cache's table: open addressing with linear probing, by a
-   multiplicative hash.  The product's bits 32 and up do not depend on the
-   key's top bits, where a key's tags are (the allocation index, the
-   allocation lengths' bit 55): those are folded down first, or every key
-   of an allocation point would have one home slot. */
+   multiplicative hash.  The product's top bits depend on every bit of the
+   key, its tags included (the allocation index, the allocation lengths'
+   bit 55; otherwise every key of an allocation point would have one home
+   slot): a byte swap brings them down, to be masked (a multiply, a swap
+   and a mask: the fold of the tags and the shift it replaces cost 3
+   instructions more a lookup). */
 static inline __attribute__((always_inline)) uint32_t
 caml_memprof_callstack_slot(uintnat key, uint32_t mask)
 {
-  return (uint32_t)(((key ^ (key >> 47)) * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+  return (uint32_t)__builtin_bswap64((uint64_t)key * 0x9e3779b97f4a7c15ull) & mask;
 }
 
 /* The entry for [key], or NULL.  The table must have slots. */
