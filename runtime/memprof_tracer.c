@@ -840,6 +840,13 @@ static inline void sample_minor(caml_domain_state *s, tracer_domain *d,
   trigger_drawn(s, d);
 }
 
+/* The end of caml_alloc_small_dispatch, after its pending actions: an
+   interrupt that arrives meanwhile (a signal recorded during the sample)
+   is kept in young_limit by reset_young_limit_after_sample, where
+   caml_reset_young_limit's exchange would drop it, leaving only
+   action_pending, which the program's polls do not look at: a signal
+   handler then waited for the next minor collection or C call, forever
+   in a loop that only polls (testsuite/programs/signal_window.ml). */
 void caml_memprof_tracer_sample_young(caml_domain_state *s, uintnat wosize,
                                       int flags, int nallocs,
                                       unsigned char *lens)
@@ -850,11 +857,11 @@ void caml_memprof_tracer_sample_young(caml_domain_state *s, uintnat wosize,
     /* Not sampled: move the trigger past this allocation. */
     if (d && active) draw_minor_trigger(s, d);
     else caml_memprof_tracer_set_trigger(s);
-    caml_reset_young_limit(s);
+    reset_young_limit_after_sample(s);
     return;
   }
   sample_minor(s, d, wosize, flags, nallocs, lens);
-  caml_reset_young_limit(s);
+  reset_young_limit_after_sample(s);
 }
 
 #ifdef CAML_MEMPROF_TRAP
