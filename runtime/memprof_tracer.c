@@ -285,8 +285,9 @@ int caml_memprof_tracer_parse_option(char_os **optp)
    found by `make tsan`). */
 static _Atomic(tracer_domain *) domains[Max_domains_max];
 #define DOMAIN_AT(i) atomic_load_explicit(&domains[i], memory_order_acquire)
-/* One more than the highest slot with a state: loops over the slots stop
-   there (Max_domains_max is 4096). */
+/* One more than the highest slot a domain was created in (with a state,
+   unless its allocation failed): loops over the slots stop there
+   (Max_domains_max is 4096). */
 static atomic_int slots_used;
 atomic_int caml_memprof_tracer_active;    /* tracing now                  */
 atomic_uintnat caml_memprof_tracer_generation; /* one per trace file        */
@@ -1279,6 +1280,12 @@ static void emit_simple(tracer_domain *d, enum mpt_event_kind k, uint64_t arg)
 void caml_memprof_tracer_new_domain(caml_domain_state *s)
 {
   tracer_domain *d = DOMAIN_AT(s->id);
+  /* The slot counts as used even if its stream cannot be allocated:
+     heap_stats reads slots_used == 1 as "no domain but domain 0 ever
+     ran". */
+  int used = atomic_load(&slots_used);
+  while (used <= s->id
+         && !atomic_compare_exchange_weak(&slots_used, &used, s->id + 1)) ;
   if (d == NULL) {
     d = calloc(1, sizeof *d);
     if (d == NULL) { s->memprof_tracer = NULL; return; }
@@ -1286,9 +1293,6 @@ void caml_memprof_tracer_new_domain(caml_domain_state *s)
     d->gen = d->quick_gen = (uintnat)-1;
     d->countdown_gen = (uintnat)-1;
     atomic_store_explicit(&domains[s->id], d, memory_order_release);
-    int used = atomic_load(&slots_used);
-    while (used <= s->id
-           && !atomic_compare_exchange_weak(&slots_used, &used, s->id + 1)) ;
   }
   /* Each domain its own random stream: with memprof_seed, streams differ
      by Domain.self () and are reproducible. */
