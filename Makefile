@@ -44,7 +44,7 @@ SRC := $(B)/src
 DIST := ocaml-$(OCAML_VERSION)+memprof
 DIGESTS := build-aux/upstream-digests-$(OCAML_VERSION).sha256
 
-OUR_FILES := $(wildcard runtime/*.c runtime/caml/*.h \
+OUR_FILES := $(wildcard runtime/*.c runtime/*.sh runtime/caml/*.h \
   runtime/patches/$(OCAML_VERSION)/* stdlib-patches/$(OCAML_VERSION)/* \
   stdlib-patches/*.ml stdlib-patches/*.mli build-aux/assemble.sh)
 

@@ -4,7 +4,8 @@
 # Build the $OCAML_VERSION+memprof source tree (5.3.0 by default) in STAGE
 # from the pristine upstream tree PRISTINE and our files in TOP:
 #   1. copy the pristine tree;
-#   2. add our own new files (runtime/*.c, runtime/caml/*.h, stdlib-patches/*.ml*);
+#   2. add our own new files (runtime/*.c, runtime/*.sh, runtime/caml/*.h,
+#      stdlib-patches/*.ml*);
 #   3. apply the version's patch series (runtime/patches/VERSION/series, then
 #      stdlib-patches/VERSION/series) with `patch --fuzz=0`: a hunk that does
 #      not apply exactly is an error naming the patch;
@@ -21,7 +22,7 @@ rm -rf "$stage"; mkdir -p "$stage"
 # npm's additions are not part of the release.
 rm -f "$stage/package.json" "$stage/setup-flexdll"
 
-for f in "$top"/runtime/*.c; do cp "$f" "$stage/runtime/"; done
+for f in "$top"/runtime/*.c "$top"/runtime/*.sh; do cp "$f" "$stage/runtime/"; done
 for f in "$top"/runtime/caml/*.h; do cp "$f" "$stage/runtime/caml/"; done
 for f in "$top"/stdlib-patches/*.ml "$top"/stdlib-patches/*.mli; do
   [ -e "$f" ] && cp "$f" "$stage/stdlib/"

@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "caml/memprof_symbols.h"   /* before lz4frame.h */
 #include <lz4frame.h>
 #include "caml/memprof_trap.h"
 

@@ -146,10 +146,19 @@ static void bad_param(const char *key, const char *val, const char *why)
   fprintf(stderr, "memprof: OCAMLRUNPARAM: ignoring %s=%s: %s\n", key, val, why);
 }
 
-/* Decimal digits only: no sign, no blank, no base prefix, no overflow. */
+/* A number has one spelling: a leading zero is refused (is 010 ten, or
+   eight as strtoul's base 0 would read it?), as is any other form the
+   documentation does not give. */
+static int leading_zero(const char *val)
+{
+  return val[0] == '0' && val[1] >= '0' && val[1] <= '9';
+}
+
+/* Decimal digits only: no sign, no blank, no base prefix, no leading zero,
+   no overflow. */
 static int parse_uint(const char *val, uintnat lo, uintnat hi, uintnat *out)
 {
-  if (!*val) return 0;
+  if (!*val || leading_zero(val)) return 0;
   uintnat v = 0;
   for (const char *p = val; *p; p++) {
     if (*p < '0' || *p > '9') return 0;
@@ -163,10 +172,12 @@ static int parse_uint(const char *val, uintnat lo, uintnat hi, uintnat *out)
 }
 
 /* A decimal number as documented: digits, an optional fraction and an
-   optional exponent (1e-5, 0.001, 1); no sign, blank, hex or inf/nan. */
+   optional exponent (1e-5, 0.001, 1); no sign, blank, hex, inf/nan or
+   leading zero. */
 static int parse_rate(const char *val, double *out)
 {
   const char *p = val;
+  if (leading_zero(val)) return 0;
   int digits = 0;
   while (*p >= '0' && *p <= '9') { p++; digits++; }
   if (*p == '.') { p++; while (*p >= '0' && *p <= '9') { p++; digits++; } }

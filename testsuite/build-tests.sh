@@ -59,6 +59,45 @@ check "hello world links (lz4 comes with the runtime) and runs" [ "$(cat "$W/hel
 (cd "$W" && "$PREFIX/bin/ocamlc" -o hello.byte hello.ml && "$PREFIX/bin/ocamlrun" ./hello.byte > hello.byte.out)
 check "bytecode hello world runs" [ "$(cat "$W/hello.byte.out")" = hello ]
 
+# Symbol hygiene: a user's program links exactly as with vanilla OCaml.
+# Upstream's rule, checked by its tools/check-symbol-names (run from the
+# pristine tree): every global symbol of a runtime library is caml_-
+# prefixed.  Before lz4 was made private to the runtime, every program got
+# 130 LZ4*/XXH* symbols and 39 mpt_* ones.
+libs=$(ls "$PREFIX"/lib/ocaml/libasmrun*.a "$PREFIX"/lib/ocaml/libcamlrun*.a 2>/dev/null)
+bash "$BUILD/pristine/tools/check-symbol-names" $libs > "$W/symbols.out" 2>&1
+check "check-symbol-names passes on the $(echo $libs | wc -w) runtime archives" [ $? -eq 0 ]
+head -n 5 "$W/symbols.out"
+for so in "$PREFIX"/lib/ocaml/libasmrun_shared.so "$PREFIX"/lib/ocaml/libcamlrun_shared.so; do
+  [ -f "$so" ] || continue
+  out=$(nm -D --defined-only "$so" | awk '$3 ~ /^(LZ4|XXH|mpt_)/ { print $3 }' | head -n 3)
+  check "$(basename "$so") exports no lz4 nor codec name" [ -z "$out" ]
+done
+# C stubs that define an lz4 function and a codec function of their own.
+cat > "$W/own_stubs.c" <<'EOC'
+#include <caml/mlvalues.h>
+int LZ4_versionNumber(void) { return 42; }
+int mpt_reader_open(void) { return 7; }
+value own_stubs_check(value unit) { (void)unit; return Val_int(LZ4_versionNumber() * 100 + mpt_reader_open()); }
+EOC
+cat > "$W/own_stubs_main.ml" <<'EOM'
+external check : unit -> int = "own_stubs_check"
+let () =
+  let l = List.init 100_000 (fun i -> (i, i)) in
+  Printf.printf "%d %d\n" (check ()) (List.length l)
+EOM
+(cd "$W" && "$PREFIX/bin/ocamlopt" -g -o own_stubs own_stubs.c own_stubs_main.ml) > "$W/own_stubs.build" 2>&1
+check "a program whose stubs define LZ4_versionNumber and mpt_reader_open links" [ -x "$W/own_stubs" ]
+head -n 5 "$W/own_stubs.build"
+out=$(OCAMLRUNPARAM="memprof=$W/own_stubs.trace,memprof_rate=1e-2" "$W/own_stubs" 2> "$W/own_stubs.err")
+check "... and runs traced, with its own functions ($out), nothing on stderr" \
+  [ "$out" = "4207 100000" -a ! -s "$W/own_stubs.err" ]
+check "... and its (compressed) trace reads" grep -q "Own_stubs_main" <("$PREFIX/bin/ocaml-memprof" top "$W/own_stubs.trace" 2>&1)
+(cd "$W" && mkdir -p byte && cp own_stubs.c own_stubs_main.ml byte/ && cd byte &&
+  "$PREFIX/bin/ocamlc" -custom -o own_stubs.byte own_stubs.c own_stubs_main.ml) > "$W/own_stubs.byte.build" 2>&1
+out=$(OCAMLRUNPARAM="memprof=$W/own_stubs.byte.trace,memprof_rate=1e-2" "$W/byte/own_stubs.byte" 2>&1)
+check "the same in bytecode (-custom): links and runs traced ($out)" [ "$out" = "4207 100000" ]
+
 # The distribution tarball.
 make -s -C "$top" dist > "$W/dist.out" 2>&1
 check "make dist" [ -f "$top/$D.tar.gz" ]

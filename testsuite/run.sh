@@ -85,7 +85,7 @@ build stats; build lifetimes; build domains
 build threads_alloc unix.cmxa threads.cmxa
 build exits; build forks unix.cmxa; build forever; build params
 build with_gc_memprof; build api
-build keepalive; build orphans; build spawner unix.cmxa
+build keepalive; build orphans; build spawner unix.cmxa; build join_exit
 build stacks unix.cmxa threads.cmxa
 build stack_mix; build signal_window unix.cmxa
 mkdir -p "$W/byte" && cp "$P/stats.ml" "$W/byte/"
@@ -154,10 +154,62 @@ orphans_tests() {
   expect "orphans: every trace decodes, ids consistent" $bad 0
 }
 
+# ---- upstream's Gc.Memprof alone, while domains end (5.3.0 and 5.4.1) ----
+# orphans R gc_memprof, untraced: statmemprof tracks blocks at 0.1 while
+# domains end and the main domain compacts.  Crashed 12 times in 100 runs
+# before the 0003 patches (statmemprof handed a terminating domain's blocks
+# over after it left the STW set; a compaction in between left them stale).
+# keepalive D N untraced: Gc.Memprof alone must see no deallocation of a
+# kept block.  `make stress` runs 300 of each.
+gc_memprof_domain_tests() {
+  local GCM_RUNS=${GCM_RUNS:-30} crashes falsed run d out
+  crashes=0
+  for run in $(seq "$GCM_RUNS"); do
+    "$W/orphans" 5 gc_memprof > "$W/orphans-gcm.out" 2>&1 \
+      || { crashes=$((crashes + 1)); tail -n 3 "$W/orphans-gcm.out"; }
+  done
+  expect "orphans with Gc.Memprof, untraced: no crash in $GCM_RUNS runs" $crashes 0
+  crashes=0
+  for run in $(seq "$GCM_RUNS"); do
+    OCAMLRUNPARAM="memprof=$W/orphans-gcm.trace,memprof_rate=0.1,memprof_seed=$run" \
+      "$W/orphans" 5 gc_memprof > "$W/orphans-gcm.out" 2>&1 \
+      || { crashes=$((crashes + 1)); tail -n 3 "$W/orphans-gcm.out"; }
+  done
+  expect "orphans with Gc.Memprof, traced: no crash in $GCM_RUNS runs" $crashes 0
+  for d in 2 4; do
+    falsed=0; crashes=0
+    for run in $(seq "$GCM_RUNS"); do
+      out=$("$W/keepalive" $d $((200000 / d))) || crashes=$((crashes + 1))
+      falsed=$((falsed + $(echo "$out" | awk '{ print $5 + 0 }')))
+    done
+    expect "keepalive $d domains, Gc.Memprof alone: no dealloc of a kept block ($GCM_RUNS runs)" $falsed 0
+    expect "keepalive $d domains, Gc.Memprof alone: no crash" $crashes 0
+  done
+}
+
+# ---- exit with cleanup (OCAMLRUNPARAM=c) after joining a domain ----
+# join_exit: the joined domain's thread freed its last roots while
+# caml_shutdown destroyed the memory pool: about 1 run in 400 crashed,
+# traced or not, before the 0004 patches.  `make stress` runs 1,000 each.
+exit_cleanup_tests() {
+  local JOIN_RUNS=${JOIN_RUNS:-300} crashes run
+  crashes=0
+  for run in $(seq "$JOIN_RUNS"); do
+    OCAMLRUNPARAM='o=200,W,c' "$W/join_exit" 2> "$W/join.err" || { crashes=$((crashes + 1)); cat "$W/join.err"; }
+  done
+  expect "join then exit with cleanup, untraced: no crash in $JOIN_RUNS runs" $crashes 0
+  crashes=0
+  for run in $(seq "$JOIN_RUNS"); do
+    OCAMLRUNPARAM="o=200,W,c,memprof=$W/join.trace,memprof_rate=1e-3" "$W/join_exit" 2> "$W/join.err" \
+      || { crashes=$((crashes + 1)); cat "$W/join.err"; }
+  done
+  expect "join then exit with cleanup, traced: no crash in $JOIN_RUNS runs" $crashes 0
+}
+
 # `make stress` (testsuite/stress.sh): only the concurrency stress tests,
 # with many more runs.
 if [ -n "${STRESS_ONLY:-}" ]; then
-  keepalive_tests; orphans_tests
+  keepalive_tests; orphans_tests; gc_memprof_domain_tests; exit_cleanup_tests
   echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]; exit
 fi
 
@@ -363,6 +415,10 @@ run_bad "hexadecimal rate" "memprof=$W/bad5.trace,memprof_rate=0x1p-4" "memprof_
 run_bad "rate with a blank" "memprof=$W/bad6.trace,memprof_rate= 0.5" "memprof_rate= 0.5"
 run_bad "frames with a sign" "memprof=$W/bad7.trace,memprof_frames=+5" "memprof_frames=+5"
 run_bad "seed beyond 2^64-1" "memprof=$W/bad8.trace,memprof_seed=18446744073709551616" "memprof_seed=18446744073709551616"
+run_bad "compress with leading zeros" "memprof=$W/bad9.trace,memprof_compress=00001" "memprof_compress=00001"
+run_bad "rate with a leading zero" "memprof=$W/bad10.trace,memprof_rate=01e-3" "memprof_rate=01e-3"
+expect "a lone 0 is a number: memprof_compress=0 accepted" \
+  "$(OCAMLRUNPARAM="memprof=$W/ok0.trace,memprof_compress=0" "$W/params" 2>&1 >/dev/null | wc -l)" 0
 check "memprof without =: upstream's m option untouched" grep -q "custom_minor_ratio=100 " <(OCAMLRUNPARAM="memprof,s=64k" "$W/params" 2>/dev/null)
 out=$(OCAMLRUNPARAM="memprof=$W/m.trace,s=64k" "$W/params")
 expect "memprof= is not read as upstream's m= option" "$out" \
@@ -419,6 +475,8 @@ check "signal: new trace has samples" [ "$(get "$W/sig2.sum" allocs)" -gt 0 ]
 
 keepalive_tests
 orphans_tests
+gc_memprof_domain_tests
+exit_cleanup_tests
 
 # ---- OCaml programs that run OCaml programs (exec'd children) ----
 # The children inherit OCAMLRUNPARAM: without %p they must not truncate

@@ -18,6 +18,7 @@
 #ifndef MEMPROF_TRACE_CODEC_H
 #define MEMPROF_TRACE_CODEC_H
 
+#include "memprof_symbols.h"  /* the runtime's caml_ names */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
