@@ -222,7 +222,10 @@ static int add_presets(an_filter *f, int argc, char **argv, const char *names,
                        char *err, size_t errlen)
 {
   preset_table t;
-  if (presets_load(&t, presets_file_arg(argc, argv), err, errlen) < 0) return -1;
+  if (presets_load(&t, presets_file_arg(argc, argv), err, errlen) < 0) {
+    presets_free(&t);
+    return -1;
+  }
   char *list = xstrdup(names);
   int rc = 0, count = 0;
   for (char *save, *n = strtok_r(list, ",", &save); n && !rc; n = strtok_r(NULL, ",", &save)) {
@@ -256,9 +259,9 @@ int an_filter_option(an_filter *f, int argc, char **argv, int *i, char *err, siz
     if (!strcmp(o, "--preset")) return add_presets(f, argc, argv, a, err, errlen) < 0 ? -1 : 1;
     /* Read now, so that a bad file is reported even without --preset. */
     preset_table t;
-    if (presets_load(&t, a, err, errlen) < 0) return -1;
+    int rc = presets_load(&t, a, err, errlen);
     presets_free(&t);
-    return 1;
+    return rc < 0 ? -1 : 1;
   }
   static const struct { const char *name, *expected; } opts[] = {
     { "--allocated", "a time window A,B (1s,2s; 250ms,; ,3m)" },

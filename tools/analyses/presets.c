@@ -123,12 +123,10 @@ int presets_load(preset_table *t, const char *file, char *err, size_t errlen)
   if (!f) {
     if (!file && errno == ENOENT) return 0;      /* no user presets */
     snprintf(err, errlen, "cannot read presets file %.300s: %s", path, strerror(errno));
-    presets_free(t);
     return -1;
   }
   int rc = load_file(t, f, path, err, errlen);
   fclose(f);
-  if (rc) presets_free(t);
   return rc;
 }
 

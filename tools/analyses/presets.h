@@ -32,7 +32,8 @@ typedef struct {
 /* The built-in presets, then those of [file] (NULL: the default file,
    which may be absent).  0, or -1 with a one-line message in [err]: an
    unreadable --presets-file, a malformed line ("FILE:LINE: ...") or a
-   regex that does not compile. */
+   regex that does not compile; *t then holds the built-ins and the
+   presets of the lines before the bad one.  Free *t in both cases. */
 int presets_load(preset_table *t, const char *file, char *err, size_t errlen);
 void presets_free(preset_table *t);
 const preset *presets_find(const preset_table *t, const char *name);

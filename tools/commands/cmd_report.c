@@ -37,6 +37,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "lifecube.h"
+#include "presets.h"
 #include "report.h"
 #include "util.h"
 
@@ -203,6 +204,28 @@ static void put_filter_args(FILE *o, int argc, char **argv, const cli_inputs *in
   fputc(']', o);
 }
 
+/* The presets the page offers beside its hide filter: those --preset
+   knows (built-in, then the user's file or --presets-file).  A malformed
+   user file (not named by --presets-file, which parsing has checked)
+   leaves the page the presets read before the bad line, with a warning. */
+static void put_presets(FILE *o, int argc, char **argv)
+{
+  preset_table t;
+  char err[512];
+  if (presets_load(&t, presets_file_arg(argc, argv), err, sizeof err) < 0)
+    msg("warning: %s\n", err);
+  fprintf(o, ",\n\"presets\":[");
+  for (size_t i = 0; i < t.n; i++) {
+    fprintf(o, "%s{\"name\":", i ? "," : "");
+    put_str(o, t.v[i].name);
+    fprintf(o, ",\"regex\":");
+    put_str(o, t.v[i].regex);
+    fprintf(o, ",\"builtin\":%s}", t.v[i].builtin ? "true" : "false");
+  }
+  fputc(']', o);
+  presets_free(&t);
+}
+
 static int write_data(FILE *o, an_ctx *c, acc *a, const cli_inputs *in, uint64_t end,
                        uint32_t nbins, int argc, char **argv)
 {
@@ -240,6 +263,7 @@ static int write_data(FILE *o, an_ctx *c, acc *a, const cli_inputs *in, uint64_t
           (unsigned long long)end, (unsigned long long)q->width, nbins,
           (unsigned long long)a->lost);
   put_filter_args(o, argc, argv, in);
+  put_presets(o, argc, argv);
   jarr j;
   arr_begin(&j, o, "life_lo");
   for (uint32_t k = 0; k < LIFECUBE_NLIFE; k++) arr_u64(&j, lifecube_life_lo(k));

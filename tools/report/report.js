@@ -272,7 +272,13 @@ var nVis, nSite, ftOf;
 function visOf(n) { return nVis ? nVis[n] : n; }
 function siteOf(n) { return nSite ? nSite[n] : n ? fFn[locOff[nLoc[n]]] : NOBT; }
 var FT = null;   // { n, parent, name, first, next, keyBelow, keyUp, keys }
-function hidePatterns() { return (S.hide ? [S.hide] : []).concat(S.presets); }
+// The presets (D.presets: the CLI's built-in ones and the user's, as
+// `--preset NAME` resolves them): S.presets holds their names.
+var PRESETS = {};
+(D.presets || []).forEach(function (p) { PRESETS[p.name] = p.regex; });
+function hidePatterns() {
+  return (S.hide ? [S.hide] : []).concat(S.presets.filter(function (n) { return n in PRESETS; }).map(function (n) { return PRESETS[n]; }));
+}
 // Two keys: the stack filters (focus, ignore) only set per-cell flags;
 // hiding frames changes sites and the frame tree.
 var hideKey = null, stackFlagKey = null, cStack = null, flagBuf = null;
@@ -361,8 +367,7 @@ function switchStacks(hk, patterns) {
 function idle(f) { (window.requestIdleCallback || setTimeout).call(window, f); }
 function warmUp() {
   if (hideKey === '[]' && !FT) { frameTree(); idle(warmUp); return; }
-  var pv = Array.from(document.querySelectorAll('.preset')).map(function (p) { return p.value; })
-    .filter(function (v) { return /Stdlib/.test(v); }), pk = JSON.stringify(pv), cur = hideKey;
+  var pv = PRESETS.stdlib ? [PRESETS.stdlib] : [], pk = JSON.stringify(pv), cur = hideKey;
   if (cur !== '[]' || stacksOf[pk] || !pv.length) return;
   switchStacks(pk, pv); frameTree();
   switchStacks(cur, null);
@@ -1289,7 +1294,9 @@ function cliCommand() {
   if (S.doms) S.doms.forEach(function (d) { a.push('--domain ' + d); });
   if (S.focus) a.push('--focus ' + q(S.focus));
   if (S.ignore) a.push('--ignore ' + q(S.ignore));
-  hidePatterns().forEach(function (h) { a.push('--hide ' + q(h)); });
+  if (S.hide) a.push('--hide ' + q(S.hide));
+  var pn = S.presets.filter(function (n) { return n in PRESETS; });
+  if (pn.length) a.push('--preset ' + q(pn.join(',')));
   if (S.never) note = '   # "never collected": no CLI filter; see the live column (live at the end)';
   return a.join(' ') + ' ' + D.traces.map(q).join(' ') + note;
 }
@@ -1341,6 +1348,9 @@ function loadHash() {
 
 // ---------- start ----------
 $('title').textContent = D.title;
+$('presets').innerHTML = (D.presets || []).map(function (p) {
+  return '<label title="' + esc((p.builtin ? 'built-in: ' : 'from your presets file: ') + p.regex) + '"><input type="checkbox" class="preset" value="' + esc(p.name) + '"> ' + esc(p.name) + '</label>';
+}).join(' ');
 var lifeNames = [], sizeNames = [];
 for (var c0 = 0; c0 < NLIFE; c0++) lifeNames.push(c0 ? secs(D.life_lo[c0]) : '0');
 for (var s0 = 0; s0 < 32; s0++) sizeNames.push(s0 ? bytes(Math.pow(2, s0 + 3)) : '0 B');

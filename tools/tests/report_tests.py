@@ -58,7 +58,7 @@ def settings_for(D, top_site, domain):
     return [
         {"alloc": [nb // 4, (3 * nb) // 4]} if domain is None
         else {"alloc": [nb // 4, (3 * nb) // 4], "doms": [domain]},
-        {"life": [2, 14], "size": [1, 3], "live": [nb // 3, nb // 2]},
+        {"life": [2, 14], "size": [1, 3], "live": [nb // 3, nb // 2], "presets": ["stdlib", "runtime"]},
         {"focus": re.escape(top_site), "coll": [0, (2 * nb) // 3], "hide": "^Stdlib__List"},
     ]
 
@@ -337,7 +337,7 @@ def test_report(check, tool, tool_json, run, out_dir, here, gen):
 
 
 BENCH_SETTINGS = ["{alloc: [0, Math.floor(NB / 2)]}", "{never: true}", "{focus: 'a'}",
-                  "{presets: ['^Stdlib|^Camlinternal']}", "{hide: 'Stdlib'}",
+                  "{presets: ['stdlib']}", "{hide: 'Stdlib'}",
                   "{}", "{live: [Math.floor(NB / 3), Math.floor(NB / 3)]}", "{size: [2, 4], life: [3, 12]}"]
 
 
