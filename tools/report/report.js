@@ -499,53 +499,88 @@ function computeSites() {
   R.flags = classify();
 }
 
-// Leak / allocation race, per site, over the filtered cells: the volume in
-// flight of its blocks that reached the major heap grows (its mean over
-// the last quarter of the site's activity at least twice that over the
-// first quarter, and at least 16 samples and 1% of the selection's peak).
-// Then a leak when less than 15% of those bytes die while the site still
-// allocates (they pile up), an allocation race when more do: blocks die,
-// but slower than they are allocated (a queue filled faster than drained,
-// lifetimes that grow with the load).  The threshold is low because
-// deaths of major blocks are only seen at the end of major cycles, which
-// lag behind.
+// Leak / allocation race, per site, over the filtered cells, from its
+// promoted blocks (those that reached the major heap: a block that dies
+// young is reclaimed with the minor heap, whose filling would look like
+// growth).  docs/ocaml-memprof.md ("Leak and allocation-race flags")
+// explains the rules and their thresholds.
+// - leak: the volume in flight grows (its mean over the last quarter of
+//   the site's activity at least twice that over the first quarter, and
+//   at least 16 samples and 1% of the selection's peak) and less than 15%
+//   of the promoted bytes die while the site still allocates.
+// - allocation race (a backlog): the blocks wait longer and longer before
+//   they die.  A block's *proven* lifetime is how long it certainly lived:
+//   a block whose death is seen at the end of major cycle k was reachable
+//   during cycle k - 1 (else cycle k - 1 would have freed it), so it lived
+//   at least from its allocation to the end of cycle k - 2; a block live
+//   at the end, to the end of the last cycle but one.  GC latency (up to two cycles, longer as
+//   the heap grows) never makes a proven lifetime grow.  The site's
+//   activity is cut into RACE_SEGMENTS equal spans: a race when the mean
+//   proven lifetime of the blocks allocated in some span after the first
+//   is at least twice that of the first span and at least one mean major
+//   cycle, while the volume in flight over that span is at least twice
+//   that over the first span (allocation outpaced collection) and at
+//   least 16 samples and 1% of the peak, at least 15% of the bytes died,
+//   and that span has at least RACE_MIN_BLOCKS blocks.  "drained" says
+//   that the lifetimes fell back (the queue emptied) before the end.
+var RACE_SEGMENTS = 8, RACE_MIN_BLOCKS = 8;
 function classify() {
-  // in flight over the last quarter of its activity: at least 16 samples
-  // and 1% of the selection's peak live volume (so a site with fewer
-  // samples in all is not looked at)
   var peak = 0; for (var b0 = 0; b0 < NB; b0++) peak = Math.max(peak, R.live[b0] / BPS);
   var minLive = Math.max(16, 0.01 * peak), out = new Map();
+  // proven[b]: for a block whose death is seen in bin b, the end of the
+  // cycle two before the one that freed it (the last cycle ending in bin
+  // b, or before it), -1 when there is none
+  var ends = D.gc.major.map(function (m) { return Math.min(NB - 1, Math.floor(m[0] / D.bin_ns)); }).sort(function (a, b) { return a - b; });
+  var proven = new Int32Array(NB + 1).fill(-1);
+  for (var b1 = 0, j = -1; b1 < NB; b1++) {
+    while (j + 1 < ends.length && ends[j + 1] <= b1) j++;
+    proven[b1] = j >= 2 ? ends[j - 2] : -1;
+  }
+  // live at the end: the last cycle did not free it, so it was reachable
+  // during that cycle, which began at the end of the one before
+  proven[NB] = ends.length >= 2 ? ends[ends.length - 2] : -1;
+  var cycleBins = NB / (ends.length + 1);
   var per = new Map(), sm = R.siteSamples, cst = cSite;
   for (var i = 0; i < NC; i++) {
-    if (!R.keep[i]) continue;
+    if (!R.keep[i] || !cProm[i]) continue;
     var k = cst[i];
-    if (sm[k] < minLive || !cProm[i]) continue;
+    if (sm[k] < minLive) continue;
     var e = per.get(k);
     if (!e) { e = { diff: new Float64Array(NB + 1), first: NB, last: -1, all: 0, cells: [] }; per.set(k, e); }
-    // promoted samples only: a block that dies young is reclaimed with the
-    // minor heap, whose filling would otherwise look like growth
     var s = cProm[i], ab = cAbin[i], db = cDbin[i];
-    if (!s) continue;
     e.diff[ab] += s; if (db < NB) e.diff[db] -= s;
     if (ab < e.first) e.first = ab; if (ab > e.last) e.last = ab;
     e.all += s; e.cells.push(i);
   }
   per.forEach(function (e, k) {
-    if (e.last - e.first < 4) return;
-    var lv = 0, levels = new Float64Array(e.last + 1);
-    for (var b = 0; b <= e.last; b++) { lv += e.diff[b]; levels[b] = lv; }
-    // mean in-flight volume over the first and the last quarter of the
-    // site's activity (means, so that minor-heap noise does not count)
-    var q = Math.max(1, Math.floor((e.last - e.first + 1) / 4)), m = 0, endv = 0;
-    for (var b2 = e.first; b2 < e.first + q; b2++) m += levels[b2];
-    for (var b3 = e.last - q + 1; b3 <= e.last; b3++) endv += levels[b3];
-    m /= q; endv /= q;
-    if (endv >= minLive && endv >= 2 * m + 1) {
-      var died = 0;
-      e.cells.forEach(function (i) { if (cDbin[i] < e.last) died += cProm[i]; });
-      died /= e.all;
-      out.set(k, { kind: died >= 0.15 ? 'race' : 'leak', died: died, growth: endv / Math.max(m, 1), inflight: endv * BPS });
+    if (e.last - e.first < RACE_SEGMENTS) return;
+    var lv = 0, levels = new Float64Array(NB);
+    for (var b = 0; b < NB; b++) { lv += e.diff[b]; levels[b] = lv; }
+    var died = 0;
+    e.cells.forEach(function (i) { if (cDbin[i] < e.last) died += cProm[i]; });
+    died /= e.all;
+    // mean in-flight volume over bins [a, z)
+    function level(a, z) { var v = 0; for (var b = a; b < z; b++) v += levels[b]; return v / Math.max(1, z - a); }
+    if (died < 0.15) {
+      var q = Math.max(1, Math.floor((e.last - e.first + 1) / 4)), m = level(e.first, e.first + q), endv = level(e.last - q + 1, e.last + 1);
+      if (endv >= minLive && endv >= 2 * m + 1)
+        out.set(k, { kind: 'leak', died: died, growth: endv / Math.max(m, 1), inflight: endv * BPS });
+      return;
     }
+    var span = (e.last - e.first + 1) / RACE_SEGMENTS, life = new Float64Array(RACE_SEGMENTS), n = new Float64Array(RACE_SEGMENTS);
+    e.cells.forEach(function (i) {
+      var ab = cAbin[i], g = Math.min(RACE_SEGMENTS - 1, Math.floor((ab - e.first) / span));
+      life[g] += Math.max(0, proven[cDbin[i]] - ab) * cBlocks[i]; n[g] += cBlocks[i];
+    });
+    var top = 0;
+    for (var g = 0; g < RACE_SEGMENTS; g++) { life[g] = n[g] ? life[g] / n[g] : 0; if (life[g] > life[top]) top = g; }
+    if (top === 0 || n[top] < RACE_MIN_BLOCKS || life[top] < 2 * life[0] || life[top] < cycleBins) return;
+    var l0 = level(e.first, Math.round(e.first + span)), lt = level(Math.round(e.first + top * span), Math.round(e.first + (top + 1) * span));
+    if (lt < minLive || lt < 2 * l0 + 1) return;
+    var fell = false;
+    for (var g2 = top + 1; g2 < RACE_SEGMENTS; g2++) if (n[g2] && life[g2] <= life[top] / 2) fell = true;
+    out.set(k, { kind: 'race', died: died, growth: lt / Math.max(l0, 1), inflight: lt * BPS,
+                 lifeGrowth: life[0] ? life[top] / life[0] : Infinity, drained: fell });
   });
   return out;
 }
@@ -1068,8 +1103,12 @@ function drawLife() {
     histogram('in time (live at the end: to the end of the trace)', l1, v1, bytes) +
     histogram('in bytes allocated meanwhile (collected blocks; ' + bytes(never) + ' never collected)', l2, v2, bytes);
   var fl = Array.from(R.flags.entries()).sort(function (a, b) { return b[1].inflight - a[1].inflight; });
-  html += '<h3>Flags</h3><div class="note">In-flight volume of its promoted blocks (minor-heap churn left out) grows over the site\'s activity (mean over its last quarter ≥ 2× the mean over its first quarter, and ≥ 1% of the selection\'s peak): <b>leak</b> when less than 15% of those bytes die while the site still allocates; <b>allocation race</b> when more do: its blocks die, but slower than they are allocated.</div><table><tr><th class="name">site</th><th>flag</th><th>in flight (last quarter)</th><th>growth</th><th>died while allocating</th></tr>' +
-    fl.map(function (e) { return '<tr><td class="name">' + esc(NAMES[e[0]]) + '</td><td><span class="flag ' + e[1].kind + '">' + (e[1].kind === 'race' ? 'allocation race' : 'leak') + '</span></td><td>' + bytes(e[1].inflight) + '</td><td>×' + e[1].growth.toFixed(1) + '</td><td>' + Math.round(100 * e[1].died) + '%</td></tr>'; }).join('') + '</table>' +
+  html += '<h3>Flags</h3><div class="note">From the promoted blocks of each site (minor-heap churn left out). <b>Leak</b>: the volume in flight grows (mean over the last quarter of the site\'s activity ≥ 2× the first quarter\'s, and ≥ 1% of the selection\'s peak) and less than 15% of those bytes die while the site still allocates. <b>Allocation race</b> (a backlog): the blocks wait longer and longer before they die: the mean proven lifetime (GC latency left out) of the blocks allocated in some eighth of the site\'s activity is ≥ 2× the first eighth\'s and ≥ one major cycle, while the volume in flight has at least doubled; "drained": the lifetimes fell back before the end.</div><table><tr><th class="name">site</th><th>flag</th><th>in flight</th><th>growth</th><th>died while allocating</th><th>lifetimes</th></tr>' +
+    fl.map(function (e) {
+      var f = e[1], race = f.kind === 'race';
+      return '<tr><td class="name">' + esc(NAMES[e[0]]) + '</td><td><span class="flag ' + f.kind + '">' + (race ? 'allocation race' : 'leak') + '</span></td><td>' + bytes(f.inflight) + '</td><td>×' + f.growth.toFixed(1) + '</td><td>' + Math.round(100 * f.died) + '%</td><td>' +
+        (race ? (isFinite(f.lifeGrowth) ? '×' + f.lifeGrowth.toFixed(1) : 'from 0') + (f.drained ? ', drained' : ', still growing') : '') + '</td></tr>';
+    }).join('') + '</table>' +
     (fl.length ? '' : '<div class="note">no site flagged</div>');
   $('lifeview').innerHTML = html;
 }

@@ -17,6 +17,9 @@ bytecode program under ocamlrun.  For each report:
   are not blank (several colours, some non-white area);
 - on report4: leak_step is flagged as a leak, race_step as an allocation
   race, temp_step not at all;
+- the allocation-race flag on tests/backlog.ml, four seeds: a true backlog
+  flagged, and nothing else (client churn, a bounded queue that ends
+  empty, a growing then dropped table); with the backlog fixed, nothing;
 - retention view and dominator tree: on traces with a heap snapshot (tests/gen_snapshot's
   synthetic graph; testsuite/programs/snap_hashtbl.ml, a Hashtbl leak held
   by a module global, traced), the view's tables (retained by root kind,
@@ -325,6 +328,8 @@ def test_report(check, tool, tool_json, run, out_dir, here, gen):
                               "search_ms": round(o["searchMs"], 1),
                               "views_ms": {k: round(x["ms"]) for k, x in v.items()},
                               "cells": D["blob_arrays"][2][1], "nodes": D["blob_arrays"][0][1]}
+        if browser and os.access(ocamlopt, os.X_OK):
+            test_race_flag(check, tool, run, browser, here, work, ocamlopt)
     finally:
         if browser:
             browser.close()
@@ -334,6 +339,59 @@ def test_report(check, tool, tool_json, run, out_dir, here, gen):
         for k, t in timings.items():
             print("     report %s: %d bytes, first paint %d ms, filter updates %s ms, search %s ms, views %s" %
                   (k, t["bytes"], t["first_paint_ms"], t["filter_updates_ms"], t["search_ms"], t["views_ms"]))
+
+
+def page_flags(browser, html):
+    """The flags the report's Lifetimes view shows: {site: (kind, flag)}."""
+    page = browser.page(1200, 800)
+    page.goto("file://" + os.path.abspath(html), "document.body && document.body.getAttribute('data-ready')",
+              timeout=120)
+    out = page.eval("JSON.stringify(Array.from(R.flags.entries()).map(function (e) { return [NAMES[e[0]], e[1]]; }))")
+    return {k: v for k, v in json.loads(out)}, page.errors
+
+
+# The allocation-race flag's controls (tests/backlog.ml): with mode
+# "backlog" the flag must name the backlog (the jobs, and Stdlib__Queue.add,
+# the cells of their queue) and nothing else; with the backlog fixed, no
+# site.  Several seeds, each a different sample of the same runs.
+RACE_SEEDS = (1, 2, 3, 4)
+RACE_STEPS = "2000000"
+BACKLOG_SITES = {"Backlog.job", "Stdlib__Queue.add"}
+
+
+def test_race_flag(check, tool, run, browser, here, work, ocamlopt):
+    shutil.copy(os.path.join(here, "backlog.ml"), work)
+    r = run([ocamlopt, "-g", "backlog.ml", "-o", "backlog.exe"], cwd=work)
+    check("race flag: compile tests/backlog.ml", r.returncode == 0, r.stderr[-300:])
+    if r.returncode != 0:
+        return
+    figures = []
+    for mode in ("backlog", "fixed"):
+        for seed in RACE_SEEDS:
+            trace = os.path.join(work, "%s-%d.trace" % (mode, seed))
+            env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-3,memprof_seed=%d" % (trace, seed))
+            r = run([os.path.join(work, "backlog.exe"), mode, RACE_STEPS], cwd=work, env=env)
+            html = os.path.join(work, "%s-%d.html" % (mode, seed))
+            if r.returncode == 0:
+                r = tool("report", "-o", html, trace)
+            if r.returncode != 0:
+                check("race flag: traced run and report of backlog.exe %s, seed %d" % (mode, seed), False,
+                      r.stderr[-300:])
+                continue
+            flags, errors = page_flags(browser, html)
+            races = {k for k, f in flags.items() if f["kind"] == "race"}
+            figures.append("%s/%d: %s" % (mode, seed, ", ".join(
+                "%s (lifetimes x%s%s)" % (k, "%.1f" % flags[k]["lifeGrowth"] if flags[k]["lifeGrowth"] else "inf",
+                                          ", drained" if flags[k]["drained"] else "") for k in sorted(races)) or "none"))
+            if mode == "backlog":
+                check("race flag, backlog seed %d: the backlog flagged, nothing else" % seed,
+                      "Backlog.job" in races and races <= BACKLOG_SITES and not errors,
+                      "%s %s" % (sorted(races), errors[:2]))
+            else:
+                check("race flag, backlog fixed, seed %d: no site flagged" % seed,
+                      not races and not errors, "%s %s" % (sorted(races), errors[:2]))
+    for f in figures:
+        print("     race flag " + f)
 
 
 BENCH_SETTINGS = ["{alloc: [0, Math.floor(NB / 2)]}", "{never: true}", "{focus: 'a'}",
