@@ -183,3 +183,36 @@ void presets_hint(an_ctx *c, const an_filter *f, const uint32_t *locs, size_t n)
     }
   }
 }
+
+typedef struct { const char *key; uint32_t loc; double v; } ranked_site;
+
+static int by_value(const void *x, const void *y)
+{
+  const ranked_site *a = x, *b = y;
+  return a->v < b->v ? 1 : a->v > b->v ? -1 : strcmp(a->key, b->key);
+}
+
+void presets_hint_by_location(an_ctx *c, const an_filter *f, const double *value)
+{
+  if (f->nhide) return;
+  uint32_t nloc = an_location_count(c);
+  ranked_site *v = xmalloc(((size_t)nloc + 1) * sizeof *v);
+  size_t n = 0;
+  u64map idx;                   /* function key -> index in v */
+  u64map_init(&idx, 256);
+  for (uint32_t l = 1; l <= nloc; l++) {
+    if (!(value[l] > 0)) continue;
+    const char *key = an_loc_key(c, l, AN_BY_FUNCTION);
+    uint32_t *k = u64map_get(&idx, (uint64_t)(uintptr_t)key);
+    if (k) { v[*k].v += value[l]; continue; }
+    u64map_put(&idx, (uint64_t)(uintptr_t)key, (uint32_t)n);
+    v[n++] = (ranked_site){ key, l, value[l] };
+  }
+  if (n) qsort(v, n, sizeof *v, by_value);
+  uint32_t locs[HINT_ROWS];
+  size_t k = 0;
+  for (; k < n && k < HINT_ROWS; k++) locs[k] = v[k].loc;
+  presets_hint(c, f, locs, k);
+  u64map_free(&idx);
+  free(v);
+}

@@ -49,8 +49,12 @@ const char *presets_file_arg(int argc, char **argv);
    stderr "hint: K of the top N sites are in Lwt's code; try --preset
    lwt" (stderr, so that --json and --csv output stay as they are).  The
    scheduler presets are the built-in ones. */
+#define HINT_ROWS 10            /* the top rows a hint looks at */
 struct an_ctx;
 struct an_filter;
 void presets_hint(struct an_ctx *c, const struct an_filter *f, const uint32_t *locs, size_t n);
+/* The same for a view without a table (flamegraph): [value] per location
+   id (an_location_count + 1 entries), sites being functions as in top. */
+void presets_hint_by_location(struct an_ctx *c, const struct an_filter *f, const double *value);
 
 #endif
