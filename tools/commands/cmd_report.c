@@ -50,7 +50,8 @@ extern unsigned int report_html_len, report_js_len;
    the last 8 snapshots of a trace in full (at most 1.8 MB of trees),
    the evolution of all. */
 static const retainers_opts retention = { .top = 30, .npaths = 5, .max_snapshots = 8,
-                                          .tree_nodes = 1500, .tree_width = 12, .tree_depth = 16 };
+                                          .tree_nodes = 1500, .tree_width = 12, .tree_depth = 16,
+                                          .stacks = 1 };
 
 typedef struct { uint64_t t; double heap, live; } gcpoint;
 typedef struct { uint64_t t; uint32_t stream; uint64_t dom; int start; } dompoint;
@@ -226,8 +227,8 @@ static void put_presets(FILE *o, int argc, char **argv)
   presets_free(&t);
 }
 
-static int write_data(FILE *o, an_ctx *c, acc *a, const cli_inputs *in, uint64_t end,
-                       uint32_t nbins, int argc, char **argv)
+static int write_data(FILE *o, an_ctx *c, const an_filter *f, acc *a, const cli_inputs *in,
+                      uint64_t end, uint32_t nbins, int argc, char **argv)
 {
   const ti_header *h = an_header(c);
   const an_node *nodes = an_nodes(c);
@@ -377,7 +378,9 @@ static int write_data(FILE *o, an_ctx *c, acc *a, const cli_inputs *in, uint64_t
   fprintf(o, "},\n\"snapshots\":[");
   for (size_t i = 0; i < in->npaths && !rc; i++) {
     if (i) fputc(',', o);
-    int k = a->snapshots ? retainers_json(o, in->paths[i], &retention, put_str) : 2;
+    retainers_opts ro = retention;
+    ro.hide = f;
+    int k = a->snapshots ? retainers_json(o, in->paths[i], &ro, put_str) : 2;
     if (k == 2) fputs("null", o);
     else if (k) rc = 1;
   }
@@ -439,7 +442,7 @@ int cmd_report(int argc, char **argv)
   if (!o) { rc = 1; goto done; }
   size_t pos = 0;
   put_template(o, &pos, "@DATA@");
-  if (write_data(o, c, &a, &in, end, nbins, argc, argv)) {
+  if (write_data(o, c, &f, &a, &in, end, nbins, argc, argv)) {
     out_close(o, t.out);
     rc = 1;
     goto done;

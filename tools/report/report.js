@@ -1211,6 +1211,36 @@ function drawFlameSide() {
     ' (dominator tree: a row retains the rows under it; the filters do not apply; more in the Retention tab)</span></h3>' + treeHTML(X, 'fgtree', true);
 }
 $('fgdom').addEventListener('click', function (e) { treeClick(e, drawFlameSide); });
+// The retention view's sites: the snapshot's own (X.sites, named by the
+// innermost frame, or the frames the report's command line hid), or,
+// when the page hides frames, its stacks (X.stacks) summed by the first
+// location the page's patterns leave (a location is hidden when one of
+// its frames matches, as in the CLI), each with the retainer paths of the
+// snapshot's sites it merges, shortest first.
+function retentionSites(X) {
+  var pats = hidePatterns().map(re).filter(Boolean);
+  if (!pats.length || !X.stacks) return X.sites;
+  var L = X.stacks.locs, hid = L.map(function (entries) {
+    if (!entries.length) return pats.some(function (r) { return r.test('<unknown>'); });
+    return entries.some(function (e) { return pats.some(function (r) { return r.test(e[0]) || r.test(e[1]); }); });
+  });
+  var by = new Map(), out = [];
+  X.stacks.rows.forEach(function (row) {
+    var st = row[4], l = -1;
+    for (var k = 0; k < st.length && l < 0; k++) if (!hid[st[k]]) l = st[k];
+    var e = l >= 0 ? L[l] : null, name = !e ? '(no stack)' : e.length ? e[0][0] + ' (' + e[0][1] + ':' + e[0][2] + ')' : '?';
+    var g = by.get(name);
+    if (!g) { g = { site: name, function: e && e.length ? e[0][0] : '', estimate: 0, variance: 0, sampled: 0, from: [] }; by.set(name, g); out.push(g); }
+    g.estimate += row[0]; g.variance += row[1]; g.sampled += row[2];
+    if (row[3] >= 0 && g.from.indexOf(row[3]) < 0) g.from.push(row[3]);
+  });
+  out.forEach(function (g) {
+    g.stderr = Math.sqrt(g.variance);
+    var ps = []; g.from.forEach(function (i) { ps = ps.concat(X.sites[i].paths); });
+    g.paths = ps.sort(function (a, b) { return a.steps.length - b.steps.length || b.blocks - a.blocks; }).slice(0, 5);
+  });
+  return out.sort(function (a, b) { return b.estimate - a.estimate; }).slice(0, X.sites.length);
+}
 function drawRetention() {
   var el = $('retention');
   if (!SNAPS.length) {
@@ -1228,24 +1258,25 @@ function drawRetention() {
   var cur = E.list.indexOf(X);
   h.push('snapshot: <select id="rsnap">' + E.list.map(function (x, i) { return '<option value="' + i + '"' + (i === cur ? ' selected' : '') + '>' + x.snapshot.seq + ' at ' + secs(x.snapshot.time_ns) + ', live ' + bytes(x.snapshot.live_bytes) + '</option>'; }).join('') + '</select>' +
     ' <span class="note">' + (E.count > E.list.length ? 'the last ' + E.list.length + ' of ' + E.count + ' snapshots (every one in the evolution)' : E.count + ' snapshot' + (E.count > 1 ? 's' : '')) + '</span></div>');
-  h.push('<div class="note">Retained bytes of a root: what would be freed if that root alone were cleared (dominator tree). Same figures as <code>ocaml-memprof retainers --json --snapshot ' + (E.count - E.list.length + cur + 1) + ' ' + esc(X.trace) + '</code>; the filters do not apply here.</div>');
+  h.push('<div class="note">Retained bytes of a root: what would be freed if that root alone were cleared (dominator tree). Same figures as <code>ocaml-memprof retainers --json --snapshot ' + (E.count - E.list.length + cur + 1) + hideArgs().map(function (a) { return ' ' + esc(a); }).join('') + ' ' + esc(X.trace) + '</code>; of the filters, only the hidden frames apply here (they name the sites), the others select samples, not heap blocks.</div>');
   if (E.evolution.rows.length > 1) h.push('<h3>Evolution of retained bytes by root kind</h3>' + evolutionSVG(E.evolution, sn.seq));
   var kmax = 0; X.kinds.forEach(function (k) { kmax = Math.max(kmax, k.retained); });
-  var rmax = X.roots.length ? X.roots[0].retained : 0, smax = 0; X.sites.forEach(function (x) { smax = Math.max(smax, x.estimate); });
+  var rmax = X.roots.length ? X.roots[0].retained : 0, smax = 0, sites = retentionSites(X); sites.forEach(function (x) { smax = Math.max(smax, x.estimate); });
   h.push('<div id="retgrid"><div><h3>Retained by root kind</h3><table id="rkinds"><tr><th class="name">kind</th><th>retained</th><th>%</th><th>roots</th></tr>' +
     X.kinds.map(function (k) { return '<tr><td class="name">' + esc(k.kind) + '</td><td data-v="' + k.retained + '">' + bar(k.retained, kmax, '#69c') + ' ' + bytes(k.retained) + '</td><td>' + pct(k.retained, live) + '</td><td>' + num(k.roots) + '</td></tr>'; }).join('') + '</table>');
   h.push('<h3>Roots by retained size</h3><table id="rroots"><tr><th>retained</th><th>%</th><th class="name">kind</th><th class="name">root</th></tr>' +
     X.roots.map(function (r) { return '<tr><td data-v="' + r.retained + '">' + bar(r.retained, rmax, '#c84') + ' ' + bytes(r.retained) + '</td><td>' + pct(r.retained, live) + '</td><td class="name">' + esc(r.kind) + '</td><td class="name">' + esc(r.label) + '</td></tr>'; }).join('') + '</table></div>');
   // the site selected in the Sites table, when it is one of these
-  var sel = Math.min(S.rsite || 0, X.sites.length - 1);
-  if (S.site !== null && sel >= 0 && X.sites[sel].function !== NAMES[S.site])
-    X.sites.forEach(function (x, i) { if (x.function === NAMES[S.site] && X.sites[sel].function !== NAMES[S.site]) sel = i; });
-  h.push('<div><h3>Live bytes by allocation site <span class="note">(estimated from the sampled blocks: each weighted by 1 / its sampling probability; ± one standard error; click a row for its retainer paths)</span></h3>');
-  if (!X.sites.length) h.push('<div class="note">No sampled block is live in this snapshot (sample with memprof_rate to attribute the heap to allocation sites).</div>');
+  var sel = Math.min(S.rsite || 0, sites.length - 1);
+  if (S.site !== null && sel >= 0 && sites[sel].function !== NAMES[S.site])
+    sites.forEach(function (x, i) { if (x.function === NAMES[S.site] && sites[sel].function !== NAMES[S.site]) sel = i; });
+  h.push('<div><h3>Live bytes by allocation site <span class="note">(estimated from the sampled blocks: each weighted by 1 / its sampling probability; ± one standard error; click a row for its retainer paths' +
+    (X.stacks && hidePatterns().length ? '; hidden frames left out: a block goes to the first frame left, and its paths are those of the sites it merges' : '') + ')</span></h3>');
+  if (!sites.length) h.push('<div class="note">No sampled block is live in this snapshot (sample with memprof_rate to attribute the heap to allocation sites).</div>');
   else h.push('<table id="rsites"><tr><th>live (est.)</th><th>± se</th><th>sampled</th><th class="name">site</th></tr>' +
-    X.sites.map(function (x, i) { return '<tr data-r="' + i + '"' + (i === sel ? ' class="sel"' : '') + '><td data-v="' + x.estimate + '">' + bar(x.estimate, smax, '#8a6') + ' ' + bytes(x.estimate) + '</td><td>' + bytes(x.stderr) + '</td><td>' + num(x.sampled) + '</td><td class="name">' + esc(x.site) + '</td></tr>'; }).join('') + '</table>');
+    sites.map(function (x, i) { return '<tr data-r="' + i + '"' + (i === sel ? ' class="sel"' : '') + '><td data-v="' + x.estimate + '">' + bar(x.estimate, smax, '#8a6') + ' ' + bytes(x.estimate) + '</td><td>' + bytes(x.stderr) + '</td><td>' + num(x.sampled) + '</td><td class="name">' + esc(x.site) + '</td></tr>'; }).join('') + '</table>');
   if (sel >= 0) {
-    var st = X.sites[sel];
+    var st = sites[sel];
     h.push('<h3>Retainer paths to the sampled blocks of ' + esc(st.site) + ' <span class="note">(shortest first; a step is a root or a block: tag, size, allocation site)</span></h3><div id="rpaths">');
     if (!st.paths.length) h.push('<div class="note">none reachable</div>');
     st.paths.forEach(function (p) {
@@ -1262,7 +1293,7 @@ $('retention').addEventListener('click', function (e) {
   if (treeClick(e, drawRetention)) return;
   var tr = e.target.closest('tr[data-r]'); if (!tr) return;
   // and the Sites table's selection follows (its live heap on the timeline)
-  var X = snapOf(), id = NAMES.indexOf(X.sites[+tr.dataset.r].function);
+  var X = snapOf(), id = NAMES.indexOf(retentionSites(X)[+tr.dataset.r].function);
   S.rsite = +tr.dataset.r;
   if (id >= 0 && id < NOBT) { S.site = id; update(); } else { drawRetention(); saveHash(); }
 });
@@ -1319,25 +1350,31 @@ $('search').addEventListener('input', function () { S.search = this.value; drawT
 $('tabs').addEventListener('click', function (e) { var b = e.target.closest('button'); if (!b) return; S.tab = b.dataset.tab; syncControls(); drawView(); saveHash(); });
 window.addEventListener('resize', function () { tl.W = fg.flame.W = fg.icicle.W = 0; drawTimeline(); drawView(); paintRows(); });
 
+// A string quoted for a POSIX shell.
+function shq(s) { return "'" + s.replace(/'/g, "'\\''") + "'"; }
+// The hidden frames as options, quoted for a shell.
+function hideArgs() {
+  var a = [], pn = S.presets.filter(function (n) { return n in PRESETS; });
+  if (S.hide) a.push('--hide ' + shq(S.hide));
+  if (pn.length) a.push('--preset ' + shq(pn.join(',')));
+  return a;
+}
 // The same selection on the command line: time windows on bin bounds,
 // classes on their bounds (exact), regexes as given.
 function ns(v) { return v + 'ns'; }
 function cliCommand() {
-  function q(s) { return "'" + s.replace(/'/g, "'\\''") + "'"; }
-  var a = ['ocaml-memprof top'].concat((D.filter_args || []).map(function (x) { return /^[-\w.,:]+$/.test(x) ? x : q(x); })), W = D.bin_ns, note = '';
+  var a = ['ocaml-memprof top'].concat((D.filter_args || []).map(function (x) { return /^[-\w.,:]+$/.test(x) ? x : shq(x); })), W = D.bin_ns, note = '';
   [['alloc', '--allocated'], ['live', '--live'], ['coll', '--collected']].forEach(function (x) {
     var v = S[x[0]]; if (v) a.push(x[1] + ' ' + ns(v[0] * W) + ',' + ns((v[1] + 1) * W - 1));
   });
   if (S.life) { if (S.life[0]) a.push('--min-lifetime ' + ns(D.life_lo[S.life[0]])); if (S.life[1] + 1 < NLIFE) a.push('--max-lifetime ' + ns(D.life_lo[S.life[1] + 1] - 1)); }
   if (S.size) { if (S.size[0]) a.push('--min-size ' + Math.pow(2, S.size[0] + 3)); if (S.size[1] < 31) a.push('--max-size ' + (Math.pow(2, S.size[1] + 4) - 1)); }
   if (S.doms) S.doms.forEach(function (d) { a.push('--domain ' + d); });
-  if (S.focus) a.push('--focus ' + q(S.focus));
-  if (S.ignore) a.push('--ignore ' + q(S.ignore));
-  if (S.hide) a.push('--hide ' + q(S.hide));
-  var pn = S.presets.filter(function (n) { return n in PRESETS; });
-  if (pn.length) a.push('--preset ' + q(pn.join(',')));
+  if (S.focus) a.push('--focus ' + shq(S.focus));
+  if (S.ignore) a.push('--ignore ' + shq(S.ignore));
+  hideArgs().forEach(function (x) { a.push(x); });
   if (S.never) note = '   # "never collected": no CLI filter; see the live column (live at the end)';
-  return a.join(' ') + ' ' + D.traces.map(q).join(' ') + note;
+  return a.join(' ') + ' ' + D.traces.map(shq).join(' ') + note;
 }
 
 // ---------- update ----------

@@ -31,7 +31,9 @@ bytecode program under ocamlrun.  For each report:
   roots = the roots table's), drawn in the tab and beside the flame
   graph, a site clicked in it selected; with several snapshots, the
   selector shows the first as `retainers --snapshot` does, and the
-  evolution is drawn; on traces without a snapshot the view says so.
+  evolution is drawn; with the stdlib preset ticked, the view's sites are
+  those of `retainers --preset stdlib`; on traces without a snapshot the
+  view says so.
 Timings (first paint, filter updates, search, views) go to
 tests/out/report-timings.json and are printed."""
 import json
@@ -316,6 +318,8 @@ def test_report(check, tool, tool_json, run, out_dir, here, gen):
             check("report %s: screenshots of timeline and views are not blank" % label, not blank,
                   "; ".join(blank))
             check_retention(check, tool_json, label, paths, D, o["retention"], truths.get(label))
+            if label == "hashtbl":
+                check_retention_hidden(check, tool_json, page, paths[0])
             if label == "4-domain":
                 flags = {f[0]: f[1] for f in o["flags"]}
                 check("report 4-domain: leak_step a leak, race_step an allocation race, temp_step unflagged",
@@ -339,6 +343,23 @@ def test_report(check, tool, tool_json, run, out_dir, here, gen):
         for k, t in timings.items():
             print("     report %s: %d bytes, first paint %d ms, filter updates %s ms, search %s ms, views %s" %
                   (k, t["bytes"], t["first_paint_ms"], t["filter_updates_ms"], t["search_ms"], t["views_ms"]))
+
+
+def check_retention_hidden(check, tool_json, page, trace):
+    """The retention view with hidden frames (the stdlib preset: the
+    Hashtbl's strings, allocated in Stdlib__Bytes.make, go to the program's
+    own frame) shows the sites of `retainers --json --preset stdlib`."""
+    rows = json.loads(page.eval(
+        "S = freshState(); S.presets = ['stdlib']; S.tab = 'retention'; syncControls(); update();"
+        "JSON.stringify(Array.from(document.querySelectorAll('#rsites tr')).slice(1).map(function (tr) {"
+        " return [tr.cells[3].textContent, +tr.cells[0].dataset.v, +tr.cells[2].textContent.replace(/,/g, '')]; }))"))
+    want = [[x["site"], x["estimate"], x["sampled"]]
+            for x in tool_json("retainers", "--json", "-n", "30", "--preset", "stdlib", trace)["sites"]]
+    same = len(rows) == len(want) and all(a[0] == b[0] and abs(a[1] - b[1]) <= 1 and a[2] == b[2]
+                                          for a, b in zip(rows, want))
+    check("report hashtbl: retention sites with the stdlib preset = retainers --preset stdlib (%s first)"
+          % (rows[0][0] if rows else "none"),
+          same and rows and rows[0][0].startswith("Snap_hashtbl"), "%s vs %s" % (rows[:3], want[:3]))
 
 
 def page_flags(browser, html):
