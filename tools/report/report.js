@@ -509,36 +509,40 @@ function computeSites() {
 //   at least 16 samples and 1% of the selection's peak) and less than 15%
 //   of the promoted bytes die while the site still allocates.
 // - allocation race (a backlog): the blocks wait longer and longer before
-//   they die.  A block's *proven* lifetime is how long it certainly lived:
-//   a block whose death is seen at the end of major cycle k was reachable
-//   during cycle k - 1 (else cycle k - 1 would have freed it), so it lived
-//   at least from its allocation to the end of cycle k - 2; a block live
-//   at the end, to the end of the last cycle but one.  GC latency (up to two cycles, longer as
-//   the heap grows) never makes a proven lifetime grow.  The site's
-//   activity is cut into RACE_SEGMENTS equal spans: a race when the mean
-//   proven lifetime of the blocks allocated in some span after the first
-//   is at least twice that of the first span and at least one mean major
-//   cycle, while the volume in flight over that span is at least twice
-//   that over the first span (allocation outpaced collection) and at
-//   least 16 samples and 1% of the peak, at least 15% of the bytes died,
-//   and that span has at least RACE_MIN_BLOCKS blocks.  "drained" says
-//   that the lifetimes fell back (the queue emptied) before the end.
+//   they die.  A block's *proven* lifetime is how long it certainly lived.
+//   The garbage that the marking of major cycle k finds is swept, and its
+//   deaths seen, during cycle k + 1; so a block whose death is seen during
+//   cycle k + 1 was reachable during the marking of cycle k - 1 (else it
+//   would have been swept during cycle k) and lived at least from its
+//   allocation to the end of cycle k - 2, and a block live at the end (not
+//   swept by the last complete cycle J) to the end of cycle J - 2.  GC
+//   latency, up to two cycles and longer as the heap grows, never makes a
+//   proven lifetime grow.  The site's activity is cut into RACE_SEGMENTS
+//   equal spans: a race when the mean proven lifetime of the blocks
+//   allocated in some span after the first quarter is at least twice
+//   that of the first quarter's blocks and at least one mean major cycle,
+//   while the volume in flight over that span is at least twice that over
+//   the first quarter (allocation outpaced collection) and at least 16
+//   samples and 1% of the peak, at least 15% of the bytes died, and that
+//   span has at least RACE_MIN_BLOCKS blocks.  (A quarter, not one span,
+//   is the baseline: with few major cycles, proven lifetimes are coarse.)
+//   "drained": the lifetimes fell back (the queue emptied) before the end.
 var RACE_SEGMENTS = 8, RACE_MIN_BLOCKS = 8;
 function classify() {
   var peak = 0; for (var b0 = 0; b0 < NB; b0++) peak = Math.max(peak, R.live[b0] / BPS);
   var minLive = Math.max(16, 0.01 * peak), out = new Map();
-  // proven[b]: for a block whose death is seen in bin b, the end of the
-  // cycle two before the one that freed it (the last cycle ending in bin
-  // b, or before it), -1 when there is none
+  // proven[b]: for a block whose death is seen in bin b, the bin of the
+  // end of cycle k - 2 when the last cycle to end in a bin before b is k
+  // (a cycle ending in bin b itself may end after the death), -1 when
+  // there is none; proven[NB], for the blocks live at the end, that of
+  // cycle J - 2, J the last
   var ends = D.gc.major.map(function (m) { return Math.min(NB - 1, Math.floor(m[0] / D.bin_ns)); }).sort(function (a, b) { return a - b; });
   var proven = new Int32Array(NB + 1).fill(-1);
   for (var b1 = 0, j = -1; b1 < NB; b1++) {
-    while (j + 1 < ends.length && ends[j + 1] <= b1) j++;
+    while (j + 1 < ends.length && ends[j + 1] < b1) j++;
     proven[b1] = j >= 2 ? ends[j - 2] : -1;
   }
-  // live at the end: the last cycle did not free it, so it was reachable
-  // during that cycle, which began at the end of the one before
-  proven[NB] = ends.length >= 2 ? ends[ends.length - 2] : -1;
+  proven[NB] = ends.length >= 3 ? ends[ends.length - 3] : -1;
   var cycleBins = NB / (ends.length + 1);
   var per = new Map(), sm = R.siteSamples, cst = cSite;
   for (var i = 0; i < NC; i++) {
@@ -572,15 +576,17 @@ function classify() {
       var ab = cAbin[i], g = Math.min(RACE_SEGMENTS - 1, Math.floor((ab - e.first) / span));
       life[g] += Math.max(0, proven[cDbin[i]] - ab) * cBlocks[i]; n[g] += cBlocks[i];
     });
-    var top = 0;
-    for (var g = 0; g < RACE_SEGMENTS; g++) { life[g] = n[g] ? life[g] / n[g] : 0; if (life[g] > life[top]) top = g; }
-    if (top === 0 || n[top] < RACE_MIN_BLOCKS || life[top] < 2 * life[0] || life[top] < cycleBins) return;
-    var l0 = level(e.first, Math.round(e.first + span)), lt = level(Math.round(e.first + top * span), Math.round(e.first + (top + 1) * span));
+    var Q = RACE_SEGMENTS / 4, base = 0, nbase = 0, top = Q;
+    for (var g0 = 0; g0 < Q; g0++) { base += life[g0]; nbase += n[g0]; }
+    base = nbase ? base / nbase : 0;
+    for (var g = 0; g < RACE_SEGMENTS; g++) { life[g] = n[g] ? life[g] / n[g] : 0; if (g >= Q && life[g] > life[top]) top = g; }
+    if (n[top] < RACE_MIN_BLOCKS || life[top] < 2 * base || life[top] < cycleBins) return;
+    var l0 = level(e.first, Math.round(e.first + Q * span)), lt = level(Math.round(e.first + top * span), Math.round(e.first + (top + 1) * span));
     if (lt < minLive || lt < 2 * l0 + 1) return;
     var fell = false;
     for (var g2 = top + 1; g2 < RACE_SEGMENTS; g2++) if (n[g2] && life[g2] <= life[top] / 2) fell = true;
     out.set(k, { kind: 'race', died: died, growth: lt / Math.max(l0, 1), inflight: lt * BPS,
-                 lifeGrowth: life[0] ? life[top] / life[0] : Infinity, drained: fell });
+                 lifeGrowth: base ? life[top] / base : Infinity, drained: fell });
   });
   return out;
 }
@@ -1103,7 +1109,7 @@ function drawLife() {
     histogram('in time (live at the end: to the end of the trace)', l1, v1, bytes) +
     histogram('in bytes allocated meanwhile (collected blocks; ' + bytes(never) + ' never collected)', l2, v2, bytes);
   var fl = Array.from(R.flags.entries()).sort(function (a, b) { return b[1].inflight - a[1].inflight; });
-  html += '<h3>Flags</h3><div class="note">From the promoted blocks of each site (minor-heap churn left out). <b>Leak</b>: the volume in flight grows (mean over the last quarter of the site\'s activity ≥ 2× the first quarter\'s, and ≥ 1% of the selection\'s peak) and less than 15% of those bytes die while the site still allocates. <b>Allocation race</b> (a backlog): the blocks wait longer and longer before they die: the mean proven lifetime (GC latency left out) of the blocks allocated in some eighth of the site\'s activity is ≥ 2× the first eighth\'s and ≥ one major cycle, while the volume in flight has at least doubled; "drained": the lifetimes fell back before the end.</div><table><tr><th class="name">site</th><th>flag</th><th>in flight</th><th>growth</th><th>died while allocating</th><th>lifetimes</th></tr>' +
+  html += '<h3>Flags</h3><div class="note">From the promoted blocks of each site (minor-heap churn left out). <b>Leak</b>: the volume in flight grows (mean over the last quarter of the site\'s activity ≥ 2× the first quarter\'s, and ≥ 1% of the selection\'s peak) and less than 15% of those bytes die while the site still allocates. <b>Allocation race</b> (a backlog): the blocks wait longer and longer before they die: the mean proven lifetime (GC latency left out) of the blocks allocated in some eighth of the site\'s activity is ≥ 2× the first quarter\'s and ≥ one major cycle, while the volume in flight has at least doubled; "drained": the lifetimes fell back before the end.</div><table><tr><th class="name">site</th><th>flag</th><th>in flight</th><th>growth</th><th>died while allocating</th><th>lifetimes</th></tr>' +
     fl.map(function (e) {
       var f = e[1], race = f.kind === 'race';
       return '<tr><td class="name">' + esc(NAMES[e[0]]) + '</td><td><span class="flag ' + f.kind + '">' + (race ? 'allocation race' : 'leak') + '</span></td><td>' + bytes(f.inflight) + '</td><td>×' + f.growth.toFixed(1) + '</td><td>' + Math.round(100 * f.died) + '%</td><td>' +
