@@ -17,7 +17,10 @@
      that Stdlib__Queue.add's cells are the backlog's alone).
    - Backlog.cache_entry: the program's state, a Hashtbl that grows by an
      entry every 16 steps (the heap grows and major cycles lengthen) until
-     it is dropped at 70 %.
+     it is dropped at 70 %.  Mode "growing": the jobs as in "fixed", and
+     an entry every step, never dropped: the heap grows tenfold, major
+     cycles lengthen as much, and with them the time every promoted block
+     waits to be seen dead, the churn's too.
    Arguments: MODE STEPS. *)
 
 let[@inline never] job n = Array.make 1 n
@@ -26,12 +29,14 @@ let[@inline never] work_item n = Array.make 4 n
 let[@inline never] cache_entry n = Array.make 5 n
 
 let () =
-  let backlog = match Sys.argv.(1) with
-    | "backlog" -> true | "fixed" -> false | m -> failwith ("unknown mode " ^ m) in
+  let backlog, growing = match Sys.argv.(1) with
+    | "backlog" -> true, false | "fixed" -> false, false | "growing" -> false, true
+    | m -> failwith ("unknown mode " ^ m) in
   let steps = int_of_string Sys.argv.(2) in
   let jobs = Queue.create () and items = Array.make 250_000 [||] in
   let ring = Array.make 4000 [||] and cache = Hashtbl.create 16 in
-  let fill_end = steps / 2 and drop = steps * 7 / 10 in
+  let fill_end = steps / 2 and drop = if growing then steps + 1 else steps * 7 / 10 in
+  let every = if growing then 1 else 16 in
   let sum = ref 0 in
   let take q = sum := !sum + (Queue.pop q).(0) in
   for n = 1 to steps do
@@ -46,7 +51,7 @@ let () =
     let slot = n mod 250_000 in
     if n > 250_000 then sum := !sum + items.(slot).(0);
     items.(slot) <- work_item n;
-    if n < drop && n mod 16 = 0 then Hashtbl.replace cache n (cache_entry n)
+    if n < drop && n mod every = 0 then Hashtbl.replace cache n (cache_entry n)
     else if n = drop then Hashtbl.reset cache
   done;
   Array.fill items 0 250_000 [||];
