@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "livetab.h"
+#include "presets.h"
 #include "util.h"
 
 #define LF_DONE 1
@@ -120,7 +121,13 @@ const char an_filter_help[] =
   "                      file name; POSIX extended regex; repeatable = any)\n"
   "  --ignore RE         drop samples with a frame matching RE\n"
   "  --hide RE           remove matching frames from stacks (the allocation\n"
-  "                      site becomes the innermost frame left)\n";
+  "                      site becomes the innermost frame left)\n"
+  "  --preset NAME[,NAME...]   hide the frames of a named preset (repeatable):\n"
+  "                      lwt, async, eio (the schedulers' code), stdlib,\n"
+  "                      runtime, or one defined in the presets file\n"
+  "  --presets-file F    user presets, one 'name = regex' per line (default:\n"
+  "                      $XDG_CONFIG_HOME/ocaml-memprof/presets, else\n"
+  "                      ~/.config/ocaml-memprof/presets)\n";
 
 void an_filter_init(an_filter *f)
 {
@@ -208,9 +215,54 @@ static int add_regex(regex_t *arr, int *n, const char *opt, const char *pat,
   return 0;
 }
 
+/* --preset NAME[,NAME...]: each preset's regex becomes a --hide pattern.
+   The presets file is the one --presets-file names anywhere on the
+   command line, so that the two options may come in any order. */
+static int add_presets(an_filter *f, int argc, char **argv, const char *names,
+                       char *err, size_t errlen)
+{
+  preset_table t;
+  if (presets_load(&t, presets_file_arg(argc, argv), err, errlen) < 0) {
+    presets_free(&t);
+    return -1;
+  }
+  char *list = xstrdup(names);
+  int rc = 0, count = 0;
+  for (char *save, *n = strtok_r(list, ",", &save); n && !rc; n = strtok_r(NULL, ",", &save)) {
+    const preset *p = presets_find(&t, n);
+    count++;
+    if (!p) {
+      char known[512];
+      presets_names(&t, known, sizeof known);
+      snprintf(err, errlen, "unknown preset '%.100s' for --preset: known presets are %s", n, known);
+      rc = -1;
+    } else if (add_regex(f->hide, &f->nhide, "--preset", p->regex, err, errlen) < 0) rc = -1;
+  }
+  if (!rc && !count) {
+    snprintf(err, errlen, "bad value '%.200s' for --preset: expected preset names", names);
+    rc = -1;
+  }
+  free(list);
+  presets_free(&t);
+  return rc;
+}
+
 int an_filter_option(an_filter *f, int argc, char **argv, int *i, char *err, size_t errlen)
 {
   const char *o = argv[*i];
+  if (!strcmp(o, "--preset") || !strcmp(o, "--presets-file")) {
+    if (*i + 1 >= argc) {
+      snprintf(err, errlen, "option %s needs a value", o);
+      return -1;
+    }
+    const char *a = argv[++*i];
+    if (!strcmp(o, "--preset")) return add_presets(f, argc, argv, a, err, errlen) < 0 ? -1 : 1;
+    /* Read now, so that a bad file is reported even without --preset. */
+    preset_table t;
+    int rc = presets_load(&t, a, err, errlen);
+    presets_free(&t);
+    return rc < 0 ? -1 : 1;
+  }
   static const struct { const char *name, *expected; } opts[] = {
     { "--allocated", "a time window A,B (1s,2s; 250ms,; ,3m)" },
     { "--live", "a time window A,B (1s,2s; 250ms,; ,3m)" },
@@ -462,6 +514,10 @@ int an_filter_hides(const an_filter *f, const mpt_location *l)
 static int location_matches(const mpt_location *l, const regex_t *re)
 {
   if (!l) return 0;
+  /* A location without debug information is matched by the name every
+     command shows for it (so --hide '^<unknown>$' and the runtime preset
+     can hide it). */
+  if (l->n == 0) return regexec(re, "<unknown>", 0, NULL, 0) == 0;
   for (uint32_t i = 0; i < l->n; i++) {
     const mpt_loc_entry *e = &l->entries[i];
     if ((e->function && regexec(re, e->function, 0, NULL, 0) == 0) ||

@@ -37,7 +37,7 @@ typedef struct {
   int on;
 } an_window;
 
-typedef struct {
+typedef struct an_filter {
   an_window alloc, live, collected;
   int ndomains;
   uint32_t domains[AN_MAX_DOMAINS];

@@ -10,8 +10,9 @@
    Grouping: an expansion visits the dominator-tree children of all the
    members of one group and sums them per key in a hash map (u64map):
    kinds and labels are keys of their own, blocks share a key when tag,
-   size class (log2 of bytes) and allocation site (innermost location of
-   the sampled allocation; 1 for a sample without stack, 0 unsampled) are
+   size class (log2 of bytes) and allocation site (the location naming
+   the sampled allocation's site, by default the innermost of its stack;
+   1 for a sample without one, 0 unsampled) are
    equal.  A second visit gives the kept groups their members.  Every
    graph node is a member of at most one group, so the whole is linear in
    the blocks visited. */
@@ -27,6 +28,7 @@ typedef struct {
   const hg_reader *r;
   const hg_snapshot *s;
   const uint64_t *retained;
+  const uint32_t *site_loc;     /* per allocation, or NULL (dt_build) */
   uint32_t *kid_off, *kids;
   uint32_t **members;           /* per output node, until expanded */
   uint32_t *nmembers, *depth;
@@ -43,7 +45,8 @@ static uint64_t key_of(const builder *b, uint32_t v)
   unsigned c = 63 - (unsigned)__builtin_clzll(bytes);
   if (al) {
     const hg_alloc *a = &b->r->allocs[al - 1];
-    site = a->stack_len ? (uint64_t)b->r->stacks[a->stack_off] + 2 : 1;
+    if (b->site_loc) site = b->site_loc[al - 1] ? (uint64_t)b->site_loc[al - 1] + 2 : 1;
+    else site = a->stack_len ? (uint64_t)b->r->stacks[a->stack_off] + 2 : 1;
   }
   return (uint64_t)s->tag[k - 1] << 48 | (uint64_t)c << 40 | site;
 }
@@ -198,10 +201,10 @@ done:
 }
 
 void dt_build(const hg_reader *r, const hg_snapshot *s, const dom_tree *dom,
-              const uint64_t *retained, uint32_t max_nodes, uint32_t width,
-              uint32_t max_depth, dt_tree *t)
+              const uint64_t *retained, const uint32_t *site_loc, uint32_t max_nodes,
+              uint32_t width, uint32_t max_depth, dt_tree *t)
 {
-  builder b = { .t = t, .r = r, .s = s, .retained = retained };
+  builder b = { .t = t, .r = r, .s = s, .retained = retained, .site_loc = site_loc };
   memset(t, 0, sizeof *t);
   if (s->n == 0 || max_nodes == 0) return;
   if (width == 0) width = 1;

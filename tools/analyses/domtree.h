@@ -47,10 +47,12 @@ typedef struct {
 typedef struct { dt_node *v; uint32_t n; } dt_tree;
 
 /* The tree of [s] analysed by [dom] with per-node [retained] bytes;
-   allocation sites read from [r].  v[0] is the super root. */
+   allocation sites read from [r]: per hg_alloc index, the location
+   [site_loc] names (0: no site), or with site_loc NULL the innermost
+   frame of the stack.  v[0] is the super root. */
 void dt_build(const hg_reader *r, const hg_snapshot *s, const dom_tree *dom,
-              const uint64_t *retained, uint32_t max_nodes, uint32_t width,
-              uint32_t max_depth, dt_tree *t);
+              const uint64_t *retained, const uint32_t *site_loc, uint32_t max_nodes,
+              uint32_t width, uint32_t max_depth, dt_tree *t);
 void dt_free(dt_tree *t);
 
 #endif

@@ -18,6 +18,7 @@
 
 #include "aggregate.h"
 #include "commands.h"
+#include "presets.h"
 #include "report.h"
 #include "util.h"
 
@@ -174,6 +175,8 @@ int cmd_flamegraph(int argc, char **argv)
   fnode(&t, 0, "all");
   uint32_t *map = xmalloc((size_t)nn * sizeof *map);
   map[0] = 0;
+  /* per allocation-site location, for the hint on scheduler frames */
+  double *site_value = xcalloc((size_t)an_location_count(c) + 1, sizeof *site_value);
   char buf[2048];
   for (uint32_t i = 1; i < nn; i++) {
     uint32_t p = map[nodes[i].parent];
@@ -194,7 +197,10 @@ int cmd_flamegraph(int argc, char **argv)
     map[i] = p;
     nstat s = nodeagg_get(&agg, i);
     t.self[p] += nstat_value(c, &s, op.value);
+    site_value[nodes[i].loc] += nstat_value(c, &s, op.value);
   }
+  presets_hint_by_location(c, &f, site_value);
+  free(site_value);
   nstat s0 = nodeagg_get(&agg, 0);
   t.self[0] += nstat_value(c, &s0, op.value);
 

@@ -25,6 +25,7 @@
 #include "aggregate.h"
 #include "cli.h"
 #include "commands.h"
+#include "presets.h"
 #include "report.h"
 #include "util.h"
 
@@ -33,6 +34,7 @@
 
 typedef struct {
   const char *key;
+  uint32_t loc;                     /* the first sample's site location */
   tcurve live, surv, survn;
   double alloc_samples, live_end_samples;
   uint64_t first_surv, last_surv;   /* allocation times of survivors */
@@ -60,6 +62,7 @@ static void on_sample(void *u, an_ctx *c, const an_sample *smp)
     s = &a->s[a->n];
     memset(s, 0, sizeof *s);
     s->key = key;
+    s->loc = an_nodes(c)[smp->node].loc;
     s->first_surv = AN_NEVER;
     tcurve_init(&s->live, LEAK_BINS, WIDTH0);
     tcurve_init(&s->surv, LEAK_BINS, WIDTH0);
@@ -208,6 +211,10 @@ int cmd_leaks(int argc, char **argv)
   size_t shown = 0;
   for (size_t i = 0; i < a.n && (limit == 0 || (long)shown < limit); i++)
     if (a.s[i].score >= min_score) shown++;
+  uint32_t hint_locs[HINT_ROWS];
+  size_t nhint = 0;
+  for (; nhint < shown && nhint < HINT_ROWS; nhint++) hint_locs[nhint] = a.s[nhint].loc;
+  presets_hint(c, &f, hint_locs, nhint);
 
   FILE *o = out_open(out);
   if (!o) { rc = 1; goto done; }

@@ -37,6 +37,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "lifecube.h"
+#include "presets.h"
 #include "report.h"
 #include "util.h"
 
@@ -49,7 +50,8 @@ extern unsigned int report_html_len, report_js_len;
    the last 8 snapshots of a trace in full (at most 1.8 MB of trees),
    the evolution of all. */
 static const retainers_opts retention = { .top = 30, .npaths = 5, .max_snapshots = 8,
-                                          .tree_nodes = 1500, .tree_width = 12, .tree_depth = 16 };
+                                          .tree_nodes = 1500, .tree_width = 12, .tree_depth = 16,
+                                          .stacks = 1 };
 
 typedef struct { uint64_t t; double heap, live; } gcpoint;
 typedef struct { uint64_t t; uint32_t stream; uint64_t dom; int start; } dompoint;
@@ -203,8 +205,30 @@ static void put_filter_args(FILE *o, int argc, char **argv, const cli_inputs *in
   fputc(']', o);
 }
 
-static int write_data(FILE *o, an_ctx *c, acc *a, const cli_inputs *in, uint64_t end,
-                       uint32_t nbins, int argc, char **argv)
+/* The presets the page offers beside its hide filter: those --preset
+   knows (built-in, then the user's file or --presets-file).  A malformed
+   user file (not named by --presets-file, which parsing has checked)
+   leaves the page the presets read before the bad line, with a warning. */
+static void put_presets(FILE *o, int argc, char **argv)
+{
+  preset_table t;
+  char err[512];
+  if (presets_load(&t, presets_file_arg(argc, argv), err, sizeof err) < 0)
+    msg("warning: %s\n", err);
+  fprintf(o, ",\n\"presets\":[");
+  for (size_t i = 0; i < t.n; i++) {
+    fprintf(o, "%s{\"name\":", i ? "," : "");
+    put_str(o, t.v[i].name);
+    fprintf(o, ",\"regex\":");
+    put_str(o, t.v[i].regex);
+    fprintf(o, ",\"builtin\":%s}", t.v[i].builtin ? "true" : "false");
+  }
+  fputc(']', o);
+  presets_free(&t);
+}
+
+static int write_data(FILE *o, an_ctx *c, const an_filter *f, acc *a, const cli_inputs *in,
+                      uint64_t end, uint32_t nbins, int argc, char **argv)
 {
   const ti_header *h = an_header(c);
   const an_node *nodes = an_nodes(c);
@@ -240,6 +264,7 @@ static int write_data(FILE *o, an_ctx *c, acc *a, const cli_inputs *in, uint64_t
           (unsigned long long)end, (unsigned long long)q->width, nbins,
           (unsigned long long)a->lost);
   put_filter_args(o, argc, argv, in);
+  put_presets(o, argc, argv);
   jarr j;
   arr_begin(&j, o, "life_lo");
   for (uint32_t k = 0; k < LIFECUBE_NLIFE; k++) arr_u64(&j, lifecube_life_lo(k));
@@ -353,7 +378,9 @@ static int write_data(FILE *o, an_ctx *c, acc *a, const cli_inputs *in, uint64_t
   fprintf(o, "},\n\"snapshots\":[");
   for (size_t i = 0; i < in->npaths && !rc; i++) {
     if (i) fputc(',', o);
-    int k = a->snapshots ? retainers_json(o, in->paths[i], &retention, put_str) : 2;
+    retainers_opts ro = retention;
+    ro.hide = f;
+    int k = a->snapshots ? retainers_json(o, in->paths[i], &ro, put_str) : 2;
     if (k == 2) fputs("null", o);
     else if (k) rc = 1;
   }
@@ -415,7 +442,7 @@ int cmd_report(int argc, char **argv)
   if (!o) { rc = 1; goto done; }
   size_t pos = 0;
   put_template(o, &pos, "@DATA@");
-  if (write_data(o, c, &a, &in, end, nbins, argc, argv)) {
+  if (write_data(o, c, &f, &a, &in, end, nbins, argc, argv)) {
     out_close(o, t.out);
     rc = 1;
     goto done;

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "cli.h"
 #include "commands.h"
 #include "dominators.h"
@@ -69,6 +70,11 @@ static const char usage[] =
   "  --diff AFTER        growth of roots and sites from TRACE's last snapshot\n"
   "                      to trace AFTER's\n"
   "  --heapsnapshot FILE export the snapshot for Chrome DevTools or memlab\n"
+  "  --hide RE           leave frames matching RE out of allocation stacks: a\n"
+  "                      block's site is the innermost frame left (repeatable)\n"
+  "  --preset NAME[,NAME...]   hide a preset's frames (lwt, async, eio, stdlib,\n"
+  "                      runtime, or the user's; see ocaml-memprof top --help)\n"
+  "  --presets-file F    user presets, one 'name = regex' per line\n"
   "  --bytes             sizes in tables as exact byte counts\n"
   "  --json              the tables (and --site's paths) as one JSON object, in\n"
   "                      bytes; each site with its first --paths retainer paths,\n"
@@ -87,7 +93,14 @@ typedef struct {
   double rate;
   uint64_t *seen;               /* seq, time_ns of every snapshot read */
   size_t nseen, seen_cap;
+  uint32_t *site_loc;           /* per allocation of the reader: the
+                                   location of its site (site_locations) */
 } analysis;
+
+/* --hide, --preset: frames left out of allocation stacks, so that a
+   block's site is the innermost frame left, as in the other commands
+   (NULL: none). */
+static const an_filter *hiding;
 
 /* ---- names ---- */
 
@@ -118,12 +131,53 @@ static void loc_text(hg_reader *r, uint32_t loc, char *buf, size_t n)
   else snprintf(buf, n, "?");
 }
 
-/* The allocation site of a block's alloc record: its innermost frame. */
-static void site_text(hg_reader *r, uint32_t alloc, char *buf, size_t n)
+/* Per allocation read so far: the location of its innermost frame that
+   --hide does not remove, 0 when there is none. */
+static uint32_t *site_locations(hg_reader *r)
 {
-  const hg_alloc *a = &r->allocs[alloc - 1];
-  if (a->stack_len == 0) { snprintf(buf, n, "(no stack)"); return; }
-  loc_text(r, r->stacks[a->stack_off], buf, n);
+  uint32_t *site = xcalloc(r->nallocs ? r->nallocs : 1, sizeof *site);
+  uint8_t *hides = NULL;        /* per location id: 1 + hidden, 0 unknown */
+  size_t hides_cap = 0;
+  for (size_t i = 0; i < r->nallocs; i++) {
+    const hg_alloc *a = &r->allocs[i];
+    for (uint32_t k = 0; k < a->stack_len && !site[i]; k++) {
+      uint32_t loc = r->stacks[a->stack_off + k];
+      if (loc >= hides_cap) {
+        size_t old = hides_cap;
+        grow_array((void **)&hides, &hides_cap, (size_t)loc + 1, 1);
+        memset(hides + old, 0, hides_cap - old);
+      }
+      if (!hides[loc]) hides[loc] = 1 + an_filter_hides(hiding, ti_location(r->t, loc));
+      if (hides[loc] == 1) site[i] = loc;
+    }
+  }
+  free(hides);
+  return site;
+}
+
+/* The location naming an allocation's site, 0 for none. */
+static uint32_t site_of(const analysis *a, uint32_t alloc)
+{
+  const hg_alloc *al = &a->r->allocs[alloc - 1];
+  if (a->site_loc) return a->site_loc[alloc - 1];
+  return al->stack_len ? a->r->stacks[al->stack_off] : 0;
+}
+
+/* The allocation site of a block's alloc record: its innermost frame
+   (that --hide leaves). */
+static void site_text(const analysis *a, uint32_t alloc, char *buf, size_t n)
+{
+  uint32_t loc = site_of(a, alloc);
+  if (!loc) { snprintf(buf, n, "(no stack)"); return; }
+  loc_text(a->r, loc, buf, n);
+}
+
+/* The function of an allocation's site, "" for none. */
+static const char *site_function(const analysis *a, uint32_t alloc)
+{
+  uint32_t loc = site_of(a, alloc);
+  const mpt_location *l = loc ? ti_location(a->r->t, loc) : NULL;
+  return l && l->n ? l->entries[0].function : "";
 }
 
 /* Does a frame of the allocation's stack, inlined ones included, match? */
@@ -192,6 +246,7 @@ static int analyse(analysis *a)
   dom_retained(&a->dom, self, a->retained);
   free(self);
   name_labels(a);
+  if (hiding && hiding->nhide) a->site_loc = site_locations(a->r);
   return 0;
 }
 
@@ -201,6 +256,7 @@ static void analysis_free(analysis *a)
   free(a->label_text);
   free(a->retained);
   free(a->seen);
+  free(a->site_loc);
   dom_free(&a->dom);
   hg_snapshot_free(&a->s);
 }
@@ -232,7 +288,7 @@ static void sites_collect(analysis *a, site_table *t)
     uint32_t al = s->alloc[b - 1];
     if (!al) continue;
     char buf[1024];
-    site_text(a->r, al, buf, sizeof buf);
+    site_text(a, al, buf, sizeof buf);
     uint32_t k = strpool_intern(t->keys, buf, strlen(buf));
     if (k >= t->n) {
       grow_array((void **)&t->rows, &t->cap, k + 1, sizeof *t->rows);
@@ -357,7 +413,7 @@ static void node_text(analysis *a, uint32_t v, char *buf, size_t n)
                        (unsigned long long)s->wosize[b - 1]);
     if (s->alloc[b - 1] && len > 0 && (size_t)len < n) {
       char site[512];
-      site_text(a->r, s->alloc[b - 1], site, sizeof site);
+      site_text(a, s->alloc[b - 1], site, sizeof site);
       snprintf(buf + len, n - (size_t)len, " from %s", site);
     }
   }
@@ -501,7 +557,7 @@ static void dt_text(analysis *a, const dt_node *d, char *buf, size_t n)
                         human_bytes((double)lo, b1, sizeof b1), human_bytes((double)hi, b2, sizeof b2));
     if (d->alloc && len > 0 && (size_t)len < n) {
       char site[512];
-      site_text(a->r, d->alloc, site, sizeof site);
+      site_text(a, d->alloc, site, sizeof site);
       snprintf(buf + len, n - (size_t)len, " from %s", site);
     }
   }
@@ -528,7 +584,7 @@ static void print_tree_node(analysis *a, const dt_tree *t, uint32_t i, unsigned 
 static void print_tree(analysis *a, const tree_opts *o)
 {
   dt_tree t;
-  dt_build(a->r, &a->s, &a->dom, a->retained, o->nodes, o->width, o->depth, &t);
+  dt_build(a->r, &a->s, &a->dom, a->retained, a->site_loc, o->nodes, o->width, o->depth, &t);
   printf("\nDominator tree (%u nodes; a node retains its children; \"...\": more below)\n"
          "  %12s %7s %9s  %s\n", t.n, "retained", "%", "count", "node");
   if (t.n) print_tree_node(a, &t, 0, 0);
@@ -541,7 +597,7 @@ static void json_tree(FILE *o, analysis *a, const tree_opts *opt, json_writer st
 {
   static const char *const types[] = { "root", "kind", "label", "blocks", "others" };
   dt_tree t;
-  dt_build(a->r, &a->s, &a->dom, a->retained, opt->nodes, opt->width, opt->depth, &t);
+  dt_build(a->r, &a->s, &a->dom, a->retained, a->site_loc, opt->nodes, opt->width, opt->depth, &t);
   fputs(",\n\"tree\":[", o);
   for (uint32_t i = 0; i < t.n; i++) {
     const dt_node *d = &t.v[i];
@@ -552,10 +608,8 @@ static void json_tree(FILE *o, analysis *a, const tree_opts *opt, json_writer st
     if (d->type == DT_LABEL)
       fprintf(o, ",\"kind\":\"%s\"", kind_names[a->s.label_kind[d->example - 1 - HG_KINDS]]);
     if (d->type == DT_BLOCKS && d->alloc) {
-      const hg_alloc *al = &a->r->allocs[d->alloc - 1];
-      const mpt_location *l = al->stack_len ? ti_location(a->r->t, a->r->stacks[al->stack_off]) : NULL;
       fputs(",\"function\":", o);
-      str(o, l && l->n ? l->entries[0].function : "");
+      str(o, site_function(a, d->alloc));
     }
     fprintf(o, ",\"retained\":%llu,\"self\":%llu,\"count\":%llu,\"children\":%u%s}",
             (unsigned long long)d->retained, (unsigned long long)d->self,
@@ -715,7 +769,7 @@ static void diff_collect(analysis *a, int after, growth **roots, size_t *nr, siz
 static int match_site(analysis *a, uint32_t alloc, const char *site)
 {
   char buf[1024];
-  site_text(a->r, alloc, buf, sizeof buf);
+  site_text(a, alloc, buf, sizeof buf);
   return strcmp(buf, site) == 0;
 }
 
@@ -743,8 +797,10 @@ static void json_paths(FILE *o, const path_set *ps, size_t npaths, json_writer s
    roots, the [top] sites with their [npaths] first retainer paths, and
    with [pattern] the paths to the blocks of the matching sites, and the
    dominator tree pruned as [topt] says. */
+static void json_stacks(FILE *o, analysis *a, const site_table *sites, size_t top, json_writer str);
+
 static void write_json(FILE *o, analysis *a, const char *path, size_t top, size_t npaths,
-                       const char *pattern, const tree_opts *topt, json_writer str)
+                       const char *pattern, const tree_opts *topt, int stacks, json_writer str)
 {
   hg_snapshot *s = &a->s;
   fputs("{\"trace\":", o);
@@ -783,12 +839,10 @@ static void write_json(FILE *o, analysis *a, const char *path, size_t top, size_
   sites_collect(a, &t);
   uint32_t *parent = bfs_parents(s);
   for (size_t i = 0; i < t.n && i < top; i++) {
-    const hg_alloc *al = &a->r->allocs[t.rows[i].alloc - 1];
-    const mpt_location *l = al->stack_len ? ti_location(a->r->t, a->r->stacks[al->stack_off]) : NULL;
     fprintf(o, "%s\n{\"site\":", i ? "," : "");
     str(o, t.rows[i].name);
     fputs(",\"function\":", o);
-    str(o, l && l->n ? l->entries[0].function : "");
+    str(o, site_function(a, t.rows[i].alloc));
     fprintf(o, ",\"estimate\":%.0f,\"stderr\":%.0f,\"sampled\":%llu,\"paths\":", t.rows[i].est,
             sqrt(t.rows[i].var), (unsigned long long)t.rows[i].sampled);
     path_set ps;
@@ -798,6 +852,7 @@ static void write_json(FILE *o, analysis *a, const char *path, size_t top, size_
     fputc('}', o);
   }
   fputc(']', o);
+  if (stacks) json_stacks(o, a, &t, top, str);
   free(t.rows);
   strpool_free(t.keys);
   if (pattern) {
@@ -813,6 +868,115 @@ static void write_json(FILE *o, analysis *a, const char *path, size_t top, size_
   free(parent);
   json_tree(o, a, topt, str);
   fputs("}\n", o);
+}
+
+/* For the report's page, which hides frames of its own: every distinct
+   allocation stack of the live sampled blocks (the frames --hide leaves,
+   the innermost MAX_STACK_FRAMES), with its estimate, variance and
+   sampled blocks, largest first, at most MAX_STACKS of them (the rest
+   summed in "rest"), and the index of its site in the [top] first rows of
+   [sites] (-1 beyond).  "stacks": {"locs": [[[function, file, line]...]
+   per location, innermost entry first], "rows": [[estimate, variance,
+   sampled, site, [location index, innermost first]]...], "rest": bytes}. */
+#define MAX_STACKS 2000
+#define MAX_STACK_FRAMES 64
+typedef struct { uint32_t alloc; double est, var; uint64_t sampled; } stack_row;
+
+static int by_stack_est(const void *x, const void *y)
+{
+  const stack_row *a = x, *b = y;
+  return a->est < b->est ? 1 : a->est > b->est ? -1 : 0;
+}
+
+/* The locations of allocation [alloc]'s stack that --hide leaves, at most
+   MAX_STACK_FRAMES, into [locs]; how many. */
+static uint32_t visible_stack(const analysis *a, uint32_t alloc, uint32_t *locs)
+{
+  const hg_alloc *al = &a->r->allocs[alloc - 1];
+  uint32_t n = 0;
+  for (uint32_t k = 0; k < al->stack_len && n < MAX_STACK_FRAMES; k++) {
+    uint32_t loc = a->r->stacks[al->stack_off + k];
+    if (!hiding || !an_filter_hides(hiding, ti_location(a->r->t, loc))) locs[n++] = loc;
+  }
+  return n;
+}
+
+static void json_stacks(FILE *o, analysis *a, const site_table *sites, size_t top, json_writer str)
+{
+  hg_snapshot *s = &a->s;
+  strpool *keys = strpool_new();
+  stack_row *rows = NULL;
+  size_t nrows = 0, cap = 0;
+  uint32_t locs[MAX_STACK_FRAMES];
+  char key[MAX_STACK_FRAMES * 11 + 1];
+  for (uint32_t b = 1; b <= s->nblocks; b++) {
+    uint32_t al = s->alloc[b - 1];
+    if (!al) continue;
+    uint32_t n = visible_stack(a, al, locs);
+    size_t len = 0;
+    for (uint32_t k = 0; k < n; k++) len += (size_t)sprintf(key + len, "%x,", locs[k]);
+    uint32_t id = strpool_intern(keys, key, len);
+    if (id >= nrows) {
+      grow_array((void **)&rows, &cap, (size_t)id + 1, sizeof *rows);
+      memset(rows + nrows, 0, ((size_t)id + 1 - nrows) * sizeof *rows);
+      nrows = (size_t)id + 1;
+      rows[id].alloc = al;
+    }
+    double h = (double)(s->wosize[b - 1] + 1), bytes = 8 * h;
+    double p = a->rate > 0 ? -expm1(h * log1p(-a->rate)) : 1;
+    if (!(p > 0)) p = 1;
+    rows[id].est += bytes / p;
+    rows[id].var += (1 - p) * bytes * bytes / (p * p);
+    rows[id].sampled++;
+  }
+  if (nrows) qsort(rows, nrows, sizeof *rows, by_stack_est);
+  size_t shown = nrows < MAX_STACKS ? nrows : MAX_STACKS;
+  u64map index;                 /* location id -> 1 + index in "locs" */
+  u64map_init(&index, 256);
+  uint32_t *order = NULL;
+  size_t norder = 0, ocap = 0;
+  fputs(",\n\"stacks\":{\"rows\":[", o);
+  for (size_t i = 0; i < shown; i++) {
+    char name[1024];
+    site_text(a, rows[i].alloc, name, sizeof name);
+    long site = -1;
+    for (size_t k = 0; k < sites->n && k < top && site < 0; k++)
+      if (!strcmp(sites->rows[k].name, name)) site = (long)k;
+    fprintf(o, "%s[%.0f,%.0f,%llu,%ld,[", i ? ",\n" : "", rows[i].est, rows[i].var,
+            (unsigned long long)rows[i].sampled, site);
+    uint32_t n = visible_stack(a, rows[i].alloc, locs);
+    for (uint32_t k = 0; k < n; k++) {
+      uint32_t *v = u64map_get(&index, locs[k]);
+      if (!v) {
+        grow_array((void **)&order, &ocap, norder + 1, sizeof *order);
+        order[norder++] = locs[k];
+        u64map_put(&index, locs[k], (uint32_t)norder);
+        v = u64map_get(&index, locs[k]);
+      }
+      fprintf(o, "%s%u", k ? "," : "", *v - 1);
+    }
+    fputs("]]", o);
+  }
+  double rest = 0;
+  for (size_t i = shown; i < nrows; i++) rest += rows[i].est;
+  fprintf(o, "],\"rest\":%.0f,\"locs\":[", rest);
+  for (size_t i = 0; i < norder; i++) {
+    const mpt_location *l = ti_location(a->r->t, order[i]);
+    fputs(i ? ",[" : "[", o);
+    for (uint32_t k = 0; l && k < l->n; k++) {
+      fputs(k ? ",[" : "[", o);
+      str(o, l->entries[k].function ? l->entries[k].function : "");
+      fputc(',', o);
+      str(o, l->entries[k].file ? l->entries[k].file : "");
+      fprintf(o, ",%u]", l->entries[k].line);
+    }
+    fputc(']', o);
+  }
+  fputs("]}", o);
+  free(order);
+  u64map_free(&index);
+  free(rows);
+  strpool_free(keys);
 }
 
 /* ---- driver ---- */
@@ -879,6 +1043,7 @@ int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_w
   if (hg_open(&r, trace) != 0) { msg("%s\n", r.error); return 1; }
   double rate = ti_get_header(r.t)->sampling_rate;
   tree_opts topt = { opt->tree_nodes, opt->tree_width, opt->tree_depth };
+  hiding = opt->hide;
   size_t max = opt->max_snapshots ? opt->max_snapshots : 1;
   char **kept = xcalloc(max, sizeof *kept), *ev = NULL;
   size_t *kept_len = xcalloc(max, sizeof *kept_len), ev_len = 0;
@@ -904,7 +1069,7 @@ int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_w
     size_t slot = count++ % max;
     free(kept[slot]);
     FILE *m = open_memstream(&kept[slot], &kept_len[slot]);
-    write_json(m, &a, trace, opt->top, opt->npaths, NULL, &topt, str);
+    write_json(m, &a, trace, opt->top, opt->npaths, NULL, &topt, opt->stacks, str);
     fclose(m);
     a.seen = NULL;
     analysis_free(&a);
@@ -928,10 +1093,11 @@ int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_w
   for (size_t i = 0; i < max; i++) free(kept[i]);
   free(kept); free(kept_len); free(ev); free(seen);
   hg_close(&r);
+  hiding = NULL;
   return rc;
 }
 
-int cmd_retainers(int argc, char **argv)
+static int retainers(int argc, char **argv, an_filter *hidden)
 {
   const char *trace = NULL, *site = NULL, *diff = NULL, *export = NULL;
   uint64_t which = 0;
@@ -942,6 +1108,10 @@ int cmd_retainers(int argc, char **argv)
     const char *a = argv[i], *v;
     char *end;
     if (cli_is_help(a)) { print_usage(stdout, usage, 0); return 0; }
+    if (!strcmp(a, "--hide") || !strcmp(a, "--preset") || !strcmp(a, "--presets-file")) {
+      if (cli_option(hidden, NULL, 0, argc, argv, &i) < 0) return 2;
+      continue;
+    }
     if (strcmp(a, "--depth") == 0 || strcmp(a, "--width") == 0 || strcmp(a, "--nodes") == 0) {
       if (!(v = cli_value(argc, argv, &i))) return 2;
       unsigned long long x = strtoull(v, &end, 10);
@@ -1011,7 +1181,7 @@ int cmd_retainers(int argc, char **argv)
     analysis_free(&b);
     hg_close(&r2);
   } else if (json) {
-    write_json(stdout, &a, trace, top, npaths, site, &topt, json_str);
+    write_json(stdout, &a, trace, top, npaths, site, &topt, 0, json_str);
   } else {
     print_header(&a);
     print_kinds(&a);
@@ -1023,5 +1193,16 @@ int cmd_retainers(int argc, char **argv)
   if (export) rc = write_heapsnapshot(&a, export);
   analysis_free(&a);
   hg_close(&r);
+  return rc;
+}
+
+int cmd_retainers(int argc, char **argv)
+{
+  an_filter hidden;
+  an_filter_init(&hidden);
+  hiding = &hidden;
+  int rc = retainers(argc, argv, &hidden);
+  hiding = NULL;
+  an_filter_free(&hidden);
   return rc;
 }

@@ -16,6 +16,7 @@
 #include "aggregate.h"
 #include "cli.h"
 #include "commands.h"
+#include "presets.h"
 #include "report.h"
 #include "util.h"
 
@@ -23,6 +24,7 @@ typedef struct {
   const char *key;
   const char *file;            /* of the first node seen, for by-function */
   uint32_t line;
+  uint32_t loc;                /* that node's location (0: no backtrace) */
   nstat s;
 } row;
 
@@ -202,6 +204,7 @@ static void top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, con
       grow_array((void **)&rows, &rcap, nrows + 1, sizeof *rows);
       memset(&rows[nrows], 0, sizeof *rows);
       rows[nrows].key = key;
+      rows[nrows].loc = keyloc;
       an_loc_fileline(c, keyloc, &rows[nrows].file, &rows[nrows].line);
       u64map_put(&idx, (uint64_t)(uintptr_t)key, (uint32_t)nrows);
       r = u64map_get(&idx, (uint64_t)(uintptr_t)key);
@@ -211,6 +214,12 @@ static void top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, con
   }
   if (nrows) qsort(rows, nrows, sizeof *rows, cmp_rows);
   size_t shown = limit && (size_t)limit < nrows ? (size_t)limit : nrows;
+  if (!rel && !t->follow) {
+    uint32_t locs[HINT_ROWS];
+    size_t n = 0;
+    for (; n < shown && n < HINT_ROWS; n++) locs[n] = rows[n].loc;
+    presets_hint(c, &t->f, locs, n);
+  }
 
   const ti_header *h = an_header(c);
   double rate = h->sampling_rate;

@@ -33,6 +33,9 @@ typedef void (*json_writer)(FILE *o, const char *s);
 typedef struct {
   size_t top, npaths, max_snapshots;
   uint32_t tree_nodes, tree_width, tree_depth;
+  const struct an_filter *hide; /* its --hide patterns name the sites, or NULL */
+  int stacks;                   /* add each snapshot's "stacks" (the page's
+                                   own hidden frames regroup them) */
 } retainers_opts;
 int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_writer str);
 

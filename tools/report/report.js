@@ -272,7 +272,13 @@ var nVis, nSite, ftOf;
 function visOf(n) { return nVis ? nVis[n] : n; }
 function siteOf(n) { return nSite ? nSite[n] : n ? fFn[locOff[nLoc[n]]] : NOBT; }
 var FT = null;   // { n, parent, name, first, next, keyBelow, keyUp, keys }
-function hidePatterns() { return (S.hide ? [S.hide] : []).concat(S.presets); }
+// The presets (D.presets: the CLI's built-in ones and the user's, as
+// `--preset NAME` resolves them): S.presets holds their names.
+var PRESETS = {};
+(D.presets || []).forEach(function (p) { PRESETS[p.name] = p.regex; });
+function hidePatterns() {
+  return (S.hide ? [S.hide] : []).concat(S.presets.filter(function (n) { return n in PRESETS; }).map(function (n) { return PRESETS[n]; }));
+}
 // Two keys: the stack filters (focus, ignore) only set per-cell flags;
 // hiding frames changes sites and the frame tree.
 var hideKey = null, stackFlagKey = null, cStack = null, flagBuf = null;
@@ -361,8 +367,7 @@ function switchStacks(hk, patterns) {
 function idle(f) { (window.requestIdleCallback || setTimeout).call(window, f); }
 function warmUp() {
   if (hideKey === '[]' && !FT) { frameTree(); idle(warmUp); return; }
-  var pv = Array.from(document.querySelectorAll('.preset')).map(function (p) { return p.value; })
-    .filter(function (v) { return /Stdlib/.test(v); }), pk = JSON.stringify(pv), cur = hideKey;
+  var pv = PRESETS.stdlib ? [PRESETS.stdlib] : [], pk = JSON.stringify(pv), cur = hideKey;
   if (cur !== '[]' || stacksOf[pk] || !pv.length) return;
   switchStacks(pk, pv); frameTree();
   switchStacks(cur, null);
@@ -494,53 +499,94 @@ function computeSites() {
   R.flags = classify();
 }
 
-// Leak / allocation race, per site, over the filtered cells: the volume in
-// flight of its blocks that reached the major heap grows (its mean over
-// the last quarter of the site's activity at least twice that over the
-// first quarter, and at least 16 samples and 1% of the selection's peak).
-// Then a leak when less than 15% of those bytes die while the site still
-// allocates (they pile up), an allocation race when more do: blocks die,
-// but slower than they are allocated (a queue filled faster than drained,
-// lifetimes that grow with the load).  The threshold is low because
-// deaths of major blocks are only seen at the end of major cycles, which
-// lag behind.
+// Leak / allocation race, per site, over the filtered cells, from its
+// promoted blocks (those that reached the major heap: a block that dies
+// young is reclaimed with the minor heap, whose filling would look like
+// growth).  docs/ocaml-memprof.md ("Leak and allocation-race flags")
+// explains the rules and their thresholds.
+// - leak: the volume in flight grows (its mean over the last quarter of
+//   the site's activity at least twice that over the first quarter, and
+//   at least 16 samples and 1% of the selection's peak) and less than 15%
+//   of the promoted bytes die while the site still allocates.
+// - allocation race (a backlog): the blocks wait longer and longer before
+//   they die.  A block's *proven* lifetime is how long it certainly lived.
+//   The garbage that the marking of major cycle k finds is swept, and its
+//   deaths seen, during cycle k + 1; so a block whose death is seen during
+//   cycle k + 1 was reachable during the marking of cycle k - 1 (else it
+//   would have been swept during cycle k) and lived at least from its
+//   allocation to the end of cycle k - 2, and a block live at the end (not
+//   swept by the last complete cycle J) to the end of cycle J - 2.  GC
+//   latency, up to two cycles and longer as the heap grows, never makes a
+//   proven lifetime grow.  The site's activity is cut into RACE_SEGMENTS
+//   equal spans: a race when the mean proven lifetime of the blocks
+//   allocated in some span after the first quarter is at least twice
+//   that of the first quarter's blocks and at least one mean major cycle,
+//   while the volume in flight over that span is at least twice that over
+//   the first quarter (allocation outpaced collection) and at least 16
+//   samples and 1% of the peak, at least 15% of the bytes died, and that
+//   span has at least RACE_MIN_BLOCKS blocks.  (A quarter, not one span,
+//   is the baseline: with few major cycles, proven lifetimes are coarse.)
+//   "drained": the lifetimes fell back (the queue emptied) before the end.
+var RACE_SEGMENTS = 8, RACE_MIN_BLOCKS = 8;
 function classify() {
-  // in flight over the last quarter of its activity: at least 16 samples
-  // and 1% of the selection's peak live volume (so a site with fewer
-  // samples in all is not looked at)
   var peak = 0; for (var b0 = 0; b0 < NB; b0++) peak = Math.max(peak, R.live[b0] / BPS);
   var minLive = Math.max(16, 0.01 * peak), out = new Map();
+  // proven[b]: for a block whose death is seen in bin b, the bin of the
+  // end of cycle k - 2 when the last cycle to end in a bin before b is k
+  // (a cycle ending in bin b itself may end after the death), -1 when
+  // there is none; proven[NB], for the blocks live at the end, that of
+  // cycle J - 2, J the last
+  var ends = D.gc.major.map(function (m) { return Math.min(NB - 1, Math.floor(m[0] / D.bin_ns)); }).sort(function (a, b) { return a - b; });
+  var proven = new Int32Array(NB + 1).fill(-1);
+  for (var b1 = 0, j = -1; b1 < NB; b1++) {
+    while (j + 1 < ends.length && ends[j + 1] < b1) j++;
+    proven[b1] = j >= 2 ? ends[j - 2] : -1;
+  }
+  proven[NB] = ends.length >= 3 ? ends[ends.length - 3] : -1;
+  var cycleBins = NB / (ends.length + 1);
   var per = new Map(), sm = R.siteSamples, cst = cSite;
   for (var i = 0; i < NC; i++) {
-    if (!R.keep[i]) continue;
+    if (!R.keep[i] || !cProm[i]) continue;
     var k = cst[i];
-    if (sm[k] < minLive || !cProm[i]) continue;
+    if (sm[k] < minLive) continue;
     var e = per.get(k);
     if (!e) { e = { diff: new Float64Array(NB + 1), first: NB, last: -1, all: 0, cells: [] }; per.set(k, e); }
-    // promoted samples only: a block that dies young is reclaimed with the
-    // minor heap, whose filling would otherwise look like growth
     var s = cProm[i], ab = cAbin[i], db = cDbin[i];
-    if (!s) continue;
     e.diff[ab] += s; if (db < NB) e.diff[db] -= s;
     if (ab < e.first) e.first = ab; if (ab > e.last) e.last = ab;
     e.all += s; e.cells.push(i);
   }
   per.forEach(function (e, k) {
-    if (e.last - e.first < 4) return;
-    var lv = 0, levels = new Float64Array(e.last + 1);
-    for (var b = 0; b <= e.last; b++) { lv += e.diff[b]; levels[b] = lv; }
-    // mean in-flight volume over the first and the last quarter of the
-    // site's activity (means, so that minor-heap noise does not count)
-    var q = Math.max(1, Math.floor((e.last - e.first + 1) / 4)), m = 0, endv = 0;
-    for (var b2 = e.first; b2 < e.first + q; b2++) m += levels[b2];
-    for (var b3 = e.last - q + 1; b3 <= e.last; b3++) endv += levels[b3];
-    m /= q; endv /= q;
-    if (endv >= minLive && endv >= 2 * m + 1) {
-      var died = 0;
-      e.cells.forEach(function (i) { if (cDbin[i] < e.last) died += cProm[i]; });
-      died /= e.all;
-      out.set(k, { kind: died >= 0.15 ? 'race' : 'leak', died: died, growth: endv / Math.max(m, 1), inflight: endv * BPS });
+    if (e.last - e.first < RACE_SEGMENTS) return;
+    var lv = 0, levels = new Float64Array(NB);
+    for (var b = 0; b < NB; b++) { lv += e.diff[b]; levels[b] = lv; }
+    var died = 0;
+    e.cells.forEach(function (i) { if (cDbin[i] < e.last) died += cProm[i]; });
+    died /= e.all;
+    // mean in-flight volume over bins [a, z)
+    function level(a, z) { var v = 0; for (var b = a; b < z; b++) v += levels[b]; return v / Math.max(1, z - a); }
+    if (died < 0.15) {
+      var q = Math.max(1, Math.floor((e.last - e.first + 1) / 4)), m = level(e.first, e.first + q), endv = level(e.last - q + 1, e.last + 1);
+      if (endv >= minLive && endv >= 2 * m + 1)
+        out.set(k, { kind: 'leak', died: died, growth: endv / Math.max(m, 1), inflight: endv * BPS });
+      return;
     }
+    var span = (e.last - e.first + 1) / RACE_SEGMENTS, life = new Float64Array(RACE_SEGMENTS), n = new Float64Array(RACE_SEGMENTS);
+    e.cells.forEach(function (i) {
+      var ab = cAbin[i], g = Math.min(RACE_SEGMENTS - 1, Math.floor((ab - e.first) / span));
+      life[g] += Math.max(0, proven[cDbin[i]] - ab) * cBlocks[i]; n[g] += cBlocks[i];
+    });
+    var Q = RACE_SEGMENTS / 4, base = 0, nbase = 0, top = Q;
+    for (var g0 = 0; g0 < Q; g0++) { base += life[g0]; nbase += n[g0]; }
+    base = nbase ? base / nbase : 0;
+    for (var g = 0; g < RACE_SEGMENTS; g++) { life[g] = n[g] ? life[g] / n[g] : 0; if (g >= Q && life[g] > life[top]) top = g; }
+    if (n[top] < RACE_MIN_BLOCKS || life[top] < 2 * base || life[top] < cycleBins) return;
+    var l0 = level(e.first, Math.round(e.first + Q * span)), lt = level(Math.round(e.first + top * span), Math.round(e.first + (top + 1) * span));
+    if (lt < minLive || lt < 2 * l0 + 1) return;
+    var fell = false;
+    for (var g2 = top + 1; g2 < RACE_SEGMENTS; g2++) if (n[g2] && life[g2] <= life[top] / 2) fell = true;
+    out.set(k, { kind: 'race', died: died, growth: lt / Math.max(l0, 1), inflight: lt * BPS,
+                 lifeGrowth: base ? life[top] / base : Infinity, drained: fell });
   });
   return out;
 }
@@ -1063,8 +1109,12 @@ function drawLife() {
     histogram('in time (live at the end: to the end of the trace)', l1, v1, bytes) +
     histogram('in bytes allocated meanwhile (collected blocks; ' + bytes(never) + ' never collected)', l2, v2, bytes);
   var fl = Array.from(R.flags.entries()).sort(function (a, b) { return b[1].inflight - a[1].inflight; });
-  html += '<h3>Flags</h3><div class="note">In-flight volume of its promoted blocks (minor-heap churn left out) grows over the site\'s activity (mean over its last quarter ≥ 2× the mean over its first quarter, and ≥ 1% of the selection\'s peak): <b>leak</b> when less than 15% of those bytes die while the site still allocates; <b>allocation race</b> when more do: its blocks die, but slower than they are allocated.</div><table><tr><th class="name">site</th><th>flag</th><th>in flight (last quarter)</th><th>growth</th><th>died while allocating</th></tr>' +
-    fl.map(function (e) { return '<tr><td class="name">' + esc(NAMES[e[0]]) + '</td><td><span class="flag ' + e[1].kind + '">' + (e[1].kind === 'race' ? 'allocation race' : 'leak') + '</span></td><td>' + bytes(e[1].inflight) + '</td><td>×' + e[1].growth.toFixed(1) + '</td><td>' + Math.round(100 * e[1].died) + '%</td></tr>'; }).join('') + '</table>' +
+  html += '<h3>Flags</h3><div class="note">From the promoted blocks of each site (minor-heap churn left out). <b>Leak</b>: the volume in flight grows (mean over the last quarter of the site\'s activity ≥ 2× the first quarter\'s, and ≥ 1% of the selection\'s peak) and less than 15% of those bytes die while the site still allocates. <b>Allocation race</b> (a backlog): the blocks wait longer and longer before they die: the mean proven lifetime (GC latency left out) of the blocks allocated in some eighth of the site\'s activity is ≥ 2× the first quarter\'s and ≥ one major cycle, while the volume in flight has at least doubled; "drained": the lifetimes fell back before the end.</div><table><tr><th class="name">site</th><th>flag</th><th>in flight</th><th>growth</th><th>died while allocating</th><th>lifetimes</th></tr>' +
+    fl.map(function (e) {
+      var f = e[1], race = f.kind === 'race';
+      return '<tr><td class="name">' + esc(NAMES[e[0]]) + '</td><td><span class="flag ' + f.kind + '">' + (race ? 'allocation race' : 'leak') + '</span></td><td>' + bytes(f.inflight) + '</td><td>×' + f.growth.toFixed(1) + '</td><td>' + Math.round(100 * f.died) + '%</td><td>' +
+        (race ? (isFinite(f.lifeGrowth) ? '×' + f.lifeGrowth.toFixed(1) : 'from 0') + (f.drained ? ', drained' : ', still growing') : '') + '</td></tr>';
+    }).join('') + '</table>' +
     (fl.length ? '' : '<div class="note">no site flagged</div>');
   $('lifeview').innerHTML = html;
 }
@@ -1167,6 +1217,36 @@ function drawFlameSide() {
     ' (dominator tree: a row retains the rows under it; the filters do not apply; more in the Retention tab)</span></h3>' + treeHTML(X, 'fgtree', true);
 }
 $('fgdom').addEventListener('click', function (e) { treeClick(e, drawFlameSide); });
+// The retention view's sites: the snapshot's own (X.sites, named by the
+// innermost frame, or the frames the report's command line hid), or,
+// when the page hides frames, its stacks (X.stacks) summed by the first
+// location the page's patterns leave (a location is hidden when one of
+// its frames matches, as in the CLI), each with the retainer paths of the
+// snapshot's sites it merges, shortest first.
+function retentionSites(X) {
+  var pats = hidePatterns().map(re).filter(Boolean);
+  if (!pats.length || !X.stacks) return X.sites;
+  var L = X.stacks.locs, hid = L.map(function (entries) {
+    if (!entries.length) return pats.some(function (r) { return r.test('<unknown>'); });
+    return entries.some(function (e) { return pats.some(function (r) { return r.test(e[0]) || r.test(e[1]); }); });
+  });
+  var by = new Map(), out = [];
+  X.stacks.rows.forEach(function (row) {
+    var st = row[4], l = -1;
+    for (var k = 0; k < st.length && l < 0; k++) if (!hid[st[k]]) l = st[k];
+    var e = l >= 0 ? L[l] : null, name = !e ? '(no stack)' : e.length ? e[0][0] + ' (' + e[0][1] + ':' + e[0][2] + ')' : '?';
+    var g = by.get(name);
+    if (!g) { g = { site: name, function: e && e.length ? e[0][0] : '', estimate: 0, variance: 0, sampled: 0, from: [] }; by.set(name, g); out.push(g); }
+    g.estimate += row[0]; g.variance += row[1]; g.sampled += row[2];
+    if (row[3] >= 0 && g.from.indexOf(row[3]) < 0) g.from.push(row[3]);
+  });
+  out.forEach(function (g) {
+    g.stderr = Math.sqrt(g.variance);
+    var ps = []; g.from.forEach(function (i) { ps = ps.concat(X.sites[i].paths); });
+    g.paths = ps.sort(function (a, b) { return a.steps.length - b.steps.length || b.blocks - a.blocks; }).slice(0, 5);
+  });
+  return out.sort(function (a, b) { return b.estimate - a.estimate; }).slice(0, X.sites.length);
+}
 function drawRetention() {
   var el = $('retention');
   if (!SNAPS.length) {
@@ -1184,24 +1264,25 @@ function drawRetention() {
   var cur = E.list.indexOf(X);
   h.push('snapshot: <select id="rsnap">' + E.list.map(function (x, i) { return '<option value="' + i + '"' + (i === cur ? ' selected' : '') + '>' + x.snapshot.seq + ' at ' + secs(x.snapshot.time_ns) + ', live ' + bytes(x.snapshot.live_bytes) + '</option>'; }).join('') + '</select>' +
     ' <span class="note">' + (E.count > E.list.length ? 'the last ' + E.list.length + ' of ' + E.count + ' snapshots (every one in the evolution)' : E.count + ' snapshot' + (E.count > 1 ? 's' : '')) + '</span></div>');
-  h.push('<div class="note">Retained bytes of a root: what would be freed if that root alone were cleared (dominator tree). Same figures as <code>ocaml-memprof retainers --json --snapshot ' + (E.count - E.list.length + cur + 1) + ' ' + esc(X.trace) + '</code>; the filters do not apply here.</div>');
+  h.push('<div class="note">Retained bytes of a root: what would be freed if that root alone were cleared (dominator tree). Same figures as <code>ocaml-memprof retainers --json --snapshot ' + (E.count - E.list.length + cur + 1) + hideArgs().map(function (a) { return ' ' + esc(a); }).join('') + ' ' + esc(X.trace) + '</code>; of the filters, only the hidden frames apply here (they name the sites), the others select samples, not heap blocks.</div>');
   if (E.evolution.rows.length > 1) h.push('<h3>Evolution of retained bytes by root kind</h3>' + evolutionSVG(E.evolution, sn.seq));
   var kmax = 0; X.kinds.forEach(function (k) { kmax = Math.max(kmax, k.retained); });
-  var rmax = X.roots.length ? X.roots[0].retained : 0, smax = 0; X.sites.forEach(function (x) { smax = Math.max(smax, x.estimate); });
+  var rmax = X.roots.length ? X.roots[0].retained : 0, smax = 0, sites = retentionSites(X); sites.forEach(function (x) { smax = Math.max(smax, x.estimate); });
   h.push('<div id="retgrid"><div><h3>Retained by root kind</h3><table id="rkinds"><tr><th class="name">kind</th><th>retained</th><th>%</th><th>roots</th></tr>' +
     X.kinds.map(function (k) { return '<tr><td class="name">' + esc(k.kind) + '</td><td data-v="' + k.retained + '">' + bar(k.retained, kmax, '#69c') + ' ' + bytes(k.retained) + '</td><td>' + pct(k.retained, live) + '</td><td>' + num(k.roots) + '</td></tr>'; }).join('') + '</table>');
   h.push('<h3>Roots by retained size</h3><table id="rroots"><tr><th>retained</th><th>%</th><th class="name">kind</th><th class="name">root</th></tr>' +
     X.roots.map(function (r) { return '<tr><td data-v="' + r.retained + '">' + bar(r.retained, rmax, '#c84') + ' ' + bytes(r.retained) + '</td><td>' + pct(r.retained, live) + '</td><td class="name">' + esc(r.kind) + '</td><td class="name">' + esc(r.label) + '</td></tr>'; }).join('') + '</table></div>');
   // the site selected in the Sites table, when it is one of these
-  var sel = Math.min(S.rsite || 0, X.sites.length - 1);
-  if (S.site !== null && sel >= 0 && X.sites[sel].function !== NAMES[S.site])
-    X.sites.forEach(function (x, i) { if (x.function === NAMES[S.site] && X.sites[sel].function !== NAMES[S.site]) sel = i; });
-  h.push('<div><h3>Live bytes by allocation site <span class="note">(estimated from the sampled blocks: each weighted by 1 / its sampling probability; ± one standard error; click a row for its retainer paths)</span></h3>');
-  if (!X.sites.length) h.push('<div class="note">No sampled block is live in this snapshot (sample with memprof_rate to attribute the heap to allocation sites).</div>');
+  var sel = Math.min(S.rsite || 0, sites.length - 1);
+  if (S.site !== null && sel >= 0 && sites[sel].function !== NAMES[S.site])
+    sites.forEach(function (x, i) { if (x.function === NAMES[S.site] && sites[sel].function !== NAMES[S.site]) sel = i; });
+  h.push('<div><h3>Live bytes by allocation site <span class="note">(estimated from the sampled blocks: each weighted by 1 / its sampling probability; ± one standard error; click a row for its retainer paths' +
+    (X.stacks && hidePatterns().length ? '; hidden frames left out: a block goes to the first frame left, and its paths are those of the sites it merges' : '') + ')</span></h3>');
+  if (!sites.length) h.push('<div class="note">No sampled block is live in this snapshot (sample with memprof_rate to attribute the heap to allocation sites).</div>');
   else h.push('<table id="rsites"><tr><th>live (est.)</th><th>± se</th><th>sampled</th><th class="name">site</th></tr>' +
-    X.sites.map(function (x, i) { return '<tr data-r="' + i + '"' + (i === sel ? ' class="sel"' : '') + '><td data-v="' + x.estimate + '">' + bar(x.estimate, smax, '#8a6') + ' ' + bytes(x.estimate) + '</td><td>' + bytes(x.stderr) + '</td><td>' + num(x.sampled) + '</td><td class="name">' + esc(x.site) + '</td></tr>'; }).join('') + '</table>');
+    sites.map(function (x, i) { return '<tr data-r="' + i + '"' + (i === sel ? ' class="sel"' : '') + '><td data-v="' + x.estimate + '">' + bar(x.estimate, smax, '#8a6') + ' ' + bytes(x.estimate) + '</td><td>' + bytes(x.stderr) + '</td><td>' + num(x.sampled) + '</td><td class="name">' + esc(x.site) + '</td></tr>'; }).join('') + '</table>');
   if (sel >= 0) {
-    var st = X.sites[sel];
+    var st = sites[sel];
     h.push('<h3>Retainer paths to the sampled blocks of ' + esc(st.site) + ' <span class="note">(shortest first; a step is a root or a block: tag, size, allocation site)</span></h3><div id="rpaths">');
     if (!st.paths.length) h.push('<div class="note">none reachable</div>');
     st.paths.forEach(function (p) {
@@ -1218,7 +1299,7 @@ $('retention').addEventListener('click', function (e) {
   if (treeClick(e, drawRetention)) return;
   var tr = e.target.closest('tr[data-r]'); if (!tr) return;
   // and the Sites table's selection follows (its live heap on the timeline)
-  var X = snapOf(), id = NAMES.indexOf(X.sites[+tr.dataset.r].function);
+  var X = snapOf(), id = NAMES.indexOf(retentionSites(X)[+tr.dataset.r].function);
   S.rsite = +tr.dataset.r;
   if (id >= 0 && id < NOBT) { S.site = id; update(); } else { drawRetention(); saveHash(); }
 });
@@ -1275,23 +1356,31 @@ $('search').addEventListener('input', function () { S.search = this.value; drawT
 $('tabs').addEventListener('click', function (e) { var b = e.target.closest('button'); if (!b) return; S.tab = b.dataset.tab; syncControls(); drawView(); saveHash(); });
 window.addEventListener('resize', function () { tl.W = fg.flame.W = fg.icicle.W = 0; drawTimeline(); drawView(); paintRows(); });
 
+// A string quoted for a POSIX shell.
+function shq(s) { return "'" + s.replace(/'/g, "'\\''") + "'"; }
+// The hidden frames as options, quoted for a shell.
+function hideArgs() {
+  var a = [], pn = S.presets.filter(function (n) { return n in PRESETS; });
+  if (S.hide) a.push('--hide ' + shq(S.hide));
+  if (pn.length) a.push('--preset ' + shq(pn.join(',')));
+  return a;
+}
 // The same selection on the command line: time windows on bin bounds,
 // classes on their bounds (exact), regexes as given.
 function ns(v) { return v + 'ns'; }
 function cliCommand() {
-  function q(s) { return "'" + s.replace(/'/g, "'\\''") + "'"; }
-  var a = ['ocaml-memprof top'].concat((D.filter_args || []).map(function (x) { return /^[-\w.,:]+$/.test(x) ? x : q(x); })), W = D.bin_ns, note = '';
+  var a = ['ocaml-memprof top'].concat((D.filter_args || []).map(function (x) { return /^[-\w.,:]+$/.test(x) ? x : shq(x); })), W = D.bin_ns, note = '';
   [['alloc', '--allocated'], ['live', '--live'], ['coll', '--collected']].forEach(function (x) {
     var v = S[x[0]]; if (v) a.push(x[1] + ' ' + ns(v[0] * W) + ',' + ns((v[1] + 1) * W - 1));
   });
   if (S.life) { if (S.life[0]) a.push('--min-lifetime ' + ns(D.life_lo[S.life[0]])); if (S.life[1] + 1 < NLIFE) a.push('--max-lifetime ' + ns(D.life_lo[S.life[1] + 1] - 1)); }
   if (S.size) { if (S.size[0]) a.push('--min-size ' + Math.pow(2, S.size[0] + 3)); if (S.size[1] < 31) a.push('--max-size ' + (Math.pow(2, S.size[1] + 4) - 1)); }
   if (S.doms) S.doms.forEach(function (d) { a.push('--domain ' + d); });
-  if (S.focus) a.push('--focus ' + q(S.focus));
-  if (S.ignore) a.push('--ignore ' + q(S.ignore));
-  hidePatterns().forEach(function (h) { a.push('--hide ' + q(h)); });
+  if (S.focus) a.push('--focus ' + shq(S.focus));
+  if (S.ignore) a.push('--ignore ' + shq(S.ignore));
+  hideArgs().forEach(function (x) { a.push(x); });
   if (S.never) note = '   # "never collected": no CLI filter; see the live column (live at the end)';
-  return a.join(' ') + ' ' + D.traces.map(q).join(' ') + note;
+  return a.join(' ') + ' ' + D.traces.map(shq).join(' ') + note;
 }
 
 // ---------- update ----------
@@ -1341,6 +1430,9 @@ function loadHash() {
 
 // ---------- start ----------
 $('title').textContent = D.title;
+$('presets').innerHTML = (D.presets || []).map(function (p) {
+  return '<label title="' + esc((p.builtin ? 'built-in: ' : 'from your presets file: ') + p.regex) + '"><input type="checkbox" class="preset" value="' + esc(p.name) + '"> ' + esc(p.name) + '</label>';
+}).join(' ');
 var lifeNames = [], sizeNames = [];
 for (var c0 = 0; c0 < NLIFE; c0++) lifeNames.push(c0 ? secs(D.life_lo[c0]) : '0');
 for (var s0 = 0; s0 < 32; s0++) sizeNames.push(s0 ? bytes(Math.pow(2, s0 + 3)) : '0 B');

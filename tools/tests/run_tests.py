@@ -563,9 +563,106 @@ def test_runtime_trace():
         rc, cc, text = checker_counts(out)
         check("runtime trace -> CTF passes mtctf_check with viewer rules (compress=%s)" % compress,
               r.returncode == 0 and rc == 0 and "viewer rules: ok" in text, r.stderr + text[-300:])
+    test_runtime_lwt(ocamlopt, work)
     test_runtime_domains(ocamlopt, work)
     test_runtime_marshal(ocamlopt, work)
     test_runtime_follow(ocamlopt, work)
+
+
+def test_presets_synthetic(path):
+    """--preset and --presets-file on a synthetic trace: a user preset hides
+    what it names, in any order with --presets-file and with --hide; bad
+    names and files give one line naming them, exit 2."""
+    def keys(*args):
+        return {r_["key"] for r_ in tool_json("top", "--json", *args)["rows"]}
+    presets = os.path.join(OUT, "presets")
+    with open(presets, "w") as f:
+        f.write("# the test's presets\n\nleak = ^Leak\\.grow\nchurn=^Churn\n")
+    check("--preset from --presets-file hides its frames (either order)",
+          keys("--presets-file", presets, "--preset", "leak", path) ==
+          keys("--preset", "leak", "--presets-file", presets, path) ==
+          keys("--hide", "^Leak\\.grow", path) == {"Leak.run", "Churn.tmp", "Static.init", "Ext.buffer"})
+    both = keys("--preset", "leak,churn", "--presets-file", presets, path)
+    check("--preset A,B combines presets, and with --hide",
+          both == keys("--preset", "leak", "--preset", "churn", "--presets-file", presets, path)
+          and "Leak.grow" not in both and "Churn.tmp" not in both
+          and keys("--preset", "leak", "--hide", "^Churn", "--presets-file", presets, path) == both, str(both))
+    xdg = os.path.join(OUT, "xdg")
+    os.makedirs(os.path.join(xdg, "ocaml-memprof"), exist_ok=True)
+    shutil.copy(presets, os.path.join(xdg, "ocaml-memprof", "presets"))
+    r = run([TOOL, "top", "--json", "--preset", "churn", path], env=dict(os.environ, XDG_CONFIG_HOME=xdg))
+    check("--preset from $XDG_CONFIG_HOME/ocaml-memprof/presets",
+          r.returncode == 0 and "Churn.tmp" not in {r_["key"] for r_ in json.loads(r.stdout)["rows"]}, r.stderr)
+    bad = os.path.join(OUT, "presets-bad")
+    badre = os.path.join(OUT, "presets-badre")
+    with open(bad, "w") as f:
+        f.write("ok = ^A\nthis line has no equals sign\n")
+    with open(badre, "w") as f:
+        f.write("x = (unclosed\n")
+    for args, text in ((["--preset", "nosuch"], "unknown preset 'nosuch' for --preset: known presets are "
+                        "lwt, async, eio, stdlib, runtime"),
+                       (["--presets-file", bad], bad + ":2: expected 'name = regex'"),
+                       (["--presets-file", badre, "--preset", "x"], badre + ":1: bad regex for preset 'x'"),
+                       (["--presets-file", os.path.join(OUT, "nosuch-presets")], "cannot read presets file")):
+        for cmd in ("top", "leaks", "retainers"):
+            r = tool(cmd, *(args + [path]))
+            check("%s %s: exit 2, one line: %s" % (cmd, " ".join(args), text[-40:]),
+                  r.returncode == 2 and len(r.stderr.splitlines()) == 1 and text in r.stderr,
+                  "rc=%d %r" % (r.returncode, r.stderr))
+
+
+HINT = re.compile(r"^hint: (\d+) of the top (\d+) sites are in Lwt's code; try --preset lwt$", re.M)
+
+
+def test_runtime_lwt(ocamlopt, work):
+    """A program on a miniature Lwt (tests/lwt_like: frames named as Lwt's):
+    top, leaks and flamegraph print the one-line hint to --preset lwt on
+    stderr (--json and --csv output unchanged), not with the preset or a
+    --hide, nor on a program without Lwt (tests/leaky.ml); the preset
+    leaves no Lwt frame as a site."""
+    src = os.path.join(HERE, "lwt_like")
+    for f in ("lwt.ml", "lwt_io.ml", "lwt_main.ml", "server.ml"):
+        shutil.copy(os.path.join(src, f), work)
+    r = run([ocamlopt, "-g", "lwt.ml", "lwt_io.ml", "lwt_main.ml", "server.ml", "-o", "server.exe"], cwd=work)
+    check("compile tests/lwt_like (a server on a miniature Lwt)", r.returncode == 0, r.stderr[-500:])
+    if r.returncode != 0:
+        return
+    trace = os.path.join(work, "server.trace")
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-3,memprof_seed=1" % trace)
+    r = run([os.path.join(work, "server.exe"), "20000"], env=env, cwd=work)
+    check("traced run of server.exe", r.returncode == 0 and r.stdout.strip() == "60000", r.stderr[-300:])
+    if r.returncode != 0:
+        return
+    html = os.path.join(work, "server-flame.html")
+    for args in (["top"], ["top", "--json"], ["top", "--csv"], ["leaks"], ["leaks", "--json"],
+                 ["flamegraph", "-o", html]):
+        r = tool(*(args + [trace]))
+        m = HINT.search(r.stderr)
+        ok = r.returncode == 0 and m and int(m.group(1)) * 2 >= int(m.group(2)) and len(HINT.findall(r.stderr)) == 1
+        if "--json" in args:
+            try:
+                json.loads(r.stdout)
+            except ValueError:
+                ok = False
+        if "--csv" in args:
+            ok = ok and r.stdout.startswith("key,file,line,")
+        check("%s on an Lwt program: one hint line on stderr (%s), output intact"
+              % (" ".join(args[:2]), m.group(0)[6:30] if m else "none"), ok, r.stderr[-300:])
+    for args in (["top", "--preset", "lwt"], ["top", "--hide", "^Lwt"], ["leaks", "--preset", "lwt,stdlib"],
+                 ["flamegraph", "--preset", "lwt", "-o", html]):
+        r = tool(*(args + [trace]))
+        check("%s on the Lwt program: no hint" % " ".join(args[:3]),
+              r.returncode == 0 and "hint:" not in r.stderr, r.stderr[-300:])
+    rows = tool_json("top", "--json", "-n", "0", "--preset", "lwt,stdlib", trace)["rows"]
+    keys = [r_["key"] for r_ in rows]
+    check("top --preset lwt,stdlib: no Lwt or Stdlib site left, the program's own first (%s)" % keys[:2],
+          keys and not [k for k in keys if re.match(r"Lwt|Stdlib", k)] and keys[0].startswith("Server"), str(keys[:5]))
+    leaky = os.path.join(work, "leaky-1.trace")
+    if os.path.exists(leaky):
+        for args in (["top"], ["leaks"], ["flamegraph", "-o", html]):
+            r = tool(*(args + [leaky]))
+            check("%s on a program without Lwt: no hint" % args[0],
+                  r.returncode == 0 and "hint:" not in r.stderr, r.stderr[-300:])
 
 
 def test_runtime_follow(ocamlopt, work):
@@ -1268,6 +1365,7 @@ def main():
     test_runtime_trace()
     test_robustness(files)
     test_cli_table(files["memprof"])
+    test_presets_synthetic(files["memprof"])
     test_many(files)
     test_follow_incremental()
     report_tests.test_report(check, tool, tool_json, run, OUT, HERE, gen)
