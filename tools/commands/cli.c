@@ -71,6 +71,64 @@ int cli_bins_option(long *bins, long lo, long hi, int argc, char **argv, int *i)
   return 1;
 }
 
+int cli_regex_option(regex_t *re, const char *opt, const char *pat)
+{
+  char err[400];
+  if (an_regex_compile(re, opt, pat, err, sizeof err) == 0) return 0;
+  prefix();
+  cli_put_safe(stderr, err);
+  fputc('\n', stderr);
+  return 2;
+}
+
+/* Optimal string alignment distance between [a] and [b] (each edit, a
+   swap of adjacent characters included, costs 1): "tpo" is 1 from "top",
+   as "--grup" from "--group". */
+static size_t edit_distance(const char *a, const char *b)
+{
+  size_t la = strlen(a), lb = strlen(b);
+  size_t *rows = xmalloc(3 * (lb + 1) * sizeof *rows);
+  size_t *before = rows, *prev = rows + lb + 1, *cur = rows + 2 * (lb + 1);
+  for (size_t j = 0; j <= lb; j++) prev[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    cur[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t d = prev[j - 1] + (a[i - 1] != b[j - 1]);
+      if (prev[j] + 1 < d) d = prev[j] + 1;
+      if (cur[j - 1] + 1 < d) d = cur[j - 1] + 1;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && before[j - 2] + 1 < d)
+        d = before[j - 2] + 1;
+      cur[j] = d;
+    }
+    size_t *t = before; before = prev; prev = cur; cur = t;
+  }
+  size_t d = prev[lb];
+  free(rows);
+  return d;
+}
+
+size_t cli_closest(const char *word, const char *const *cands, size_t n, size_t *out, size_t max)
+{
+  size_t len = strlen(word), found = 0;
+  /* The dashes of an option say little about what was meant. */
+  size_t core = len - strspn(word, "-");
+  if (core == 0 || max == 0) return 0;
+  for (size_t i = 0; i < n && found < max; i++)
+    if (strlen(cands[i]) > len && !strncmp(cands[i], word, len)) out[found++] = i;
+  if (found) return found;
+  size_t limit = core / 3 ? core / 3 : 1;
+  size_t *dist = xmalloc((n ? n : 1) * sizeof *dist);
+  for (size_t i = 0; i < n; i++) {
+    size_t lc = strlen(cands[i]);
+    dist[i] = (lc > len ? lc - len : len - lc) > limit ? SIZE_MAX : edit_distance(word, cands[i]);
+  }
+  for (size_t d = 1; d <= limit && !found; d++)
+    for (size_t i = 0; i < n && found < max; i++)
+      if (dist[i] == d) out[found++] = i;
+  free(dist);
+  return found;
+}
+
 int cli_is_help(const char *a)
 {
   return !strcmp(a, "--help") || !strcmp(a, "-h");

@@ -14,6 +14,7 @@
 #ifndef OCAML_MEMPROF_CLI_H
 #define OCAML_MEMPROF_CLI_H
 
+#include <regex.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +36,15 @@ const char *cli_value(int argc, char **argv, int *i);
 /* "--bins N" at argv[*i], lo <= N <= hi, into [*bins]: 1 (consumed),
    0 (another option), -1 (usage error given). */
 int cli_bins_option(long *bins, long lo, long hi, int argc, char **argv, int *i);
+/* Compile the value [pat] of stack option [opt] (an_regex_compile): 0,
+   or 2 after a one-line usage error saying why the regex is invalid. */
+int cli_regex_option(regex_t *re, const char *opt, const char *pat);
+/* "Did you mean": the indices of at most [max] of the [n] [cands] that
+   [word] was probably meant to be, into [out], best first: the candidates
+   it is a prefix of, else the nearest by edit distance (insertions,
+   deletions, substitutions and swaps of adjacent characters), within a
+   third of its length.  Returns how many (0: nothing close). */
+size_t cli_closest(const char *word, const char *const *cands, size_t n, size_t *out, size_t max);
 /* Is [a] --help or -h? */
 int cli_is_help(const char *a);
 

@@ -126,12 +126,7 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
     } else if (!strcmp(a, "--callers") || !strcmp(a, "--callees")) {
       if (!(v = cli_value(argc, argv, &i))) return 2;
       if (t->rel) return cli_usage_error("--callers and --callees: only one, once");
-      int e = regcomp(&t->m.re, v, REG_EXTENDED | REG_NOSUB);
-      if (e) {
-        char msg[128];
-        regerror(e, &t->m.re, msg, sizeof msg);
-        return cli_bad_value(a, v, msg);
-      }
+      if (cli_regex_option(&t->m.re, a, v)) return 2;
       t->rel = a[7] == 'r' ? 1 : 2;     /* --callers, --callees */
     } else if (!strcmp(a, "--follow")) t->follow = 1;
     else if (!strcmp(a, "--stats")) t->stats = 1;

@@ -1166,6 +1166,18 @@ def test_retainers():
           re.search(r"\s%d B\s.*leaky \(leak.ml:7\)" % round(est), out) is not None, out)
     check("retainers: retainer path finaliser -> ephemeron -> the site's block",
           "finaliser finalisers\n    -> abstract (3 words)\n    -> block tag 0 (4 words) from leaky (leak.ml:7)" in out, out)
+    r = tool("retainers", "--site", "^leak[y]$", small)
+    check("retainers --site is a POSIX extended regex on function or file names, like --focus",
+          r.returncode == 0 and "sites matching \"^leak[y]$\" (1 blocks" in r.stdout
+          and "-> block tag 0 (4 words) from leaky (leak.ml:7)" in r.stdout, r.stdout[-400:] + r.stderr)
+    r = tool("retainers", "--site", "(", small)
+    check("retainers --site '(': invalid regex refused, exit 2, one line naming --site",
+          r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "for --site:" in r.stderr
+          and r.stdout == "", "rc=%d %r" % (r.returncode, r.stderr))
+    r = tool("retainers", "--site", "leaki", small)
+    check("retainers --site matching nothing: exit 0, one hint line naming the closest site",
+          r.returncode == 0 and len(r.stderr.splitlines()) == 1 and "closest sites: leaky" in r.stderr
+          and "(0 blocks" in r.stdout, r.stderr)
     j = tool_json("retainers", "--json", "--site", "leaky", small)
     check("retainers --json: the tables in bytes (roots 160, 72, 16 B; live 264 B; site leaky %.0f B)" % est,
           [[x["kind"], x["label"], x["retained"]] for x in j["roots"]][:3]
