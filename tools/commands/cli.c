@@ -30,12 +30,62 @@ int cli_usage_error(const char *fmt, ...)
   return 2;
 }
 
-int cli_unknown_option(const char *opt)
+/* The options a help text documents: on its "usage:" line and on the
+   lines that start with an option, every word that starts with "-" and a
+   letter, up to a character that cannot be in an option's name. */
+static void add_documented_options(const char *text, const char ***names, size_t *n, size_t *cap)
 {
+  for (const char *line = text; *line;) {
+    const char *end = strchr(line, '\n'), *p = line + strspn(line, " ");
+    if (!end) end = line + strlen(line);
+    if (*p == '-' || !strncmp(p, "usage:", 6))
+      for (; p < end; p++) {
+        int word_start = p == line || strchr(" [|,", p[-1]);
+        const char *name = p + (p[1] == '-' ? 2 : 1);
+        if (!word_start || *p != '-' || name >= end ||
+            !((*name >= 'a' && *name <= 'z') || (*name >= 'A' && *name <= 'Z')))
+          continue;
+        size_t len = strspn(p, "-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
+        if (p + len > end) len = (size_t)(end - p);
+        char *copy = xmalloc(len + 1);
+        memcpy(copy, p, len);
+        copy[len] = '\0';
+        grow_array((void **)names, cap, *n + 1, sizeof **names);
+        (*names)[(*n)++] = copy;
+        p += len - 1;
+      }
+    line = *end ? end + 1 : end;
+  }
+}
+
+int cli_unknown_option(const char *opt, const char *usage, int filters)
+{
+  const char **names = NULL;
+  size_t n = 0, cap = 0, close[3], nclose;
+  add_documented_options(usage, &names, &n, &cap);
+  add_documented_options(cli_inputs_help, &names, &n, &cap);
+  if (filters) add_documented_options(an_filter_help, &names, &n, &cap);
+  add_documented_options("  --help", &names, &n, &cap);
+  /* Duplicates (an option on the usage line and on its own line) would be
+     suggested twice. */
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t k = 0;
+    while (k < kept && strcmp(names[k], names[i])) k++;
+    if (k < kept) free((char *)names[i]);
+    else names[kept++] = names[i];
+  }
+  nclose = cli_closest(opt, names, kept, close, 3);
   prefix();
   fputs("unknown option '", stderr);
   cli_put_safe(stderr, opt);
-  fprintf(stderr, "' (see 'ocaml-memprof %s --help')\n", msg_cmd);
+  fputc('\'', stderr);
+  for (size_t i = 0; i < nclose; i++)
+    fprintf(stderr, "%s%s", i == 0 ? "; did you mean " : i + 1 < nclose ? ", " : " or ",
+            names[close[i]]);
+  fprintf(stderr, "%s (see 'ocaml-memprof %s --help')\n", nclose ? "?" : "", msg_cmd);
+  for (size_t i = 0; i < kept; i++) free((char *)names[i]);
+  free(names);
   return 2;
 }
 
@@ -115,7 +165,8 @@ size_t cli_closest(const char *word, const char *const *cands, size_t n, size_t 
   if (core == 0 || max == 0) return 0;
   for (size_t i = 0; i < n && found < max; i++)
     if (strlen(cands[i]) > len && !strncmp(cands[i], word, len)) out[found++] = i;
-  if (found) return found;
+  /* One letter is one edit from every other letter: no guess. */
+  if (found || core < 2) return found;
   size_t limit = core / 3 ? core / 3 : 1;
   size_t *dist = xmalloc((n ? n : 1) * sizeof *dist);
   for (size_t i = 0; i < n; i++) {

@@ -26,8 +26,10 @@
 
 /* "ocaml-memprof CMD: <message> (see 'ocaml-memprof CMD --help')"; 2. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Unknown option [opt]: 2. */
-int cli_unknown_option(const char *opt);
+/* Unknown option [opt]: 2.  [usage] is the subcommand's help text and
+   [filters] says whether it takes the filters (as print_usage): the
+   options they document are the candidates of a "did you mean" hint. */
+int cli_unknown_option(const char *opt, const char *usage, int filters);
 /* Bad value [val] for [opt], [expected] says what is accepted: 2. */
 int cli_bad_value(const char *opt, const char *val, const char *expected);
 /* The value of option argv[*i] (advancing *i), or NULL after a "needs a
@@ -43,7 +45,8 @@ int cli_regex_option(regex_t *re, const char *opt, const char *pat);
    [word] was probably meant to be, into [out], best first: the candidates
    it is a prefix of, else the nearest by edit distance (insertions,
    deletions, substitutions and swaps of adjacent characters), within a
-   third of its length.  Returns how many (0: nothing close). */
+   third of its length (leading dashes left out; a single letter gets no
+   such guess).  Returns how many (0: nothing close). */
 size_t cli_closest(const char *word, const char *const *cands, size_t n, size_t *out, size_t max);
 /* Is [a] --help or -h? */
 int cli_is_help(const char *a);

@@ -275,7 +275,7 @@ int cmd_info(int argc, char **argv)
         rc = cli_bad_value("--top", v, "a number of sites per executable (>= 1)");
       top = v;
     }
-    else if (argv[i][0] == '-' && argv[i][1]) rc = cli_unknown_option(argv[i]);
+    else if (argv[i][0] == '-' && argv[i][1]) rc = cli_unknown_option(argv[i], usage, 1);
     else cli_inputs_add(&in, argv[i]);
   }
   if (rc < 0 && top && json)

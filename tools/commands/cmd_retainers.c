@@ -1017,7 +1017,7 @@ int cmd_retainers(int argc, char **argv)
     } else if (strcmp(a, "--json") == 0) {
       json = 1;
     } else if (a[0] == '-' && a[1]) {
-      return cli_unknown_option(a);
+      return cli_unknown_option(a, usage, 0);
     } else if (trace) {
       return cli_usage_error("one TRACE only (got %s and %s)", trace, a);
     } else {

@@ -136,7 +136,7 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
       if (parse_time(v, &ns) < 0 || ns < 10000000 || ns > 3600000000000ULL)
         return cli_bad_value(a, v, "a duration from 10ms to 1h (0.5, 2s, 250ms)");
       t->interval = ns / 1e9;
-    } else if (a[0] == '-' && a[1]) return cli_unknown_option(a);
+    } else if (a[0] == '-' && a[1]) return cli_unknown_option(a, usage, 1);
     else cli_inputs_add(in, a);
   }
   if (t->stats && !t->follow) return cli_usage_error("--stats goes with --follow");

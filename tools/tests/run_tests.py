@@ -1075,7 +1075,21 @@ def test_cli():
         r = tool(cmd, "--help")
         check("%s --help" % cmd, r.returncode == 0 and "usage: ocaml-memprof " + cmd in r.stdout)
     r = tool("nosuch")
-    check("unknown command: exit 2", r.returncode == 2)
+    check("unknown command: exit 2, no guess when nothing is close",
+          r.returncode == 2 and "did you mean" not in r.stderr, r.stderr)
+    for typo, meant in (("tpo", "top"), ("retainer", "retainers"), ("flame", "flamegraph")):
+        r = tool(typo, "x.trace")
+        check("mistyped command %s: exit 2, one line on stderr: did you mean %s?" % (typo, meant),
+              r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1
+              and "did you mean %s?" % meant in r.stderr, r.stderr)
+    for args, meant in ((("top", "--grup", "exe"), "--group"), (("retainers", "--evol"), "--evolution"),
+                        (("info", "--jsn"), "--json"), (("top", "--min-sise", "1"), "--min-size"),
+                        (("ctf", "--format-verison", "3"), "--format-version")):
+        r = tool(*(args + ("x.trace",)))
+        check("mistyped option %s %s: exit 2, one line: unknown option, did you mean %s?"
+              % (args[0], args[1], meant),
+              r.returncode == 2 and len(r.stderr.splitlines()) == 1
+              and "unknown option '%s'; did you mean %s?" % (args[1], meant) in r.stderr, r.stderr)
     r = tool("--version")
     check("--version: exit 0, one line with the version",
           r.returncode == 0 and r.stdout.startswith("ocaml-memprof 5.3.0+memprof")
