@@ -355,6 +355,66 @@ static const cli_trace *known_trace(const cli_inputs *known, const char *path, s
   return NULL;
 }
 
+typedef struct { dev_t dev; ino_t ino; size_t index; } file_id;
+
+static int cmp_file_id(const void *a, const void *b)
+{
+  const file_id *x = a, *y = b;
+  if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+  if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* A file met twice among the traces would be merged with itself, every
+   figure counted twice.  Named twice on the command line (the same path,
+   or two paths to it): refused, since the command line does not say what
+   was meant (a mistyped second trace is as likely as a repeated one) and
+   a fixed-up run would hand a script figures of other inputs than it
+   named.  Met again in a directory or through a glob (a "latest" symlink
+   beside the trace it points to, a file given with its directory): the
+   later one is skipped with a note, since listing a directory names no
+   file twice.  Returns 2 after a usage error, else 0. */
+static int drop_duplicates(cli_inputs *in)
+{
+  file_id *ids = xmalloc((in->ntraces ? in->ntraces : 1) * sizeof *ids);
+  char *drop = xcalloc(in->ntraces ? in->ntraces : 1, 1);
+  size_t n = 0;
+  for (size_t i = 0; i < in->ntraces; i++) {
+    struct stat st;
+    if (stat(in->traces[i].path, &st) == 0 && S_ISREG(st.st_mode))
+      ids[n++] = (file_id){ st.st_dev, st.st_ino, i };
+  }
+  if (n > 1) qsort(ids, n, sizeof *ids, cmp_file_id);
+  int rc = 0;
+  size_t first = 0;             /* of the run of ids equal to ids[k] */
+  for (size_t k = 1; k < n && !rc; k++) {
+    if (ids[k].dev != ids[first].dev || ids[k].ino != ids[first].ino) { first = k; continue; }
+    const cli_trace *kept = &in->traces[ids[first].index], *again = &in->traces[ids[k].index];
+    int same_path = !strcmp(kept->path, again->path);
+    if (kept->named && again->named) {
+      prefix();
+      cli_put_safe(stderr, kept->path);
+      if (!same_path) { fputs(" and ", stderr); cli_put_safe(stderr, again->path); }
+      fputs(same_path ? " is given twice" : " are the same file", stderr);
+      fprintf(stderr, ": its figures would count twice; give it once "
+              "(see 'ocaml-memprof %s --help')\n", msg_cmd);
+      rc = 2;
+    } else {
+      drop[ids[k].index] = 1;
+      if (same_path) msg("note: %s is met twice among the traces: read once\n", kept->path);
+      else msg("note: skipped %s, the same file as %s\n", again->path, kept->path);
+    }
+  }
+  size_t m = 0;
+  for (size_t i = 0; i < in->ntraces; i++)
+    if (drop[i]) free(in->traces[i].path);
+    else in->traces[m++] = in->traces[i];
+  in->ntraces = m;
+  free(drop);
+  free(ids);
+  return rc;
+}
+
 int cli_inputs_resolve(cli_inputs *in)
 {
   if (in->nargs == 0) return cli_usage_error("no TRACE given");
@@ -391,10 +451,14 @@ int cli_inputs_resolve(cli_inputs *in)
       globfree(&g);
     } else {
       push(&l, a);              /* errors are reported when it is read */
+      l.v[l.n - 1].named = 1;
     }
   }
   in->traces = l.v;
   in->ntraces = l.n;
+  /* top --follow resolves its arguments again at every refresh (with
+     [known]): it is left alone, not to repeat the error forever. */
+  if (!in->known && drop_duplicates(in)) return 2;
   if (skipped)
     msg("note: skipped %zu files that are not traces\n", skipped);
   /* Headers: needed to select or group, and to name processes. */

@@ -66,6 +66,8 @@ typedef struct {
   char *path;
   uint64_t pid, ppid;
   char *exe;                    /* basename of the executable */
+  int named;                    /* given as such, not found in a
+                                   directory or by a glob pattern */
   int ok;                       /* header readable */
   int selected;                 /* by --pid / --exe */
 } cli_trace;

@@ -1065,6 +1065,21 @@ def test_many(files):
     r = tool("ctf", "-o", os.path.join(OUT, "many.ctf"), d)
     check("ctf with several traces: usage error naming the count",
           r.returncode == 2 and "3 are given" in r.stderr, r.stderr)
+    parent = os.path.join(d, "parent.mpt")
+    for args, text in (((parent, parent), "parent.mpt is given twice"),
+                       ((parent, os.path.join(d, ".", "parent.mpt")), "are the same file")):
+        r = tool("top", *args)
+        check("top T T (%s): refused, exit 2, one line" % text,
+              r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1
+              and text in r.stderr, "rc=%d %r" % (r.returncode, r.stderr))
+    os.symlink("parent.mpt", os.path.join(d, "latest.mpt"))
+    t = tool("top", "--json", "-n", "0", d)
+    j = json.loads(t.stdout) if t.returncode == 0 else {}
+    check("top DIR holding a symlink to one of its traces: that trace read once, with a note",
+          j.get("total", {}).get("samples") == sum(v["samples"] for v in one.values())
+          and "skipped %s, the same file as %s" % (parent, os.path.join(d, "latest.mpt")) in t.stderr,
+          t.stderr + str(j.get("total")))
+    os.unlink(os.path.join(d, "latest.mpt"))
 
 
 COMMANDS = ("info", "top", "folded", "ctf", "pprof", "flamegraph", "timeline", "leaks", "diff")
