@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "analysis.h"
 #include "trace_input.h"
@@ -178,6 +179,13 @@ size_t cli_closest(const char *word, const char *const *cands, size_t n, size_t 
       if (dist[i] == d) out[found++] = i;
   free(dist);
   return found;
+}
+
+int cli_refuse_terminal(const char *out, const char *what)
+{
+  if ((out && strcmp(out, "-")) || !isatty(STDOUT_FILENO)) return 0;
+  return cli_usage_error("standard output is a terminal: write %s with -o FILE.html "
+                         "(or redirect it to a file or a pipe)", what);
 }
 
 int cli_is_help(const char *a)

@@ -48,6 +48,11 @@ int cli_regex_option(regex_t *re, const char *opt, const char *pat);
    third of its length (leading dashes left out; a single letter gets no
    such guess).  Returns how many (0: nothing close). */
 size_t cli_closest(const char *word, const char *const *cands, size_t n, size_t *out, size_t max);
+/* Output [out] (an -o value; NULL or "-": stdout) would go to a
+   terminal: 2 after a usage error saying that [what] is written with -o
+   FILE, else 0.  For the HTML pages, a screenful of which helps nobody;
+   stdout to a pipe or a file stays allowed. */
+int cli_refuse_terminal(const char *out, const char *what);
 /* Is [a] --help or -h? */
 int cli_is_help(const char *a);
 

@@ -1111,6 +1111,47 @@ def test_cli():
           and len(r.stdout.splitlines()) == 1, r.stdout)
 
 
+def tool_on_terminal(*args):
+    """Run the tool with its stdout on a pseudo-terminal: (status, what it
+    wrote there, stderr)."""
+    import pty
+    import select
+    master, slave = pty.openpty()
+    p = subprocess.Popen([TOOL] + list(args), stdout=slave, stderr=subprocess.PIPE)
+    os.close(slave)
+    # Drain both while it runs: a tool writing a page would block on a
+    # full terminal.
+    out, err, open_fds = b"", b"", [master, p.stderr.fileno()]
+    while open_fds:
+        for fd in select.select(open_fds, [], [], 30)[0]:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:      # EIO: the tool has closed the terminal
+                chunk = b""
+            if not chunk:
+                open_fds.remove(fd)
+            elif fd == master:
+                out += chunk
+            else:
+                err += chunk
+    os.close(master)
+    return p.wait(), out, err.decode(errors="replace")
+
+
+def test_html_on_terminal(good):
+    """report and flamegraph refuse to write their HTML to a terminal (one
+    line, exit 2, nothing written there) and still write it to a pipe."""
+    for cmd in ("report", "flamegraph"):
+        rc, out, err = tool_on_terminal(cmd, good)
+        check("%s TRACE with stdout a terminal: exit 2, one line suggesting -o FILE, nothing written" % cmd,
+              rc == 2 and out == b"" and len(err.splitlines()) == 1 and "-o FILE" in err,
+              "rc=%d, %d bytes on the terminal, %r" % (rc, len(out), err[:200]))
+        r = tool(cmd, good)
+        check("%s TRACE with stdout a pipe: the HTML page" % cmd,
+              r.returncode == 0 and r.stdout.lstrip().lower().startswith("<!doctype html"),
+              r.stderr + r.stdout[:80])
+
+
 def test_cli_table(good):
     """Every subcommand x {unknown option, bad value, missing value, missing
     file, directory without traces, empty file, cut header, wrong format}:
@@ -1309,6 +1350,7 @@ def main():
     test_runtime_trace()
     test_robustness(files)
     test_cli_table(files["memprof"])
+    test_html_on_terminal(files["memprof"])
     test_many(files)
     test_follow_incremental()
     report_tests.test_report(check, tool, tool_json, run, OUT, HERE, gen)
