@@ -296,7 +296,7 @@ static void push(tlist *l, const char *path)
   l->v[l->n++].path = xstrdup(path);
 }
 
-static int looks_like_trace(const char *path)
+int cli_looks_like_trace(const char *path)
 {
   FILE *f = fopen(path, "rb");
   if (!f) return 0;
@@ -306,6 +306,12 @@ static int looks_like_trace(const char *path)
   static const unsigned char lz4[4] = { 0x04, 0x22, 0x4D, 0x18 }, ctf[4] = { 0xC1, 0x1F, 0xFC, 0xC1 };
   return (n >= 4 && (!memcmp(m, lz4, 4) || !memcmp(m, ctf, 4))) ||
          (n == 8 && !memcmp(m, MPT_MAGIC, MPT_MAGIC_LEN));
+}
+
+int cli_same_file(const char *a, const char *b)
+{
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -328,7 +334,7 @@ static size_t expand_dir(tlist *l, const char *dir)
     char *p = xmalloc(k);
     snprintf(p, k, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", e->d_name);
     struct stat st;
-    if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && looks_like_trace(p)) {
+    if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && cli_looks_like_trace(p)) {
       grow_array((void **)&names, &cap, n + 1, sizeof *names);
       names[n++] = p;
     } else {

@@ -53,6 +53,10 @@ size_t cli_closest(const char *word, const char *const *cands, size_t n, size_t 
    FILE, else 0.  For the HTML pages, a screenful of which helps nobody;
    stdout to a pipe or a file stays allowed. */
 int cli_refuse_terminal(const char *out, const char *what);
+/* Does [path] start like a trace (LZ4 frame, OCMPTRCE, CTF magic)? */
+int cli_looks_like_trace(const char *path);
+/* Are [a] and [b] existing paths to the same file (device and inode)? */
+int cli_same_file(const char *a, const char *b);
 /* Is [a] --help or -h? */
 int cli_is_help(const char *a);
 

@@ -70,7 +70,9 @@ static const char usage[] =
   "  --evolution         one line per snapshot: live, retained by kind, top root\n"
   "  --diff AFTER        growth of roots and sites from TRACE's last snapshot\n"
   "                      to trace AFTER's\n"
-  "  --heapsnapshot FILE export the snapshot for Chrome DevTools or memlab\n"
+  "  --heapsnapshot OUT  write the snapshot to OUT (or --heapsnapshot=OUT) in\n"
+  "                      V8's format, for Chrome DevTools (name it\n"
+  "                      *.heapsnapshot) or memlab; OUT may not be a trace\n"
   "  --bytes             sizes in tables as exact byte counts\n"
   "  --json              the tables (and --site's paths) as one JSON object, in\n"
   "                      bytes; each site with its first --paths retainer paths,\n"
@@ -1006,8 +1008,10 @@ int cmd_retainers(int argc, char **argv)
       if (!(site_text = cli_value(argc, argv, &i))) return 2;
     } else if (strcmp(a, "--diff") == 0) {
       if (!(diff = cli_value(argc, argv, &i))) return 2;
-    } else if (strcmp(a, "--heapsnapshot") == 0) {
-      if (!(export = cli_value(argc, argv, &i))) return 2;
+    } else if (strcmp(a, "--heapsnapshot") == 0 || strncmp(a, "--heapsnapshot=", 15) == 0) {
+      if (a[14] == '=') export = a + 15;
+      else if (!(export = cli_value(argc, argv, &i))) return 2;
+      if (!*export) return cli_bad_value("--heapsnapshot", export, "an output file");
     } else if (strcmp(a, "--evolution") == 0) {
       evolution = 1;
     } else if (strcmp(a, "--tree") == 0) {
@@ -1024,6 +1028,13 @@ int cmd_retainers(int argc, char **argv)
       trace = a;
     }
   }
+  /* The export's file is the option's value: a trace there is almost
+     surely a misplaced input (`--heapsnapshot TRACE`), and writing would
+     destroy it. */
+  if (export && (cli_looks_like_trace(export) || (trace && cli_same_file(export, trace))
+                 || (diff && cli_same_file(export, diff))))
+    return cli_usage_error("--heapsnapshot %s: that file is a trace; the option takes the file to "
+                           "write (--heapsnapshot OUT.heapsnapshot TRACE)", export);
   if (!trace) return cli_usage_error("a TRACE is needed");
   if (json && (diff || evolution)) return cli_usage_error("--json goes with neither --diff nor --evolution");
   site_query site_q, *site = NULL;

@@ -1282,6 +1282,29 @@ def test_retainers():
     except (OSError, ValueError, KeyError) as e:
         ok = False
     check(".heapsnapshot export: valid JSON, consistent counts, 264 B of nodes", r.returncode == 0 and ok)
+    # The option's value is the output: a trace there is refused, never
+    # overwritten (a copy, so that the previous binary's overwriting does
+    # not spoil the other tests).
+    victim = os.path.join(OUT, "snap-small-copy.mpt")
+    shutil.copyfile(small, victim)
+    before = open(victim, "rb").read()
+    for args in ((victim,), (victim, small), ("--diff", victim, small),
+                 ("--heapsnapshot=" + victim, small)):
+        if args[0] == "--diff":   # AFTER as the output: --heapsnapshot AFTER --diff AFTER TRACE
+            args = ("--heapsnapshot", victim) + args
+        elif not args[0].startswith("--"):
+            args = ("--heapsnapshot",) + args
+        r = tool("retainers", *args)
+        check("retainers %s: refused (exit 2, one line), the trace intact" % " ".join(
+                  a.replace(OUT + os.sep, "") for a in args),
+              r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "is a trace" in r.stderr
+              and open(victim, "rb").read() == before, "rc=%d %r" % (r.returncode, r.stderr))
+        if open(victim, "rb").read() != before:
+            shutil.copyfile(small, victim)
+    hs2 = os.path.join(OUT, "snap-small-eq.heapsnapshot")
+    r = tool("retainers", "--heapsnapshot=" + hs2, small)
+    check("retainers --heapsnapshot=OUT writes OUT, the same as --heapsnapshot OUT",
+          r.returncode == 0 and open(hs2, "rb").read() == open(hs, "rb").read(), r.stderr)
     chain = os.path.join(OUT, "snap-chain.mpt")
     run([gs, "chain", "300000", chain])
     r = tool("retainers", chain)
