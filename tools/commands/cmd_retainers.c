@@ -893,6 +893,17 @@ static int load(hg_reader *r, const char *path, uint64_t which, int evolution,
     have = 1;
     if (which) break;
   }
+  /* Read to its end: a periodic snapshot the trace ended without? */
+  uint64_t end_ns, total, lost;
+  char overdue[512];
+  if (k == 0 && (!which || evolution) && count) {
+    uint64_t *times = xmalloc(count * sizeof *times);
+    for (size_t i = 0; i < count; i++) times[i] = a->seen[2 * i + 1];
+    if (ti_end_info(r->t, &end_ns, &total, &lost) && end_ns > r->end_ns) r->end_ns = end_ns;
+    if (hg_snapshot_overdue(times, count, r->end_ns, overdue, sizeof overdue))
+      msg("note: %s: %s\n", path, overdue);
+    free(times);
+  }
   if (k < 0 || evolution || !have) { free(a->seen); a->seen = NULL; }
   if (k < 0) {
     msg("%s: malformed trace: %s\n", path, r->error);

@@ -1349,8 +1349,47 @@ def test_retainers():
     r = tool("retainers", os.path.join(OUT, "..", "..", "fuzz", "corpus", "memprof-small.mpt"))
     check("retainers on a trace without snapshots: exit 1, says so",
           r.returncode == 1 and "no heap snapshot" in r.stderr, r.stderr)
+    test_info_snapshots(gs, small)
     d = run([os.path.join(BUILD, "dominators_test")])
     check("dominators: " + d.stdout.strip(), d.returncode == 0, d.stdout)
+
+
+def test_info_snapshots(gs, small):
+    """info lists a trace's heap snapshots; info and retainers say when a
+    trace whose snapshots look periodic ends without the next one."""
+    r = tool("info", small)
+    check("info: the heap snapshot listed (walk, domain, time, blocks, bytes, edges, pause)",
+          r.returncode == 0 and "heap snapshots: 1 " in r.stdout
+          and "  1: walk 1 by domain 0 at 0.000 s: 8 blocks, 264 B, 7 edges, pause 0.0 ms" in r.stdout,
+          r.stdout[-400:])
+    late = os.path.join(OUT, "snap-periodic-late.mpt")
+    on_time = os.path.join(OUT, "snap-periodic-on-time.mpt")
+    run([gs, "periodic", "3", "1000", "10000", late])
+    run([gs, "periodic", "3", "1000", "3500", on_time])
+    j = tool_json("info", "--json", late)
+    want = [{"seq": k, "domain": 0, "time_ns": k * 10**9, "blocks": k, "bytes": 24 * k, "edges": k - 1,
+             "outside_heap_bytes": 0, "pause_ns": k * 10**6, "complete": True, "blocks_missing": False}
+            for k in (1, 2, 3)]
+    check("info --json: heap_snapshots of a trace with 3 (walk, domain, time, blocks, bytes, edges, pause)",
+          j.get("heap_snapshots") == want, json.dumps(j.get("heap_snapshots")))
+    check("info --json: snapshots every 1 s, then none in the last 7 s: heap_snapshot_overdue says so",
+          "last 7.00 s" in (j.get("heap_snapshot_overdue") or ""), str(j.get("heap_snapshot_overdue")))
+    r = tool("info", late)
+    notes = [l for l in r.stdout.splitlines() if "overdue" in l]
+    check("info: one line says a periodic snapshot looks overdue, and that it is inferred",
+          len(notes) == 1 and "last 7.00 s" in notes[0] and "every 1.00 s" in notes[0]
+          and "does not record" in notes[0], r.stdout[-500:])
+    r = tool("retainers", late)
+    check("retainers: the same one line on stderr, naming the trace",
+          r.returncode == 0 and len(r.stderr.splitlines()) == 1 and "overdue" in r.stderr
+          and late in r.stderr, r.stderr)
+    j = tool_json("info", "--json", on_time)
+    r = tool("retainers", on_time)
+    t = tool("info", on_time)
+    check("a trace ending 0.5 s after its last snapshot of 1 s period: nothing overdue (info, retainers)",
+          len(j.get("heap_snapshots", [])) == 3 and j.get("heap_snapshot_overdue", "") is None
+          and r.returncode == 0 and r.stderr == "" and "overdue" not in t.stdout,
+          r.stderr + str(j.get("heap_snapshot_overdue", "missing")))
 
 
 def main():
