@@ -399,25 +399,33 @@ static int drop_duplicates(cli_inputs *in)
       ids[n++] = (file_id){ st.st_dev, st.st_ino, i };
   }
   if (n > 1) qsort(ids, n, sizeof *ids, cmp_file_id);
+  /* A file named twice: in each run of ids of one file (in the order of
+     the arguments), a named occurrence after a named one. */
   int rc = 0;
-  size_t first = 0;             /* of the run of ids equal to ids[k] */
-  for (size_t k = 1; k < n && !rc; k++) {
-    if (ids[k].dev != ids[first].dev || ids[k].ino != ids[first].ino) { first = k; continue; }
-    const cli_trace *kept = &in->traces[ids[first].index], *again = &in->traces[ids[k].index];
-    int same_path = !strcmp(kept->path, again->path);
-    if (kept->named && again->named) {
-      prefix();
-      cli_put_safe(stderr, kept->path);
-      if (!same_path) { fputs(" and ", stderr); cli_put_safe(stderr, again->path); }
-      fputs(same_path ? " is given twice" : " are the same file", stderr);
-      fprintf(stderr, ": its figures would count twice; give it once "
-              "(see 'ocaml-memprof %s --help')\n", msg_cmd);
-      rc = 2;
-    } else {
-      drop[ids[k].index] = 1;
-      if (same_path) msg("note: %s is met twice among the traces: read once\n", kept->path);
-      else msg("note: skipped %s, the same file as %s\n", again->path, kept->path);
+  size_t first = 0, named = SIZE_MAX;
+  for (size_t k = 0; k < n && !rc; k++) {
+    if (k && (ids[k].dev != ids[first].dev || ids[k].ino != ids[first].ino)) {
+      first = k;
+      named = SIZE_MAX;
     }
+    if (!in->traces[ids[k].index].named) continue;
+    if (named == SIZE_MAX) { named = k; continue; }
+    const char *a = in->traces[ids[named].index].path, *b = in->traces[ids[k].index].path;
+    prefix();
+    cli_put_safe(stderr, a);
+    if (strcmp(a, b)) { fputs(" and ", stderr); cli_put_safe(stderr, b); }
+    fputs(strcmp(a, b) ? " are the same file" : " is given twice", stderr);
+    fprintf(stderr, ": its figures would count twice; give it once "
+            "(see 'ocaml-memprof %s --help')\n", msg_cmd);
+    rc = 2;
+  }
+  /* No file named twice: drop every occurrence after the first. */
+  for (size_t k = 1, run = 0; k < n && !rc; k++) {
+    if (ids[k].dev != ids[run].dev || ids[k].ino != ids[run].ino) { run = k; continue; }
+    const char *kept = in->traces[ids[run].index].path, *again = in->traces[ids[k].index].path;
+    drop[ids[k].index] = 1;
+    if (!strcmp(kept, again)) msg("note: %s is met twice among the traces: read once\n", kept);
+    else msg("note: skipped %s, the same file as %s\n", again, kept);
   }
   size_t m = 0;
   for (size_t i = 0; i < in->ntraces; i++)

@@ -1080,6 +1080,15 @@ def test_many(files):
           and "skipped %s, the same file as %s" % (parent, os.path.join(d, "latest.mpt")) in t.stderr,
           t.stderr + str(j.get("total")))
     os.unlink(os.path.join(d, "latest.mpt"))
+    t = tool("top", "--json", "-n", "0", d, parent)
+    j = json.loads(t.stdout) if t.returncode == 0 else {}
+    check("top DIR DIR/T: T read once, with a note",
+          j.get("total", {}).get("samples") == sum(v["samples"] for v in one.values())
+          and "met twice among the traces: read once" in t.stderr, t.stderr)
+    r = tool("top", d, parent, os.path.join(d, ".", "parent.mpt"))
+    check("top DIR DIR/T DIR/./T: T named twice is refused, one line, no note before it",
+          r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "are the same file" in r.stderr,
+          r.stderr)
 
 
 COMMANDS = ("info", "top", "folded", "ctf", "pprof", "flamegraph", "timeline", "leaks", "diff")
