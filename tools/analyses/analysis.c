@@ -197,6 +197,18 @@ int parse_size(const char *s, uint64_t *bytes)
   return 0;
 }
 
+int an_regex_compile(regex_t *re, const char *opt, const char *pat, char *err, size_t errlen)
+{
+  int rc = regcomp(re, pat, REG_EXTENDED | REG_NOSUB);
+  if (rc) {
+    char why[128];
+    regerror(rc, re, why, sizeof why);
+    snprintf(err, errlen, "bad value '%.200s' for %s: %s", pat, opt, why);
+    return -1;
+  }
+  return 0;
+}
+
 static int add_regex(regex_t *arr, int *n, const char *opt, const char *pat,
                      char *err, size_t errlen)
 {
@@ -204,13 +216,7 @@ static int add_regex(regex_t *arr, int *n, const char *opt, const char *pat,
     snprintf(err, errlen, "too many %s patterns (at most %d)", opt, AN_MAX_PATTERNS);
     return -1;
   }
-  int rc = regcomp(&arr[*n], pat, REG_EXTENDED | REG_NOSUB);
-  if (rc) {
-    char msg[128];
-    regerror(rc, &arr[*n], msg, sizeof msg);
-    snprintf(err, errlen, "bad value '%.200s' for %s: %s", pat, opt, msg);
-    return -1;
-  }
+  if (an_regex_compile(&arr[*n], opt, pat, err, errlen) < 0) return -1;
   (*n)++;
   return 0;
 }
@@ -491,11 +497,9 @@ double an_objects(const an_ctx *c, double nsamples, uint64_t wosize)
 
 /* ---------------- location matching and naming ---------------- */
 
-static int location_matches(const mpt_location *l, const regex_t *re);
-
 int an_loc_matches(an_ctx *c, uint32_t loc, const regex_t *re)
 {
-  return location_matches(an_location(c, loc), re);
+  return an_location_matches(an_location(c, loc), re);
 }
 
 int an_filter_active(const an_filter *f)
@@ -507,11 +511,11 @@ int an_filter_active(const an_filter *f)
 
 int an_filter_hides(const an_filter *f, const mpt_location *l)
 {
-  for (int i = 0; i < f->nhide; i++) if (location_matches(l, &f->hide[i])) return 1;
+  for (int i = 0; i < f->nhide; i++) if (an_location_matches(l, &f->hide[i])) return 1;
   return 0;
 }
 
-static int location_matches(const mpt_location *l, const regex_t *re)
+int an_location_matches(const mpt_location *l, const regex_t *re)
 {
   if (!l) return 0;
   /* A location without debug information is matched by the name every

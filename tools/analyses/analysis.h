@@ -187,7 +187,15 @@ const char *an_loc_function(an_ctx *c, uint32_t loc);
 void an_loc_fileline(an_ctx *c, uint32_t loc, const char **file, uint32_t *line);
 
 /* Does a location match a pattern (function or file name of any inlined
-   entry)? */
+   entry)?  an_location_matches: the same for a location of another
+   reader (retainers' heap snapshots). */
 int an_loc_matches(an_ctx *c, uint32_t loc, const regex_t *re);
+int an_location_matches(const mpt_location *l, const regex_t *re);
+
+/* Compile [pat] for stack option [opt] as every such option does (--focus,
+   --ignore, --hide, top --callers/--callees, retainers --site): a POSIX
+   extended regex.  0, or -1 with "bad value 'PAT' for OPT: REASON" in
+   [err]. */
+int an_regex_compile(regex_t *re, const char *opt, const char *pat, char *err, size_t errlen);
 
 #endif

@@ -204,6 +204,7 @@ int hg_next(hg_reader *r, hg_snapshot *s)
   mpt_event ev;
   int k;
   while ((k = ti_next(r->t, &ev)) == TI_OK) {
+    if (ev.time_ns > r->end_ns) r->end_ns = ev.time_ns;
     switch (ev.kind) {
     case MPT_EV_ALLOC: on_alloc(r, &ev); break;
     case MPT_EV_SNAP_BEGIN:
@@ -313,4 +314,26 @@ int hg_next(hg_reader *r, hg_snapshot *s)
   u64map_free(&b.label_of);
   if (rc != 1) hg_snapshot_free(s);
   return rc;
+}
+
+int hg_snapshot_overdue(const uint64_t *times_ns, size_t n, uint64_t end_ns, char *buf, size_t len)
+{
+  if (n < 2 || end_ns <= times_ns[n - 1]) return 0;
+  uint64_t shortest = UINT64_MAX, longest = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t d = times_ns[i] - (i ? times_ns[i - 1] : 0);
+    if (d < shortest) shortest = d;
+    if (d > longest) longest = d;
+  }
+  uint64_t since = end_ns - times_ns[n - 1];
+  if (shortest == 0 || (double)longest > 1.5 * (double)shortest || since <= longest) return 0;
+  char every[64];
+  if (longest - shortest < 5000000)   /* the same to the 10 ms printed */
+    snprintf(every, sizeof every, "every %.2f s", shortest / 1e9);
+  else
+    snprintf(every, sizeof every, "every %.2f to %.2f s", shortest / 1e9, longest / 1e9);
+  snprintf(buf, len, "no heap snapshot in the last %.2f s of the trace, though its %zu snapshots "
+           "came %s: a periodic one looks overdue (inferred: the trace does not record "
+           "memprof_snapshot_every_s or _every_cycles)", since / 1e9, n, every);
+  return 1;
 }

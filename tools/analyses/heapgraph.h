@@ -69,6 +69,7 @@ typedef struct {
   uint32_t *stacks; size_t nstacks, stacks_cap;
   strpool *strs;                /* labels, identifiers */
   int truncated;
+  uint64_t end_ns;              /* the latest event time read so far */
   char error[256];
 } hg_reader;
 
@@ -80,6 +81,17 @@ int hg_open(hg_reader *r, const char *path);
 int hg_next(hg_reader *r, hg_snapshot *s);
 void hg_snapshot_free(hg_snapshot *s);
 void hg_close(hg_reader *r);
+
+/* Did the trace end while a periodic snapshot was due?  The trace does
+   not record memprof_snapshot_every_s or _every_cycles (the header holds
+   argv, not OCAMLRUNPARAM), so this is inferred from the times of its
+   [n] snapshots ([times_ns], increasing, from the trace start) and its
+   end [end_ns]: they look periodic when there are at least two and their
+   intervals, the first counted from the start of the trace, are regular
+   (the longest at most 1.5 times the shortest); one is overdue when the
+   trace ends longer after the last than that longest interval.  Returns
+   1 then, with a one-line explanation (no newline) in [buf], else 0. */
+int hg_snapshot_overdue(const uint64_t *times_ns, size_t n, uint64_t end_ns, char *buf, size_t len);
 
 /* A custom block's identifier (a string of the reader's pool) and
    out-of-heap bytes: 1, or 0 for other blocks. */

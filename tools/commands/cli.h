@@ -14,6 +14,7 @@
 #ifndef OCAML_MEMPROF_CLI_H
 #define OCAML_MEMPROF_CLI_H
 
+#include <regex.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,8 +26,10 @@
 
 /* "ocaml-memprof CMD: <message> (see 'ocaml-memprof CMD --help')"; 2. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Unknown option [opt]: 2. */
-int cli_unknown_option(const char *opt);
+/* Unknown option [opt]: 2.  [usage] is the subcommand's help text and
+   [filters] says whether it takes the filters (as print_usage): the
+   options they document are the candidates of a "did you mean" hint. */
+int cli_unknown_option(const char *opt, const char *usage, int filters);
 /* Bad value [val] for [opt], [expected] says what is accepted: 2. */
 int cli_bad_value(const char *opt, const char *val, const char *expected);
 /* The value of option argv[*i] (advancing *i), or NULL after a "needs a
@@ -35,6 +38,25 @@ const char *cli_value(int argc, char **argv, int *i);
 /* "--bins N" at argv[*i], lo <= N <= hi, into [*bins]: 1 (consumed),
    0 (another option), -1 (usage error given). */
 int cli_bins_option(long *bins, long lo, long hi, int argc, char **argv, int *i);
+/* Compile the value [pat] of stack option [opt] (an_regex_compile): 0,
+   or 2 after a one-line usage error saying why the regex is invalid. */
+int cli_regex_option(regex_t *re, const char *opt, const char *pat);
+/* "Did you mean": the indices of at most [max] of the [n] [cands] that
+   [word] was probably meant to be, into [out], best first: the candidates
+   it is a prefix of, else the nearest by edit distance (insertions,
+   deletions, substitutions and swaps of adjacent characters), within a
+   third of its length (leading dashes left out; a single letter gets no
+   such guess).  Returns how many (0: nothing close). */
+size_t cli_closest(const char *word, const char *const *cands, size_t n, size_t *out, size_t max);
+/* Output [out] (an -o value; NULL or "-": stdout) would go to a
+   terminal: 2 after a usage error saying that [what] is written with -o
+   FILE, else 0.  For the HTML pages, a screenful of which helps nobody;
+   stdout to a pipe or a file stays allowed. */
+int cli_refuse_terminal(const char *out, const char *what);
+/* Does [path] start like a trace (LZ4 frame, OCMPTRCE, CTF magic)? */
+int cli_looks_like_trace(const char *path);
+/* Are [a] and [b] existing paths to the same file (device and inode)? */
+int cli_same_file(const char *a, const char *b);
 /* Is [a] --help or -h? */
 int cli_is_help(const char *a);
 
@@ -53,6 +75,8 @@ typedef struct {
   char *path;
   uint64_t pid, ppid;
   char *exe;                    /* basename of the executable */
+  int named;                    /* given as such, not found in a
+                                   directory or by a glob pattern */
   int ok;                       /* header readable */
   int selected;                 /* by --pid / --exe */
 } cli_trace;

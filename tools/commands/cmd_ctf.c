@@ -214,7 +214,7 @@ int cmd_ctf(int argc, char **argv)
       else if (!strcmp(v, "2") || !strcmp(v, "3")) version = v[0] - '0';
       else rc = cli_bad_value(argv[i - 1], v, "2 or 3");
     }
-    else if (argv[i][0] == '-' && argv[i][1]) rc = cli_unknown_option(argv[i]);
+    else if (argv[i][0] == '-' && argv[i][1]) rc = cli_unknown_option(argv[i], usage, 1);
     else cli_inputs_add(&in, argv[i]);
   }
   if (rc < 0 && !out) rc = cli_usage_error("-o OUT.ctf is required");

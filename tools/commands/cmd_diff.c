@@ -105,7 +105,7 @@ int cmd_diff(int argc, char **argv)
       if (!(v = cli_value(argc, argv, &i))) rc = 2;
       else if (!strcmp(v, "live")) g_sort_live = 1;
       else if (strcmp(v, "alloc")) rc = cli_bad_value(o, v, "alloc or live");
-    } else if (o[0] == '-' && o[1]) rc = cli_unknown_option(o);
+    } else if (o[0] == '-' && o[1]) rc = cli_unknown_option(o, usage, 1);
     else {
       cli_inputs_add(&in[0], o);
       if (npos < 2) pos[npos] = o;

@@ -148,7 +148,7 @@ static const char usage[] =
   "                    (default), bytes live at --live-at, or samples\n"
   "  --live-at end|peak|TIME   for --value live (end)\n"
   "  --lines           frames are function (file:line) instead of function\n"
-  "  -o FILE           output (default: stdout)\n";
+  "  -o FILE           output (default: stdout, unless it is a terminal)\n";
 
 int cmd_flamegraph(int argc, char **argv)
 {
@@ -158,6 +158,7 @@ int cmd_flamegraph(int argc, char **argv)
   cli_inputs in;
   cli_inputs_init(&in);
   int rc = stack_opts_parse(&op, &f, &in, usage, 0, argc, argv);
+  if (rc < 0 && cli_refuse_terminal(op.out, "the flame graph (an HTML page)")) rc = 2;
   if (rc >= 0) { an_filter_free(&f); cli_inputs_free(&in); return rc; }
   an_ctx *c;
   nodeagg agg;

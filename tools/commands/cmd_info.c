@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "ctf_reader.h"
+#include "heapgraph.h"
 #include "report.h"
 #include "util.h"
 
@@ -21,6 +22,17 @@ typedef struct {
   uint64_t kinds[MPT_EV_LOST + 1];
   uint64_t samples;
 } dom_counts;
+
+/* A heap snapshot as its records go by: enough to list it, not its
+   graph (that is retainers' work). */
+typedef struct {
+  uint64_t seq;                 /* the process's walk number (BEGIN) */
+  uint32_t stream;              /* the domain whose stream holds it */
+  uint64_t time_ns, pause_ns;
+  uint64_t blocks, bytes, edges, ext_bytes;
+  int complete;                 /* its END record was read */
+  int blocks_missing;           /* END: the runtime ran out of memory */
+} snap_info;
 
 /* What passes the filters (counted on completed samples). */
 typedef struct {
@@ -35,6 +47,8 @@ typedef struct {
   uint64_t words_by_source[MPT_SRC_COUNT];
   uint64_t lost;
   kept_counts kept;
+  snap_info *snaps;
+  size_t nsnaps, snaps_cap;
 } info_acc;
 
 static void on_sample(void *u, an_ctx *c, const an_sample *s)
@@ -49,10 +63,38 @@ static void on_sample(void *u, an_ctx *c, const an_sample *s)
   else k->collected++;
 }
 
+/* Snapshot records: the current snapshot is the last one begun. */
+static void on_snapshot_event(info_acc *a, an_ctx *c, const mpt_event *ev)
+{
+  if (ev->kind == MPT_EV_SNAP_BEGIN) {
+    grow_array((void **)&a->snaps, &a->snaps_cap, a->nsnaps + 1, sizeof *a->snaps);
+    a->snaps[a->nsnaps++] = (snap_info){ .seq = ev->snap.seq, .stream = ev->stream,
+                                         .time_ns = ev->time_ns };
+    return;
+  }
+  if (!a->nsnaps) return;       /* the reader rejects records out of a snapshot */
+  snap_info *s = &a->snaps[a->nsnaps - 1];
+  switch (ev->kind) {
+  case MPT_EV_SNAP_BLOCK:
+    s->blocks++;
+    s->bytes += (ev->wosize + 1) * an_header(c)->word_bytes;
+    s->edges += ev->snap.nedges;
+    break;
+  case MPT_EV_SNAP_EDGES: s->edges += ev->snap.nedges; break;
+  case MPT_EV_SNAP_CUSTOM: s->ext_bytes += ev->snap.ext_bytes; break;
+  case MPT_EV_SNAP_END:
+    s->complete = 1;
+    s->pause_ns = ev->snap.pause_ns;
+    s->blocks_missing = (ev->snap.flags & MPT_SNAP_INCOMPLETE) != 0;
+    break;
+  default: break;
+  }
+}
+
 static void on_event(void *u, an_ctx *c, const mpt_event *ev)
 {
-  (void)c;
   info_acc *a = u;
+  if (ev->kind >= MPT_EV_SNAP_BEGIN) { on_snapshot_event(a, c, ev); return; }
   dom_counts *d = NULL;
   for (size_t i = 0; i < a->ndoms; i++)
     if (a->doms[i].domain == ev->stream) { d = &a->doms[i]; break; }
@@ -157,6 +199,7 @@ static void info_one_pass(const char *path, const an_filter *f, proc *p)
   p->truncated = an_truncated(c);
   p->start_ns = an_header(c)->start_wall_ns;
   free(a.doms);
+  free(a.snaps);
   an_close(c);
 }
 
@@ -275,7 +318,7 @@ int cmd_info(int argc, char **argv)
         rc = cli_bad_value("--top", v, "a number of sites per executable (>= 1)");
       top = v;
     }
-    else if (argv[i][0] == '-' && argv[i][1]) rc = cli_unknown_option(argv[i]);
+    else if (argv[i][0] == '-' && argv[i][1]) rc = cli_unknown_option(argv[i], usage, 1);
     else cli_inputs_add(&in, argv[i]);
   }
   if (rc < 0 && top && json)
@@ -321,7 +364,7 @@ static int info_one(const char *path, const an_filter *f, const char *fdesc, int
   int filtered = an_filter_active(f);
   an_callbacks cb = { &a, on_event, filtered ? on_sample : NULL };
   int rc = an_run(c, &cb);
-  if (rc) { an_close(c); free(a.doms); return rc; }
+  if (rc) { an_close(c); free(a.doms); free(a.snaps); return rc; }
   if (filtered) an_print_hints(c);
 
   const ti_header *h = an_header(c);
@@ -340,6 +383,13 @@ static int info_one(const char *path, const an_filter *f, const char *fdesc, int
   char start[64];
   struct tm tmv;
   strftime(start, sizeof start, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&start_s, &tmv));
+  /* The trace's end: its end record's time, else its latest event. */
+  uint64_t trace_end = has_end && end_ns > st->end_time ? end_ns : st->end_time;
+  uint64_t *snap_times = xmalloc((a.nsnaps ? a.nsnaps : 1) * sizeof *snap_times);
+  for (size_t i = 0; i < a.nsnaps; i++) snap_times[i] = a.snaps[i].time_ns;
+  char overdue[512];
+  int is_overdue = hg_snapshot_overdue(snap_times, a.nsnaps, trace_end, overdue, sizeof overdue);
+  free(snap_times);
   uint64_t live_end = st->events[MPT_EV_ALLOC] > st->events[MPT_EV_COLLECT]
                     ? st->events[MPT_EV_ALLOC] - st->events[MPT_EV_COLLECT] : 0;
 
@@ -402,6 +452,22 @@ static int info_one(const char *path, const an_filter *f, const char *fdesc, int
              an_bytes(c, (double)k->samples), (unsigned long long)k->promoted,
              (unsigned long long)k->collected, (unsigned long long)k->live_end);
     }
+    printf(",\n  \"heap_snapshots\": [");
+    for (size_t i = 0; i < a.nsnaps; i++) {
+      const snap_info *s = &a.snaps[i];
+      printf("%s\n    {\"seq\": %llu, \"domain\": %u, \"time_ns\": %llu, \"blocks\": %llu, "
+             "\"bytes\": %llu, \"edges\": %llu, \"outside_heap_bytes\": %llu, \"pause_ns\": %llu, "
+             "\"complete\": %s, \"blocks_missing\": %s}", i ? "," : "",
+             (unsigned long long)s->seq, s->stream, (unsigned long long)s->time_ns,
+             (unsigned long long)s->blocks, (unsigned long long)s->bytes,
+             (unsigned long long)s->edges, (unsigned long long)s->ext_bytes,
+             (unsigned long long)s->pause_ns, s->complete ? "true" : "false",
+             s->blocks_missing ? "true" : "false");
+    }
+    printf("%s]", a.nsnaps ? "\n  " : "");
+    printf(",\n  \"heap_snapshot_overdue\": ");
+    if (is_overdue) json_str(stdout, overdue);
+    else printf("null");
     if (cs) {
       printf(",\n  \"ctf\": {\"packets\": %llu, \"location_packets\": %llu, "
              "\"skipped_packets\": %llu, \"location_events\": %llu, "
@@ -460,6 +526,25 @@ static int info_one(const char *path, const an_filter *f, const char *fdesc, int
              (unsigned long long)cs->skipped_packets, (unsigned long long)cs->verified_packets,
              (unsigned long long)cs->largest_packet, (unsigned long long)cs->location_events,
              cs->max_backtrace);
+    if (h->format == TI_FORMAT_MEMPROF) {
+      printf("heap snapshots: %zu%s\n", a.nsnaps,
+             a.nsnaps ? " (`ocaml-memprof retainers` analyses them)" : "");
+      for (size_t i = 0; i < a.nsnaps; i++) {
+        const snap_info *s = &a.snaps[i];
+        char b2[32];
+        printf("  %zu: walk %llu by domain %u at %.3f s: %llu blocks, %s, %llu edges",
+               i + 1, (unsigned long long)s->seq, s->stream, s->time_ns / 1e9,
+               (unsigned long long)s->blocks, human_bytes((double)s->bytes, b1, sizeof b1),
+               (unsigned long long)s->edges);
+        if (s->ext_bytes)
+          printf(" + %s outside the heap", human_bytes((double)s->ext_bytes, b2, sizeof b2));
+        if (s->complete) printf(", pause %.1f ms", s->pause_ns / 1e6);
+        else printf(" (cut short: the trace ends inside it)");
+        if (s->blocks_missing) printf(" (blocks missing: the runtime ran out of memory)");
+        putchar('\n');
+      }
+      if (is_overdue) printf("  note: %s\n", overdue);
+    }
     if (filtered) {
       const kept_counts *k = &a.kept;
       printf("filter:        "); cli_put_safe(stdout, fdesc);
@@ -477,5 +562,6 @@ static int info_one(const char *path, const an_filter *f, const char *fdesc, int
   }
   an_close(c);
   free(a.doms);
+  free(a.snaps);
   return out_close(stdout, NULL);
 }

@@ -405,7 +405,7 @@ static const char usage[] =
   "Filter options given here restrict what the report embeds.\n"
   "  --bins N          time bins of the timeline and time filters (256;\n"
   "                    between N/2 and N are used)\n"
-  "  -o FILE           output (default: stdout)\n";
+  "  -o FILE           output (default: stdout, unless it is a terminal)\n";
 
 static int bins_option(void *u, int argc, char **argv, int *i)
 {
@@ -421,6 +421,7 @@ int cmd_report(int argc, char **argv)
   cli_inputs in;
   cli_inputs_init(&in);
   int rc = report_parse(argc, argv, usage, &f, &in, &t, TABLE_O, bins_option, &bins);
+  if (rc < 0 && cli_refuse_terminal(t.out, "the report (an HTML page of 100 kB and more)")) rc = 2;
   an_ctx *c = cli_open(&rc, &f, &in);
   if (!c) return rc;
   acc a;

@@ -12,8 +12,9 @@
      sampled with probability p = 1 - (1 - rate)^h, so sum(h / p) over the
      site's sampled blocks estimates its live words without bias, with
      variance sum((1 - p) h^2 / p^2) (the standard error is printed);
-   - --site PATTERN: retainer paths from the roots to the sampled blocks
-     of the matching sites, along the breadth-first (shortest) path tree,
+   - --site RE: retainer paths from the roots to the sampled blocks
+     of the sites with a frame matching RE (function or file name, as
+     the filters' --focus), along the breadth-first (shortest) path tree,
      aggregated by their description (runs of identical steps collapsed),
      shortest first;
    - --tree: the dominator tree aggregated and pruned (domtree.h): root
@@ -56,9 +57,9 @@ static const char usage[] =
   "the standard error).\n"
   "  --snapshot N        the Nth snapshot of the trace (default: the last)\n"
   "  -n N                rows per table (default 10)\n"
-  "  --site PATTERN      retainer paths to the blocks allocated at sites\n"
-  "                      whose stack has a frame matching PATTERN (a\n"
-  "                      substring of \"function (file:line)\")\n"
+  "  --site RE           retainer paths to the blocks allocated at sites\n"
+  "                      whose stack has a frame whose function or file name\n"
+  "                      matches RE (POSIX extended regex, as --focus)\n"
   "  --paths N           paths shown with --site (default 5)\n"
   "  --tree              the dominator tree: root kinds, roots, then the blocks\n"
   "                      they retain grouped by tag, size class and allocation\n"
@@ -69,12 +70,15 @@ static const char usage[] =
   "  --evolution         one line per snapshot: live, retained by kind, top root\n"
   "  --diff AFTER        growth of roots and sites from TRACE's last snapshot\n"
   "                      to trace AFTER's\n"
-  "  --heapsnapshot FILE export the snapshot for Chrome DevTools or memlab\n"
+  "  --heapsnapshot OUT  write the snapshot to OUT (or --heapsnapshot=OUT) in\n"
+  "                      V8's format, for Chrome DevTools (name it\n"
+  "                      *.heapsnapshot) or memlab; OUT may not be a trace\n"
   "  --hide RE           leave frames matching RE out of allocation stacks: a\n"
   "                      block's site is the innermost frame left (repeatable)\n"
   "  --preset NAME[,NAME...]   hide a preset's frames (lwt, async, eio, stdlib,\n"
   "                      runtime, or the user's; see ocaml-memprof top --help)\n"
-  "  --presets-file F    user presets, one 'name = regex' per line\n"
+  "  --presets-file F    user presets, one 'name = regex' per line
+"
   "  --bytes             sizes in tables as exact byte counts\n"
   "  --json              the tables (and --site's paths) as one JSON object, in\n"
   "                      bytes; each site with its first --paths retainer paths,\n"
@@ -180,19 +184,13 @@ static const char *site_function(const analysis *a, uint32_t alloc)
   return l && l->n ? l->entries[0].function : "";
 }
 
-/* Does a frame of the allocation's stack, inlined ones included, match? */
-static int stack_matches(hg_reader *r, uint32_t alloc, const char *pat)
+/* Does a frame of the allocation's stack, inlined ones included, have a
+   function or file name matching [re]? */
+static int stack_matches(hg_reader *r, uint32_t alloc, const regex_t *re)
 {
   const hg_alloc *a = &r->allocs[alloc - 1];
-  char buf[1024];
-  for (uint32_t i = 0; i < a->stack_len; i++) {
-    const mpt_location *l = ti_location(r->t, r->stacks[a->stack_off + i]);
-    for (uint32_t k = 0; l && k < l->n; k++) {
-      snprintf(buf, sizeof buf, "%s (%s:%u)", l->entries[k].function, l->entries[k].file,
-               l->entries[k].line);
-      if (strstr(buf, pat)) return 1;
-    }
-  }
+  for (uint32_t i = 0; i < a->stack_len; i++)
+    if (an_location_matches(ti_location(r->t, r->stacks[a->stack_off + i]), re)) return 1;
   return 0;
 }
 
@@ -448,11 +446,11 @@ static uint32_t *bfs_parents(const hg_snapshot *s)
 /* The retainer paths of the sampled blocks whose allocation [match]es,
    aggregated by their text (one line per step, from the root label down,
    runs of identical steps collapsed), shortest first. */
-typedef int path_match(analysis *a, uint32_t alloc, const char *arg);
+typedef int path_match(analysis *a, uint32_t alloc, const void *arg);
 typedef struct { strpool *keys; path_row *rows; size_t nrows, matched; } path_set;
 
 static void collect_paths(analysis *a, const uint32_t *parent, path_match *match,
-                          const char *arg, path_set *ps)
+                          const void *arg, path_set *ps)
 {
   hg_snapshot *s = &a->s;
   size_t cap = 0, kcap = 1 << 16, chain_cap = 0;
@@ -504,18 +502,63 @@ static void path_set_free(path_set *ps)
   strpool_free(ps->keys);
 }
 
-static int match_pattern(analysis *a, uint32_t alloc, const char *pattern)
+/* --site RE: the pattern as given (for messages and JSON) and compiled. */
+typedef struct { const char *text; regex_t re; } site_query;
+
+static int match_pattern(analysis *a, uint32_t alloc, const void *query)
 {
-  return stack_matches(a->r, alloc, pattern);
+  return stack_matches(a->r, alloc, &((const site_query *)query)->re);
 }
 
-static void print_paths(analysis *a, const char *pattern, size_t npaths)
+/* When no live sampled block matches --site: one line on stderr saying
+   whether allocations matched at all (then none of their blocks is
+   reachable in this snapshot), else naming the sites closest to the
+   pattern, so that a typo or a too narrow regex is seen at once. */
+static void site_hint(analysis *a, const site_query *q)
+{
+  hg_reader *r = a->r;
+  size_t matching = 0;
+  for (size_t i = 1; i <= r->nallocs; i++) matching += stack_matches(r, (uint32_t)i, &q->re);
+  if (matching) {
+    msg("note: %zu sampled allocation%s match%s --site '%s', but no block of %s is reachable "
+        "in snapshot %llu\n", matching, matching > 1 ? "s" : "", matching > 1 ? "" : "es",
+        q->text, matching > 1 ? "them" : "it", (unsigned long long)a->s.seq);
+    return;
+  }
+  /* Distinct function names of the allocation sites (innermost frames). */
+  strpool *names = strpool_new();
+  for (size_t i = 0; i < r->nallocs; i++) {
+    const hg_alloc *al = &r->allocs[i];
+    const mpt_location *l = al->stack_len ? ti_location(r->t, r->stacks[al->stack_off]) : NULL;
+    if (l && l->n && l->entries[0].function)
+      strpool_intern(names, l->entries[0].function, strlen(l->entries[0].function));
+  }
+  uint32_t n = strpool_count(names);
+  const char **cands = xmalloc((n ? n : 1) * sizeof *cands);
+  for (uint32_t i = 0; i < n; i++) cands[i] = strpool_get(names, i);
+  size_t close[3], nclose = cli_closest(q->text, cands, n, close, 3);
+  fprintf(stderr, "ocaml-memprof %s: note: no frame of a sampled allocation matches --site '",
+          msg_cmd);
+  cli_put_safe(stderr, q->text);
+  fputs("'", stderr);
+  for (size_t i = 0; i < nclose; i++) {
+    fputs(i ? ", " : "; closest sites: ", stderr);
+    cli_put_safe(stderr, cands[close[i]]);
+  }
+  fputs(" (`ocaml-memprof top` lists the sites)\n", stderr);
+  free(cands);
+  strpool_free(names);
+}
+
+static void print_paths(analysis *a, const site_query *q, size_t npaths)
 {
   uint32_t *parent = bfs_parents(&a->s);
   path_set ps;
-  collect_paths(a, parent, match_pattern, pattern, &ps);
-  printf("\nRetainer paths to the sampled blocks of sites matching \"%s\" "
-         "(%zu blocks, %zu distinct paths, shortest first)\n", pattern, ps.matched, ps.nrows);
+  collect_paths(a, parent, match_pattern, q, &ps);
+  printf("\nRetainer paths to the sampled blocks of sites matching \"");
+  cli_put_safe(stdout, q->text);
+  printf("\" (%zu blocks, %zu distinct paths, shortest first)\n", ps.matched, ps.nrows);
+  if (!ps.matched) site_hint(a, q);
   for (size_t i = 0; i < ps.nrows && i < npaths; i++) {
     printf("  %llu sampled blocks, path of %u steps:\n", (unsigned long long)ps.rows[i].count,
            ps.rows[i].len);
@@ -766,7 +809,7 @@ static void diff_collect(analysis *a, int after, growth **roots, size_t *nr, siz
 
 /* ---- JSON ---- */
 
-static int match_site(analysis *a, uint32_t alloc, const char *site)
+static int match_site(analysis *a, uint32_t alloc, const void *site)
 {
   char buf[1024];
   site_text(a, alloc, buf, sizeof buf);
@@ -795,12 +838,13 @@ static void json_paths(FILE *o, const path_set *ps, size_t npaths, json_writer s
 /* The analysis of one snapshot as one JSON object (the format is in
    docs/ocaml-memprof.md): the header, retained by root kind, the [top]
    roots, the [top] sites with their [npaths] first retainer paths, and
-   with [pattern] the paths to the blocks of the matching sites, and the
+   with [query] the paths to the blocks of the matching sites, and the
    dominator tree pruned as [topt] says. */
 static void json_stacks(FILE *o, analysis *a, const site_table *sites, size_t top, json_writer str);
 
 static void write_json(FILE *o, analysis *a, const char *path, size_t top, size_t npaths,
-                       const char *pattern, const tree_opts *topt, int stacks, json_writer str)
+                       const site_query *query, const tree_opts *topt, int stacks,
+                       json_writer str)
 {
   hg_snapshot *s = &a->s;
   fputs("{\"trace\":", o);
@@ -855,11 +899,12 @@ static void write_json(FILE *o, analysis *a, const char *path, size_t top, size_
   if (stacks) json_stacks(o, a, &t, top, str);
   free(t.rows);
   strpool_free(t.keys);
-  if (pattern) {
+  if (query) {
     path_set ps;
-    collect_paths(a, parent, match_pattern, pattern, &ps);
+    collect_paths(a, parent, match_pattern, query, &ps);
+    if (!ps.matched) site_hint(a, query);
     fputs(",\n\"paths\":{\"pattern\":", o);
-    str(o, pattern);
+    str(o, query->text);
     fprintf(o, ",\"blocks\":%zu,\"distinct\":%zu,\"paths\":", ps.matched, ps.nrows);
     json_paths(o, &ps, npaths, str);
     fputc('}', o);
@@ -1013,6 +1058,17 @@ static int load(hg_reader *r, const char *path, uint64_t which, int evolution,
     have = 1;
     if (which) break;
   }
+  /* Read to its end: a periodic snapshot the trace ended without? */
+  uint64_t end_ns, total, lost;
+  char overdue[512];
+  if (k == 0 && (!which || evolution) && count) {
+    uint64_t *times = xmalloc(count * sizeof *times);
+    for (size_t i = 0; i < count; i++) times[i] = a->seen[2 * i + 1];
+    if (ti_end_info(r->t, &end_ns, &total, &lost) && end_ns > r->end_ns) r->end_ns = end_ns;
+    if (hg_snapshot_overdue(times, count, r->end_ns, overdue, sizeof overdue))
+      msg("note: %s: %s\n", path, overdue);
+    free(times);
+  }
   if (k < 0 || evolution || !have) { free(a->seen); a->seen = NULL; }
   if (k < 0) {
     msg("%s: malformed trace: %s\n", path, r->error);
@@ -1099,7 +1155,7 @@ int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_w
 
 static int retainers(int argc, char **argv, an_filter *hidden)
 {
-  const char *trace = NULL, *site = NULL, *diff = NULL, *export = NULL;
+  const char *trace = NULL, *diff = NULL, *export = NULL, *site_text = NULL;
   uint64_t which = 0;
   size_t top = 10, npaths = 5;
   tree_opts topt = TREE_DEFAULTS;
@@ -1130,11 +1186,14 @@ static int retainers(int argc, char **argv, an_filter *hidden)
       else if (strcmp(a, "-n") == 0) top = (size_t)x;
       else npaths = (size_t)x;
     } else if (strcmp(a, "--site") == 0) {
-      if (!(site = cli_value(argc, argv, &i))) return 2;
+      if (site_text) return cli_usage_error("--site: one pattern (use RE1|RE2 for several)");
+      if (!(site_text = cli_value(argc, argv, &i))) return 2;
     } else if (strcmp(a, "--diff") == 0) {
       if (!(diff = cli_value(argc, argv, &i))) return 2;
-    } else if (strcmp(a, "--heapsnapshot") == 0) {
-      if (!(export = cli_value(argc, argv, &i))) return 2;
+    } else if (strcmp(a, "--heapsnapshot") == 0 || strncmp(a, "--heapsnapshot=", 15) == 0) {
+      if (a[14] == '=') export = a + 15;
+      else if (!(export = cli_value(argc, argv, &i))) return 2;
+      if (!*export) return cli_bad_value("--heapsnapshot", export, "an output file");
     } else if (strcmp(a, "--evolution") == 0) {
       evolution = 1;
     } else if (strcmp(a, "--tree") == 0) {
@@ -1144,28 +1203,45 @@ static int retainers(int argc, char **argv, an_filter *hidden)
     } else if (strcmp(a, "--json") == 0) {
       json = 1;
     } else if (a[0] == '-' && a[1]) {
-      return cli_unknown_option(a);
+      return cli_unknown_option(a, usage, 0);
     } else if (trace) {
       return cli_usage_error("one TRACE only (got %s and %s)", trace, a);
     } else {
       trace = a;
     }
   }
+  /* The export's file is the option's value: a trace there is almost
+     surely a misplaced input (`--heapsnapshot TRACE`), and writing would
+     destroy it. */
+  if (export && (cli_looks_like_trace(export) || (trace && cli_same_file(export, trace))
+                 || (diff && cli_same_file(export, diff))))
+    return cli_usage_error("--heapsnapshot %s: that file is a trace; the option takes the file to "
+                           "write (--heapsnapshot OUT.heapsnapshot TRACE)", export);
   if (!trace) return cli_usage_error("a TRACE is needed");
   if (json && (diff || evolution)) return cli_usage_error("--json goes with neither --diff nor --evolution");
+  site_query site_q, *site = NULL;
+  if (site_text) {
+    if (cli_regex_option(&site_q.re, "--site", site_text)) return 2;
+    site_q.text = site_text;
+    site = &site_q;
+  }
   hg_reader r;
   analysis a;
-  if (evolution) {
-    int rc = load(&r, trace, 0, 1, 0, &a);
-    hg_close(&r);
-    return rc;
-  }
-  if (load(&r, trace, which, 0, 0, &a) != 0) { hg_close(&r); return 1; }
   int rc = 0;
+  if (evolution) {
+    rc = load(&r, trace, 0, 1, 0, &a);
+    hg_close(&r);
+    goto done;
+  }
+  if (load(&r, trace, which, 0, 0, &a) != 0) { hg_close(&r); rc = 1; goto done; }
   if (diff) {
     hg_reader r2;
     analysis b;
-    if (load(&r2, diff, 0, 0, 0, &b) != 0) { analysis_free(&a); hg_close(&r); hg_close(&r2); return 1; }
+    if (load(&r2, diff, 0, 0, 0, &b) != 0) {
+      analysis_free(&a); hg_close(&r); hg_close(&r2);
+      rc = 1;
+      goto done;
+    }
     char b1[32], b2[32];
     printf("before: %s snapshot %llu, live %s; after: %s snapshot %llu, live %s\n",
            trace, (unsigned long long)a.s.seq, size_text((double)a.live_bytes, b1, sizeof b1),
@@ -1193,6 +1269,8 @@ static int retainers(int argc, char **argv, an_filter *hidden)
   if (export) rc = write_heapsnapshot(&a, export);
   analysis_free(&a);
   hg_close(&r);
+done:
+  if (site) regfree(&site->re);
   return rc;
 }
 

@@ -128,12 +128,7 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
     } else if (!strcmp(a, "--callers") || !strcmp(a, "--callees")) {
       if (!(v = cli_value(argc, argv, &i))) return 2;
       if (t->rel) return cli_usage_error("--callers and --callees: only one, once");
-      int e = regcomp(&t->m.re, v, REG_EXTENDED | REG_NOSUB);
-      if (e) {
-        char msg[128];
-        regerror(e, &t->m.re, msg, sizeof msg);
-        return cli_bad_value(a, v, msg);
-      }
+      if (cli_regex_option(&t->m.re, a, v)) return 2;
       t->rel = a[7] == 'r' ? 1 : 2;     /* --callers, --callees */
     } else if (!strcmp(a, "--follow")) t->follow = 1;
     else if (!strcmp(a, "--stats")) t->stats = 1;
@@ -143,7 +138,7 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
       if (parse_time(v, &ns) < 0 || ns < 10000000 || ns > 3600000000000ULL)
         return cli_bad_value(a, v, "a duration from 10ms to 1h (0.5, 2s, 250ms)");
       t->interval = ns / 1e9;
-    } else if (a[0] == '-' && a[1]) return cli_unknown_option(a);
+    } else if (a[0] == '-' && a[1]) return cli_unknown_option(a, usage, 1);
     else cli_inputs_add(in, a);
   }
   if (t->stats && !t->follow) return cli_usage_error("--stats goes with --follow");

@@ -64,8 +64,16 @@ int main(int argc, char **argv)
       msg_cmd = c->name;
       return c->run(argc - 1, argv + 1);
     }
+  const char *names[sizeof commands / sizeof *commands];
+  size_t n = 0, close[3], nclose;
+  for (const command *c = commands; c->name; c++) names[n++] = c->name;
+  nclose = cli_closest(argv[1], names, n, close, 3);
   fputs("ocaml-memprof: unknown command '", stderr);
   cli_put_safe(stderr, argv[1]);
-  fputs("' (see 'ocaml-memprof --help')\n", stderr);
+  fputc('\'', stderr);
+  for (size_t i = 0; i < nclose; i++)
+    fprintf(stderr, "%s%s", i == 0 ? "; did you mean " : i + 1 < nclose ? ", " : " or ",
+            names[close[i]]);
+  fprintf(stderr, "%s (see 'ocaml-memprof --help')\n", nclose ? "?" : "");
   return 2;
 }

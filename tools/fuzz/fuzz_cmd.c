@@ -30,9 +30,11 @@
 #endif
 
 #define MAXARGS 24
-/* Option sets; IN stands for the input file, OUT for the output file.
-   Each set ends with NULL. */
+/* Option sets; IN stands for the input file, IN2 for a copy of it (a
+   trace named twice is refused: merging two traces takes two files), OUT
+   for the output file.  Each set ends with NULL. */
 #define IN "\001in"
+#define IN2 "\001in2"
 #define OUT "\001out"
 #define DIR "\001dir"
 typedef const char *optset[MAXARGS];
@@ -40,10 +42,10 @@ typedef const char *optset[MAXARGS];
 static const optset sets_info[] = {
   { IN, NULL },
   { "--json", IN, NULL },
-  { IN, IN, NULL },                           /* the process tree */
+  { IN, IN2, NULL },                          /* the process tree */
   { "--top", "3", DIR, NULL },
   { "--json", "--min-lifetime", "1us", "--ignore", "List", IN, NULL },
-  { "--source", "minor", IN, IN, NULL },
+  { "--source", "minor", IN, IN2, NULL },
 };
 static const optset sets_top[] = {
   { IN, NULL },
@@ -55,7 +57,7 @@ static const optset sets_top[] = {
   { "--focus", ".", "--hide", "Stdlib", "--allocated", "0,1ms", "--source", "minor",
     "--min-size", "16", "--max-lifetime", "1s", IN, NULL },
   { "--domain", "1", "--live", "0,", "--collected", ",", "--ignore", "List", IN, NULL },
-  { "--group", "exe", "--json", IN, IN, NULL },   /* two traces merged */
+  { "--group", "exe", "--json", IN, IN2, NULL },  /* two traces merged */
   { "--exe", "x", DIR, NULL },
 };
 static const optset sets_leaks[] = {
@@ -114,13 +116,14 @@ static const struct { const char *name; const optset *sets; size_t n; } all_sets
   SETS(diff), SETS(pprof), SETS(folded), SETS(ctf), SETS(retainers),
 };
 
-static char dir_path[64], in_path[80], out_path[64];
+static char dir_path[64], in_path[80], in2_path[80], out_path[64];
 static const optset *sets;
 static size_t nsets;
 
 static void cleanup(void)
 {
   unlink(in_path);
+  unlink(in2_path);
   unlink(out_path);
   rmdir(dir_path);
 }
@@ -135,6 +138,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
   snprintf(dir_path, sizeof dir_path, "/tmp/fuzz-%s-%ld.d", FUZZ_NAME, (long)getpid());
   if (mkdir(dir_path, 0700) != 0 && errno != EEXIST) abort();
   snprintf(in_path, sizeof in_path, "%s/in.trace", dir_path);
+  snprintf(in2_path, sizeof in2_path, "/tmp/fuzz-%s-%ld.in2.trace", FUZZ_NAME, (long)getpid());
   snprintf(out_path, sizeof out_path, "/tmp/fuzz-%s-%ld.out", FUZZ_NAME, (long)getpid());
   atexit(cleanup);
   msg_cmd = FUZZ_NAME;
@@ -152,6 +156,7 @@ static void run_set(const optset set)
   for (int i = 0; set[i] && argc < MAXARGS; i++) {
     const char *a = set[i];
     if (!strcmp(a, IN)) a = in_path;
+    else if (!strcmp(a, IN2)) a = in2_path;
     else if (!strcmp(a, OUT)) a = out_path;
     else if (!strcmp(a, DIR)) a = dir_path;
     argv[argc++] = (char *)a;
@@ -165,12 +170,18 @@ static void run_set(const optset set)
   }
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void write_input(const char *path, const uint8_t *data, size_t size)
 {
-  FILE *f = fopen(in_path, "wb");
+  FILE *f = fopen(path, "wb");
   if (!f) abort();
   if (size && fwrite(data, 1, size, f) != size) abort();
   if (fclose(f)) abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+  write_input(in_path, data, size);
+  write_input(in2_path, data, size);
   run_set(sets[0]);
   if (nsets > 1) run_set(sets[1 + size % (nsets - 1)]);
   return 0;

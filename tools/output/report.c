@@ -136,7 +136,7 @@ int report_parse(int argc, char **argv, const char *usage, an_filter *f, cli_inp
     if (!k && own) k = own(u, argc, argv, &i);
     if (k < 0) return 2;
     if (k) continue;
-    if (a[0] == '-' && a[1]) return cli_unknown_option(a);
+    if (a[0] == '-' && a[1]) return cli_unknown_option(a, usage, 1);
     cli_inputs_add(in, a);
   }
   return -1;
@@ -175,7 +175,7 @@ int stack_opts_parse(stack_opts *o, an_filter *f, cli_inputs *in, const char *us
       if (!(o->live_arg = cli_value(argc, argv, &i)) || check_live_at(o->live_arg)) return 2;
     } else if (!strcmp(a, "-o")) {
       if (!(o->out = cli_value(argc, argv, &i))) return 2;
-    } else if (a[0] == '-' && a[1]) return cli_unknown_option(a);
+    } else if (a[0] == '-' && a[1]) return cli_unknown_option(a, usage, 1);
     else cli_inputs_add(in, a);
   }
   int rc = cli_inputs_resolve(in);

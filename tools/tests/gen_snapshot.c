@@ -4,6 +4,11 @@
    usage: gen_snapshot small OUT   the graph below, with one sampled block
           gen_snapshot chain N OUT a global holding a list of N cells, in
                                    SNAPSHOT chunks of 64 KiB (for cuts)
+          gen_snapshot periodic N EVERY_MS END_MS OUT
+                                   N snapshots, the kth at k * EVERY_MS ms
+                                   (walk k, pause k ms): a global holding a
+                                   list of k cells of 2 fields (24 bytes
+                                   each); the trace ends at END_MS ms
 
    small (words include headers):
      global G (label 0x1000) -> A(2 fields) -> B(1) -> D(3) -> E(1)
@@ -59,11 +64,13 @@ static void begin(const char *path)
   mpt_enc_init(&enc, buf, CHUNK, stack, 16);
 }
 
+static uint64_t end_time_us = 1000000;
+
 static void end(void)
 {
   flush();
   uint8_t e[64];
-  size_t n = mpt_write_end_chunk(e, sizeof e, 1000000, 1, 0);
+  size_t n = mpt_write_end_chunk(e, sizeof e, end_time_us, 1, 0);
   fwrite(e, 1, n, out);
   fclose(out);
 }
@@ -132,10 +139,38 @@ static void chain(long n, const char *path)
   end();
 }
 
+static void periodic(long n, long every_ms, long end_ms, const char *path)
+{
+  begin(path);
+  end_time_us = (uint64_t)end_ms * 1000;
+  for (long k = 1; k <= n; k++) {
+    uint64_t t = (uint64_t)(k * every_ms) * 1000;
+    chunk_type = MPT_CHUNK_SNAPSHOT;
+    mpt_snap_encoder s;
+    mpt_enc_snap_begin(&enc, &s, t, (uint64_t)k, 0, 1);
+    str_id = 0;                 /* string ids are local to a snapshot */
+    mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, string("0x3000"), 0, 1);
+    for (long i = 1; i <= k; i++) {
+      uint64_t next = (uint64_t)i + 1;
+      room(64);
+      mpt_enc_snap_block(&enc, &s, 0, 2, &next, i < k, UINT64_MAX);
+    }
+    mpt_enc_snap_end(&enc, &s, t, (uint64_t)k * 1000000, (uint64_t)k - 1, 0);
+    flush();
+  }
+  chunk_type = MPT_CHUNK_EVENTS;
+  end();
+}
+
 int main(int argc, char **argv)
 {
   if (argc == 3 && strcmp(argv[1], "small") == 0) small(argv[2]);
   else if (argc == 4 && strcmp(argv[1], "chain") == 0) chain(atol(argv[2]), argv[3]);
-  else { fprintf(stderr, "usage: gen_snapshot small OUT | chain N OUT\n"); return 2; }
+  else if (argc == 6 && strcmp(argv[1], "periodic") == 0)
+    periodic(atol(argv[2]), atol(argv[3]), atol(argv[4]), argv[5]);
+  else {
+    fprintf(stderr, "usage: gen_snapshot small OUT | chain N OUT | periodic N EVERY_MS END_MS OUT\n");
+    return 2;
+  }
   return 0;
 }

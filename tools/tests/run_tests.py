@@ -1162,6 +1162,30 @@ def test_many(files):
     r = tool("ctf", "-o", os.path.join(OUT, "many.ctf"), d)
     check("ctf with several traces: usage error naming the count",
           r.returncode == 2 and "3 are given" in r.stderr, r.stderr)
+    parent = os.path.join(d, "parent.mpt")
+    for args, text in (((parent, parent), "parent.mpt is given twice"),
+                       ((parent, os.path.join(d, ".", "parent.mpt")), "are the same file")):
+        r = tool("top", *args)
+        check("top T T (%s): refused, exit 2, one line" % text,
+              r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1
+              and text in r.stderr, "rc=%d %r" % (r.returncode, r.stderr))
+    os.symlink("parent.mpt", os.path.join(d, "latest.mpt"))
+    t = tool("top", "--json", "-n", "0", d)
+    j = json.loads(t.stdout) if t.returncode == 0 else {}
+    check("top DIR holding a symlink to one of its traces: that trace read once, with a note",
+          j.get("total", {}).get("samples") == sum(v["samples"] for v in one.values())
+          and "skipped %s, the same file as %s" % (parent, os.path.join(d, "latest.mpt")) in t.stderr,
+          t.stderr + str(j.get("total")))
+    os.unlink(os.path.join(d, "latest.mpt"))
+    t = tool("top", "--json", "-n", "0", d, parent)
+    j = json.loads(t.stdout) if t.returncode == 0 else {}
+    check("top DIR DIR/T: T read once, with a note",
+          j.get("total", {}).get("samples") == sum(v["samples"] for v in one.values())
+          and "met twice among the traces: read once" in t.stderr, t.stderr)
+    r = tool("top", d, parent, os.path.join(d, ".", "parent.mpt"))
+    check("top DIR DIR/T DIR/./T: T named twice is refused, one line, no note before it",
+          r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "are the same file" in r.stderr,
+          r.stderr)
 
 
 COMMANDS = ("info", "top", "folded", "ctf", "pprof", "flamegraph", "timeline", "leaks", "diff")
@@ -1172,11 +1196,66 @@ def test_cli():
         r = tool(cmd, "--help")
         check("%s --help" % cmd, r.returncode == 0 and "usage: ocaml-memprof " + cmd in r.stdout)
     r = tool("nosuch")
-    check("unknown command: exit 2", r.returncode == 2)
+    check("unknown command: exit 2, no guess when nothing is close",
+          r.returncode == 2 and "did you mean" not in r.stderr, r.stderr)
+    for typo, meant in (("tpo", "top"), ("retainer", "retainers"), ("flame", "flamegraph")):
+        r = tool(typo, "x.trace")
+        check("mistyped command %s: exit 2, one line on stderr: did you mean %s?" % (typo, meant),
+              r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1
+              and "did you mean %s?" % meant in r.stderr, r.stderr)
+    for args, meant in ((("top", "--grup", "exe"), "--group"), (("retainers", "--evol"), "--evolution"),
+                        (("info", "--jsn"), "--json"), (("top", "--min-sise", "1"), "--min-size"),
+                        (("ctf", "--format-verison", "3"), "--format-version")):
+        r = tool(*(args + ("x.trace",)))
+        check("mistyped option %s %s: exit 2, one line: unknown option, did you mean %s?"
+              % (args[0], args[1], meant),
+              r.returncode == 2 and len(r.stderr.splitlines()) == 1
+              and "unknown option '%s'; did you mean %s?" % (args[1], meant) in r.stderr, r.stderr)
     r = tool("--version")
     check("--version: exit 0, one line with the version",
           r.returncode == 0 and r.stdout.startswith("ocaml-memprof 5.3.0+memprof")
           and len(r.stdout.splitlines()) == 1, r.stdout)
+
+
+def tool_on_terminal(*args):
+    """Run the tool with its stdout on a pseudo-terminal: (status, what it
+    wrote there, stderr)."""
+    import pty
+    import select
+    master, slave = pty.openpty()
+    p = subprocess.Popen([TOOL] + list(args), stdout=slave, stderr=subprocess.PIPE)
+    os.close(slave)
+    # Drain both while it runs: a tool writing a page would block on a
+    # full terminal.
+    out, err, open_fds = b"", b"", [master, p.stderr.fileno()]
+    while open_fds:
+        for fd in select.select(open_fds, [], [], 30)[0]:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:      # EIO: the tool has closed the terminal
+                chunk = b""
+            if not chunk:
+                open_fds.remove(fd)
+            elif fd == master:
+                out += chunk
+            else:
+                err += chunk
+    os.close(master)
+    return p.wait(), out, err.decode(errors="replace")
+
+
+def test_html_on_terminal(good):
+    """report and flamegraph refuse to write their HTML to a terminal (one
+    line, exit 2, nothing written there) and still write it to a pipe."""
+    for cmd in ("report", "flamegraph"):
+        rc, out, err = tool_on_terminal(cmd, good)
+        check("%s TRACE with stdout a terminal: exit 2, one line suggesting -o FILE, nothing written" % cmd,
+              rc == 2 and out == b"" and len(err.splitlines()) == 1 and "-o FILE" in err,
+              "rc=%d, %d bytes on the terminal, %r" % (rc, len(out), err[:200]))
+        r = tool(cmd, good)
+        check("%s TRACE with stdout a pipe: the HTML page" % cmd,
+              r.returncode == 0 and r.stdout.lstrip().lower().startswith("<!doctype html"),
+              r.stderr + r.stdout[:80])
 
 
 def test_cli_table(good):
@@ -1263,6 +1342,18 @@ def test_retainers():
           re.search(r"\s%d B\s.*leaky \(leak.ml:7\)" % round(est), out) is not None, out)
     check("retainers: retainer path finaliser -> ephemeron -> the site's block",
           "finaliser finalisers\n    -> abstract (3 words)\n    -> block tag 0 (4 words) from leaky (leak.ml:7)" in out, out)
+    r = tool("retainers", "--site", "^leak[y]$", small)
+    check("retainers --site is a POSIX extended regex on function or file names, like --focus",
+          r.returncode == 0 and "sites matching \"^leak[y]$\" (1 blocks" in r.stdout
+          and "-> block tag 0 (4 words) from leaky (leak.ml:7)" in r.stdout, r.stdout[-400:] + r.stderr)
+    r = tool("retainers", "--site", "(", small)
+    check("retainers --site '(': invalid regex refused, exit 2, one line naming --site",
+          r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "for --site:" in r.stderr
+          and r.stdout == "", "rc=%d %r" % (r.returncode, r.stderr))
+    r = tool("retainers", "--site", "leaki", small)
+    check("retainers --site matching nothing: exit 0, one hint line naming the closest site",
+          r.returncode == 0 and len(r.stderr.splitlines()) == 1 and "closest sites: leaky" in r.stderr
+          and "(0 blocks" in r.stdout, r.stderr)
     j = tool_json("retainers", "--json", "--site", "leaky", small)
     check("retainers --json: the tables in bytes (roots 160, 72, 16 B; live 264 B; site leaky %.0f B)" % est,
           [[x["kind"], x["label"], x["retained"]] for x in j["roots"]][:3]
@@ -1297,6 +1388,29 @@ def test_retainers():
     except (OSError, ValueError, KeyError) as e:
         ok = False
     check(".heapsnapshot export: valid JSON, consistent counts, 264 B of nodes", r.returncode == 0 and ok)
+    # The option's value is the output: a trace there is refused, never
+    # overwritten (a copy, so that the previous binary's overwriting does
+    # not spoil the other tests).
+    victim = os.path.join(OUT, "snap-small-copy.mpt")
+    shutil.copyfile(small, victim)
+    before = open(victim, "rb").read()
+    for args in ((victim,), (victim, small), ("--diff", victim, small),
+                 ("--heapsnapshot=" + victim, small)):
+        if args[0] == "--diff":   # AFTER as the output: --heapsnapshot AFTER --diff AFTER TRACE
+            args = ("--heapsnapshot", victim) + args
+        elif not args[0].startswith("--"):
+            args = ("--heapsnapshot",) + args
+        r = tool("retainers", *args)
+        check("retainers %s: refused (exit 2, one line), the trace intact" % " ".join(
+                  a.replace(OUT + os.sep, "") for a in args),
+              r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "is a trace" in r.stderr
+              and open(victim, "rb").read() == before, "rc=%d %r" % (r.returncode, r.stderr))
+        if open(victim, "rb").read() != before:
+            shutil.copyfile(small, victim)
+    hs2 = os.path.join(OUT, "snap-small-eq.heapsnapshot")
+    r = tool("retainers", "--heapsnapshot=" + hs2, small)
+    check("retainers --heapsnapshot=OUT writes OUT, the same as --heapsnapshot OUT",
+          r.returncode == 0 and open(hs2, "rb").read() == open(hs, "rb").read(), r.stderr)
     chain = os.path.join(OUT, "snap-chain.mpt")
     run([gs, "chain", "300000", chain])
     r = tool("retainers", chain)
@@ -1341,8 +1455,47 @@ def test_retainers():
     r = tool("retainers", os.path.join(OUT, "..", "..", "fuzz", "corpus", "memprof-small.mpt"))
     check("retainers on a trace without snapshots: exit 1, says so",
           r.returncode == 1 and "no heap snapshot" in r.stderr, r.stderr)
+    test_info_snapshots(gs, small)
     d = run([os.path.join(BUILD, "dominators_test")])
     check("dominators: " + d.stdout.strip(), d.returncode == 0, d.stdout)
+
+
+def test_info_snapshots(gs, small):
+    """info lists a trace's heap snapshots; info and retainers say when a
+    trace whose snapshots look periodic ends without the next one."""
+    r = tool("info", small)
+    check("info: the heap snapshot listed (walk, domain, time, blocks, bytes, edges, pause)",
+          r.returncode == 0 and "heap snapshots: 1 " in r.stdout
+          and "  1: walk 1 by domain 0 at 0.000 s: 8 blocks, 264 B, 7 edges, pause 0.0 ms" in r.stdout,
+          r.stdout[-400:])
+    late = os.path.join(OUT, "snap-periodic-late.mpt")
+    on_time = os.path.join(OUT, "snap-periodic-on-time.mpt")
+    run([gs, "periodic", "3", "1000", "10000", late])
+    run([gs, "periodic", "3", "1000", "3500", on_time])
+    j = tool_json("info", "--json", late)
+    want = [{"seq": k, "domain": 0, "time_ns": k * 10**9, "blocks": k, "bytes": 24 * k, "edges": k - 1,
+             "outside_heap_bytes": 0, "pause_ns": k * 10**6, "complete": True, "blocks_missing": False}
+            for k in (1, 2, 3)]
+    check("info --json: heap_snapshots of a trace with 3 (walk, domain, time, blocks, bytes, edges, pause)",
+          j.get("heap_snapshots") == want, json.dumps(j.get("heap_snapshots")))
+    check("info --json: snapshots every 1 s, then none in the last 7 s: heap_snapshot_overdue says so",
+          "last 7.00 s" in (j.get("heap_snapshot_overdue") or ""), str(j.get("heap_snapshot_overdue")))
+    r = tool("info", late)
+    notes = [l for l in r.stdout.splitlines() if "overdue" in l]
+    check("info: one line says a periodic snapshot looks overdue, and that it is inferred",
+          len(notes) == 1 and "last 7.00 s" in notes[0] and "every 1.00 s" in notes[0]
+          and "does not record" in notes[0], r.stdout[-500:])
+    r = tool("retainers", late)
+    check("retainers: the same one line on stderr, naming the trace",
+          r.returncode == 0 and len(r.stderr.splitlines()) == 1 and "overdue" in r.stderr
+          and late in r.stderr, r.stderr)
+    j = tool_json("info", "--json", on_time)
+    r = tool("retainers", on_time)
+    t = tool("info", on_time)
+    check("a trace ending 0.5 s after its last snapshot of 1 s period: nothing overdue (info, retainers)",
+          len(j.get("heap_snapshots", [])) == 3 and j.get("heap_snapshot_overdue", "") is None
+          and r.returncode == 0 and r.stderr == "" and "overdue" not in t.stdout,
+          r.stderr + str(j.get("heap_snapshot_overdue", "missing")))
 
 
 def main():
@@ -1366,6 +1519,7 @@ def main():
     test_robustness(files)
     test_cli_table(files["memprof"])
     test_presets_synthetic(files["memprof"])
+    test_html_on_terminal(files["memprof"])
     test_many(files)
     test_follow_incremental()
     report_tests.test_report(check, tool, tool_json, run, OUT, HERE, gen)
