@@ -77,8 +77,7 @@ static const char usage[] =
   "                      block's site is the innermost frame left (repeatable)\n"
   "  --preset NAME[,NAME...]   hide a preset's frames (lwt, async, eio, stdlib,\n"
   "                      runtime, or the user's; see ocaml-memprof top --help)\n"
-  "  --presets-file F    user presets, one 'name = regex' per line
-"
+  "  --presets-file F    user presets, one 'name = regex' per line\n"
   "  --bytes             sizes in tables as exact byte counts\n"
   "  --json              the tables (and --site's paths) as one JSON object, in\n"
   "                      bytes; each site with its first --paths retainer paths,\n"
