@@ -4,6 +4,11 @@
    usage: gen_snapshot small OUT   the graph below, with one sampled block
           gen_snapshot chain N OUT a global holding a list of N cells, in
                                    SNAPSHOT chunks of 64 KiB (for cuts)
+   options (after the others): --exe PATH, the executable named in the
+   header (default /nonexistent/leak); --anchor ADDR, the runtime address
+   of caml_globals in the snapshot (default 0: no native globals, as
+   bytecode), which makes the tools look the global labels up in the
+   executable's symbol table (the hostile-executable tests).
 
    small (words include headers):
      global G (label 0x1000) -> A(2 fields) -> B(1) -> D(3) -> E(1)
@@ -29,6 +34,8 @@ static FILE *out;
 static uint8_t buf[CHUNK + 64 * 1024];
 static mpt_encoder enc;
 static int chunk_type = MPT_CHUNK_EVENTS;
+static const char *executable = "/nonexistent/leak";
+static uint64_t anchor;
 
 static void flush(void)
 {
@@ -51,7 +58,7 @@ static void begin(const char *path)
   static uint8_t h[MPT_MAGIC_LEN + MPT_CHUNK_HEADER_BYTES + 128 + 4 * (MPT_MAX_STRING + 10)];
   mpt_trace_info info = { .format_version = MPT_FORMAT_VERSION, .word_size = 64,
     .sampling_rate = 0.01, .max_frames = 16, .time_unit_ns = 1000, .pid = 1,
-    .executable = "/nonexistent/leak", .hostname = "h", .ocaml_version = "5.3.0+memprof",
+    .executable = executable, .hostname = "h", .ocaml_version = "5.3.0+memprof",
     .command_line = "leak" };
   size_t n = mpt_write_header_chunk(h, sizeof h, &info);
   fwrite(h, 1, n, out);
@@ -89,7 +96,7 @@ static void small(const char *path)
   flush();
   chunk_type = MPT_CHUNK_SNAPSHOT;
   mpt_snap_encoder s;
-  mpt_enc_snap_begin(&enc, &s, 20, 1, 0, 1);
+  mpt_enc_snap_begin(&enc, &s, 20, 1, anchor, 1);
   /* Ids in discovery order: roots first, then breadth first. */
   enum { A = 1, F, X, Y, B, C, E, D };
   uint32_t g = string("0x1000"), f = string("f (a.ml:3)"), fin = string("finalisers");
@@ -119,7 +126,7 @@ static void chain(long n, const char *path)
   begin(path);
   chunk_type = MPT_CHUNK_SNAPSHOT;
   mpt_snap_encoder s;
-  mpt_enc_snap_begin(&enc, &s, 20, 1, 0, 1);
+  mpt_enc_snap_begin(&enc, &s, 20, 1, anchor, 1);
   mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, string("0x2000"), 0, 1);
   for (long i = 1; i <= n; i++) {
     uint64_t next = (uint64_t)i + 1;
@@ -134,8 +141,17 @@ static void chain(long n, const char *path)
 
 int main(int argc, char **argv)
 {
-  if (argc == 3 && strcmp(argv[1], "small") == 0) small(argv[2]);
-  else if (argc == 4 && strcmp(argv[1], "chain") == 0) chain(atol(argv[2]), argv[3]);
-  else { fprintf(stderr, "usage: gen_snapshot small OUT | chain N OUT\n"); return 2; }
+  int nargs = argc >= 2 && strcmp(argv[1], "chain") == 0 ? 4 : 3;
+  for (int i = nargs; i < argc; i += 2) {
+    if (i + 1 < argc && strcmp(argv[i], "--exe") == 0) executable = argv[i + 1];
+    else if (i + 1 < argc && strcmp(argv[i], "--anchor") == 0) anchor = strtoull(argv[i + 1], NULL, 0);
+    else nargs = 0;
+  }
+  if (argc >= 3 && nargs == 3 && strcmp(argv[1], "small") == 0) small(argv[2]);
+  else if (argc >= 4 && nargs == 4) chain(atol(argv[2]), argv[3]);
+  else {
+    fprintf(stderr, "usage: gen_snapshot small OUT | chain N OUT  [--exe PATH] [--anchor ADDR]\n");
+    return 2;
+  }
   return 0;
 }

@@ -26,6 +26,7 @@ import os
 import random
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import time
@@ -1248,6 +1249,93 @@ def test_retainers():
     check("dominators: " + d.stdout.strip(), d.returncode == 0, d.stdout)
 
 
+def timed_tool(args, timeout=10):
+    """(exit status or None when killed at [timeout], stdout, stderr,
+    seconds) of ocaml-memprof [args]."""
+    t0 = time.time()
+    try:
+        r = subprocess.run([TOOL] + args, capture_output=True, text=True, timeout=timeout)
+        return r.returncode, r.stdout, r.stderr, time.time() - t0
+    except subprocess.TimeoutExpired:
+        return None, "", "", time.time() - t0
+
+
+def elf_with_huge_symtab(path, size):
+    """A sparse file of [size] bytes, an ELF64 header whose section table
+    holds a symbol table of 300 MB and its string table, both inside the
+    file (beyond the symbols' size cap of the tools)."""
+    shoff, symoff, symsize = 64, 4096, 300 << 20
+    stroff = symoff + symsize
+    eh = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)
+    eh += struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, 0, 0, shoff, 0, 64, 0, 0, 64, 3, 0)
+    sh = bytes(64)
+    sh += struct.pack("<IIQQQQIIQQ", 0, 2, 0, 0, symoff, symsize, 2, 0, 8, 24)   # SHT_SYMTAB
+    sh += struct.pack("<IIQQQQIIQQ", 0, 3, 0, 0, stroff, 1 << 20, 0, 0, 1, 0)   # SHT_STRTAB
+    with open(path, "wb") as f:
+        f.write(eh + sh)
+    os.truncate(path, size)
+
+
+HOSTILE_COMMANDS = (["info"], ["top"], ["leaks"], ["timeline"], ["flamegraph", "-o", "{out}.html"],
+                    ["folded"], ["pprof", "-o", "{out}.pb.gz"], ["ctf", "-o", "{out}.ctf"],
+                    ["diff", "{trace}"], ["report", "-o", "{out}-report.html"], ["retainers"],
+                    ["retainers", "--json"], ["retainers", "--heapsnapshot", "{out}.heapsnapshot"])
+
+
+def test_hostile_executable():
+    """The executable a trace names is untrusted: a header naming a FIFO,
+    /dev/zero, a 10 GB sparse file, a directory, a missing file or an ELF
+    file whose symbol table is beyond the size read: every subcommand ends
+    within 2 s; those that name module roots from the executable (retainers,
+    report) warn in one line and keep the roots' addresses.  (Before: a
+    FIFO blocked, /dev/zero and the sparse file were read whole.)"""
+    d = os.path.join(OUT, "hostile")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    fifo, big, sub, elf = (os.path.join(d, n) for n in ("fifo", "sparse-10G", "dir", "huge-symtab.elf"))
+    os.mkfifo(fifo)
+    with open(big, "wb") as f:
+        f.truncate(10 << 30)
+    os.makedirs(sub)
+    elf_with_huge_symtab(elf, 10 << 30)
+    cases = (("a FIFO", fifo, "not a regular file"), ("/dev/zero", "/dev/zero", "not a regular file"),
+             ("a 10 GB sparse file", big, "not a little-endian ELF64 file"),
+             ("a directory", sub, "not a regular file"),
+             ("a missing file", os.path.join(d, "missing"), "No such file"),
+             ("an ELF file with a 300 MB symbol table", elf, "symbol table larger than 256 MB"))
+    gs = os.path.join(BUILD, "gen_snapshot")
+    for label, exe, reason in cases:
+        trace = os.path.join(d, "snap-%s.mpt" % re.sub(r"\W+", "-", label))
+        r = run([gs, "small", trace, "--exe", exe, "--anchor", "0x1000"])
+        if r.returncode != 0:
+            check("gen_snapshot --exe " + label, False, r.stderr)
+            continue
+        slow, bad = [], []
+        for cmd in HOSTILE_COMMANDS:
+            args = [a.format(out=trace, trace=trace) for a in cmd] + [trace]
+            rc, out, err, secs = timed_tool(args)
+            uses_exe = cmd[0] in ("retainers", "report")
+            warned = [l for l in err.splitlines() if "module roots shown as addresses" in l]
+            if rc is None or secs > 2:
+                slow.append("%s %s" % (" ".join(cmd[:2]), "killed after 10 s" if rc is None else "%.2f s" % secs))
+            elif rc != 0 or (uses_exe and (len(err.splitlines()) != 1 or len(warned) != 1
+                                           or reason not in warned[0]))\
+                    or (not uses_exe and warned):
+                bad.append("%s: rc=%s %r" % (" ".join(cmd[:2]), rc, err[-200:]))
+        check("header naming %s as the executable: all %d subcommands end within 2 s"
+              % (label, len(HOSTILE_COMMANDS)), not slow, "; ".join(slow))
+        check("header naming %s: exit 0; retainers and report warn in one line ('%s'), the"
+              " others say nothing of it" % (label, reason), not bad, "; ".join(bad)[:600])
+        rc, out, err, secs = timed_tool(["retainers", "--json", trace])
+        try:
+            roots = json.loads(out)["roots"] if rc == 0 else None
+        except ValueError:
+            roots = None
+        check("header naming %s: the global root keeps its address label" % label,
+              roots is not None and [x["label"] for x in roots if x["kind"] == "global"] == ["0x1000"],
+              "rc=%s %s" % (rc, roots))
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for exe in (TOOL, GEN):
@@ -1258,6 +1346,7 @@ def main():
     test_cli()
     test_idtab()
     test_retainers()
+    test_hostile_executable()
     test_upstream()
     for name in ("memtrace_v0.2.3_test_ocamlopt.v2.ctf",):
         if os.path.isdir(UP):
