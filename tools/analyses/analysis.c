@@ -74,7 +74,8 @@ struct an_ctx {
   size_t lmap_cap;
   uint32_t *gstack;
   size_t gstack_cap;
-  double bytes_per_sample;     /* word_bytes / lambda */
+  double bytes_per_sample;     /* word_bytes / lambda, 0 without sampling */
+  int have_header;             /* set_header done */
 
   an_node *nodes;
   size_t nnodes, nodes_cap;
@@ -337,7 +338,8 @@ static void set_header(an_ctx *c, ti_trace *t)
   c->hdr.command_line = intern(c, c->hdr.command_line);
   c->hdr.runtime_params = intern(c, c->hdr.runtime_params);
   c->hdr.context = intern(c, c->hdr.context);
-  c->bytes_per_sample = c->h->word_bytes / c->h->sampling_rate;
+  c->bytes_per_sample = an_per_rate(c, c->h->word_bytes);
+  c->have_header = 1;
 }
 
 void an_close(an_ctx *c)
@@ -431,11 +433,14 @@ static uint32_t global_loc(an_ctx *c, uint32_t loc)
   return id + 1;
 }
 
+double an_per_rate(const an_ctx *c, double x)
+{ return c->h->sampling_rate > 0 ? x / c->h->sampling_rate : 0; }
+
 double an_bytes(const an_ctx *c, double nsamples)
 { return nsamples * c->bytes_per_sample; }
 
 double an_objects(const an_ctx *c, double nsamples, uint64_t wosize)
-{ return nsamples / (c->h->sampling_rate * (double)(wosize + 1)); }
+{ return an_per_rate(c, nsamples / (double)(wosize + 1)); }
 
 /* ---------------- location matching and naming ---------------- */
 
@@ -928,7 +933,7 @@ int an_follow_read(an_ctx *c, const char *path, const an_callbacks *cb)
     ti_trace *tr = ti_open(path, err, sizeof err);
     if (!tr) return -1;
     const ti_header *h = ti_get_header(tr);
-    if (!c->bytes_per_sample) set_header(c, tr);
+    if (!c->have_header) set_header(c, tr);
     else if (h->sampling_rate != c->h->sampling_rate || h->word_bytes != c->h->word_bytes) {
       msg("warning: skipped %s: sampling rate %g or word size %u differs from the"
           " first trace's (%g, %u)\n", path, h->sampling_rate, h->word_bytes * 8,
@@ -997,7 +1002,11 @@ void an_follow_work(const an_ctx *c, uint64_t *bytes, uint64_t *events)
 void an_print_hints(const an_ctx *c)
 {
   const an_stats *st = &c->st;
-  if (st->samples_total == 0) {
+  if (c->h->sampling_rate == 0) {
+    msg("note: %s heap snapshots only (memprof_rate=0), no allocation samples;"
+        " `ocaml-memprof retainers` analyses the snapshots\n",
+        c->npaths > 1 ? "these traces hold" : "this trace holds");
+  } else if (st->samples_total == 0) {
     msg("note: no sampled block in %s; sample more (a larger"
             " memprof_rate) or trace a longer run\n", c->npaths > 1 ? "these traces" : "this trace");
   } else if (st->samples_kept == 0) {

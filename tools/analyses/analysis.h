@@ -172,7 +172,10 @@ const an_node *an_nodes(const an_ctx *c);
 uint32_t an_location_count(const an_ctx *c);
 const mpt_location *an_location(const an_ctx *c, uint32_t loc);
 
-/* Bytes / objects represented by [nsamples] samples of [wosize] words. */
+/* Bytes / objects represented by [nsamples] samples of [wosize] words;
+   [x] / the sampling rate.  A trace of heap snapshots only (sampling
+   rate 0) has no samples to scale: its estimates are 0, never NaN. */
+double an_per_rate(const an_ctx *c, double x);
 double an_bytes(const an_ctx *c, double nsamples);
 double an_objects(const an_ctx *c, double nsamples, uint64_t wosize);
 

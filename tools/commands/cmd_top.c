@@ -236,8 +236,8 @@ static void top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, con
               "\"objects\": %.0f, \"live_bytes\": %.0f, \"live_samples\": %.0f, "
               "\"live_objects\": %.0f, \"promoted_bytes\": %.0f}",
               r->line, an_bytes(c, r->s.alloc_samples), r->s.alloc_samples,
-              (unsigned long long)r->s.blocks, r->s.alloc_objects / rate,
-              an_bytes(c, r->s.live_samples), r->s.live_samples, r->s.live_objects / rate,
+              (unsigned long long)r->s.blocks, an_per_rate(c, r->s.alloc_objects),
+              an_bytes(c, r->s.live_samples), r->s.live_samples, an_per_rate(c, r->s.live_objects),
               an_bytes(c, r->s.promoted_samples));
     }
     fprintf(o, "\n]}%s", group ? "" : "\n");
@@ -252,8 +252,8 @@ static void top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, con
       csv_str(o, r->file);
       fprintf(o, ",%u,%.0f,%.0f,%llu,%.0f,%.0f,%.0f,%.0f,%.0f\n", r->line,
               an_bytes(c, r->s.alloc_samples), r->s.alloc_samples,
-              (unsigned long long)r->s.blocks, r->s.alloc_objects / rate,
-              an_bytes(c, r->s.live_samples), r->s.live_samples, r->s.live_objects / rate,
+              (unsigned long long)r->s.blocks, an_per_rate(c, r->s.alloc_objects),
+              an_bytes(c, r->s.live_samples), r->s.live_samples, an_per_rate(c, r->s.live_objects),
               an_bytes(c, r->s.promoted_samples));
     }
   } else {

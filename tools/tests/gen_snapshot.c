@@ -8,7 +8,9 @@
    header (default /nonexistent/leak); --anchor ADDR, the runtime address
    of caml_globals in the snapshot (default 0: no native globals, as
    bytecode), which makes the tools look the global labels up in the
-   executable's symbol table (the hostile-executable tests).
+   executable's symbol table (the hostile-executable tests); --rate R, the
+   sampling rate (default 0.01; 0, as memprof_rate=0 writes: snapshots
+   only, so no ALLOC and Y carries no sample).
 
    small (words include headers):
      global G (label 0x1000) -> A(2 fields) -> B(1) -> D(3) -> E(1)
@@ -36,6 +38,7 @@ static mpt_encoder enc;
 static int chunk_type = MPT_CHUNK_EVENTS;
 static const char *executable = "/nonexistent/leak";
 static uint64_t anchor;
+static double rate = 0.01;
 
 static void flush(void)
 {
@@ -57,7 +60,7 @@ static void begin(const char *path)
   if (!out) { perror(path); exit(1); }
   static uint8_t h[MPT_MAGIC_LEN + MPT_CHUNK_HEADER_BYTES + 128 + 4 * (MPT_MAX_STRING + 10)];
   mpt_trace_info info = { .format_version = MPT_FORMAT_VERSION, .word_size = 64,
-    .sampling_rate = 0.01, .max_frames = 16, .time_unit_ns = 1000, .pid = 1,
+    .sampling_rate = rate, .max_frames = 16, .time_unit_ns = 1000, .pid = 1,
     .executable = executable, .hostname = "h", .ocaml_version = "5.3.0+memprof",
     .command_line = "leak" };
   size_t n = mpt_write_header_chunk(h, sizeof h, &info);
@@ -70,7 +73,7 @@ static void end(void)
 {
   flush();
   uint8_t e[64];
-  size_t n = mpt_write_end_chunk(e, sizeof e, 1000000, 1, 0);
+  size_t n = mpt_write_end_chunk(e, sizeof e, 1000000, rate > 0, 0);
   fwrite(e, 1, n, out);
   fclose(out);
 }
@@ -86,14 +89,16 @@ static uint32_t string(const char *s)
 static void small(const char *path)
 {
   begin(path);
-  /* The ALLOC of Y: location "leaky (leak.ml:7)". */
-  mpt_enc_string(&enc, 1, "leak.ml", 7);
-  mpt_enc_string(&enc, 2, "leaky", 5);
-  mpt_loc_entry_ids loc = { 1, 2, 7, 0, 10 };
-  mpt_enc_location(&enc, 1, 0x4000, &loc, 1);
-  uint32_t st[1] = { 1 };
-  mpt_enc_alloc(&enc, 10, 42, 4, 1, MPT_SRC_MINOR, 0, st, 1);
-  flush();
+  if (rate > 0) {
+    /* The ALLOC of Y: location "leaky (leak.ml:7)". */
+    mpt_enc_string(&enc, 1, "leak.ml", 7);
+    mpt_enc_string(&enc, 2, "leaky", 5);
+    mpt_loc_entry_ids loc = { 1, 2, 7, 0, 10 };
+    mpt_enc_location(&enc, 1, 0x4000, &loc, 1);
+    uint32_t st[1] = { 1 };
+    mpt_enc_alloc(&enc, 10, 42, 4, 1, MPT_SRC_MINOR, 0, st, 1);
+    flush();
+  }
   chunk_type = MPT_CHUNK_SNAPSHOT;
   mpt_snap_encoder s;
   mpt_enc_snap_begin(&enc, &s, 20, 1, anchor, 1);
@@ -109,7 +114,7 @@ static void small(const char *path)
   mpt_enc_snap_block(&enc, &s, 0, 2, a, 2, UINT64_MAX);          /* A */
   mpt_enc_snap_block(&enc, &s, 0, 1, fe, 1, UINT64_MAX);         /* F */
   mpt_enc_snap_block(&enc, &s, 251, 3, xe, 2, 1);                /* X */
-  mpt_enc_snap_sample(&enc, &s, 42);
+  if (rate > 0) mpt_enc_snap_sample(&enc, &s, 42);
   mpt_enc_snap_block(&enc, &s, 0, 4, NULL, 0, UINT64_MAX);       /* Y */
   mpt_enc_snap_block(&enc, &s, 0, 1, be, 1, UINT64_MAX);         /* B */
   mpt_enc_snap_block(&enc, &s, 252, 10, NULL, 0, UINT64_MAX);    /* C */
@@ -145,12 +150,13 @@ int main(int argc, char **argv)
   for (int i = nargs; i < argc; i += 2) {
     if (i + 1 < argc && strcmp(argv[i], "--exe") == 0) executable = argv[i + 1];
     else if (i + 1 < argc && strcmp(argv[i], "--anchor") == 0) anchor = strtoull(argv[i + 1], NULL, 0);
+    else if (i + 1 < argc && strcmp(argv[i], "--rate") == 0) rate = atof(argv[i + 1]);
     else nargs = 0;
   }
   if (argc >= 3 && nargs == 3 && strcmp(argv[1], "small") == 0) small(argv[2]);
   else if (argc >= 4 && nargs == 4) chain(atol(argv[2]), argv[3]);
   else {
-    fprintf(stderr, "usage: gen_snapshot small OUT | chain N OUT  [--exe PATH] [--anchor ADDR]\n");
+    fprintf(stderr, "usage: gen_snapshot small OUT | chain N OUT  [--exe PATH] [--anchor ADDR] [--rate R]\n");
     return 2;
   }
   return 0;

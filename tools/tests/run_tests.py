@@ -564,6 +564,13 @@ def test_runtime_trace():
         rc, cc, text = checker_counts(out)
         check("runtime trace -> CTF passes mtctf_check with viewer rules (compress=%s)" % compress,
               r.returncode == 0 and rc == 0 and "viewer rules: ok" in text, r.stderr + text[-300:])
+    trace = os.path.join(work, "leaky-rate0.trace")
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=0,memprof_snapshot_at_exit=1" % trace)
+    r = run([os.path.join(work, "leaky.exe"), "20000"], env=env, cwd=work)
+    check("traced run of leaky.exe at memprof_rate=0 with a snapshot at exit",
+          r.returncode == 0 and os.path.exists(trace), r.stderr[-300:])
+    if r.returncode == 0:
+        rate_zero_checks(trace, "runtime")
     test_runtime_domains(ocamlopt, work)
     test_runtime_marshal(ocamlopt, work)
     test_runtime_follow(ocamlopt, work)
@@ -1249,6 +1256,70 @@ def test_retainers():
     check("dominators: " + d.stdout.strip(), d.returncode == 0, d.stdout)
 
 
+def strict_json(text):
+    """The JSON value of [text], or None: invalid, or with NaN or Infinity
+    (which Python's parser would take)."""
+    def reject(name):
+        raise ValueError(name)
+    try:
+        return json.loads(text, parse_constant=reject)
+    except ValueError:
+        return None
+
+
+RATE_ZERO_COMMANDS = (["info"], ["info", "--json"], ["info", "--top", "3"], ["top"], ["top", "--json"],
+                      ["top", "--csv"], ["leaks"], ["leaks", "--json"], ["timeline"],
+                      ["timeline", "--csv"], ["folded", "--value", "objects"], ["diff", "{trace}"],
+                      ["diff", "--json", "{trace}"], ["flamegraph", "-o", "{out}.html"],
+                      ["report", "-o", "{out}-report.html"], ["pprof", "-o", "{out}.pb.gz"],
+                      ["retainers"], ["retainers", "--json"], ["info", "{trace}"])
+
+
+def rate_zero_checks(trace, label):
+    """A trace written at memprof_rate=0 (heap snapshots only): info says
+    sampling is off and estimates nothing; no subcommand prints NaN or
+    infinity (before: "one sample per inf words", "-nan B allocated", a
+    flame graph with self:[-nan]); JSON outputs are strict JSON; ctf
+    refuses in one line (CTF's rate must be positive)."""
+    r = tool("info", trace)
+    check("memprof_rate=0 (%s): info says 'sampling:      off (heap snapshots only)' and"
+          " 'allocated:     not estimated (no sampling)'" % label,
+          r.returncode == 0 and "sampling:      off (heap snapshots only)\n" in r.stdout
+          and "allocated:     not estimated (no sampling)\n" in r.stdout, r.stdout + r.stderr)
+    bad = []
+    for cmd in RATE_ZERO_COMMANDS:
+        out = os.path.join(OUT, "rate0-%s" % label)
+        args = [a.format(out=out, trace=trace) for a in cmd] + [trace]
+        r = tool(*args)
+        texts = [r.stdout, r.stderr]
+        for a in args:
+            if a.startswith(out) and a.endswith(".html") and os.path.exists(a):
+                texts.append(open(a, encoding="utf-8").read())
+        nan = [m for t in texts for m in re.findall(r"[-+]?\b(?:nan|NaN|inf|Infinity)\b", t)]
+        if r.returncode != 0 or nan:
+            bad.append("%s: rc=%d %s %r" % (" ".join(cmd), r.returncode, nan[:3], r.stderr[-150:]))
+        if "--json" in cmd and strict_json(r.stdout) is None:
+            bad.append("%s: not strict JSON" % " ".join(cmd))
+        if cmd[0] == "report" and r.returncode == 0:
+            m = re.search(r'<script id="data" type="application/json">(.*?)</script>', texts[-1], re.S)
+            if not m or strict_json(m.group(1)) is None:
+                bad.append("report: its data is not strict JSON")
+    check("memprof_rate=0 (%s): %d subcommands exit 0 without NaN or infinity, JSON strict"
+          % (label, len(RATE_ZERO_COMMANDS)), not bad, "; ".join(bad)[:800])
+    r = tool("ctf", "-o", os.path.join(OUT, "rate0-%s.ctf" % label), trace)
+    check("memprof_rate=0 (%s): ctf exits 1 with one line (no samples to export)" % label,
+          r.returncode == 1 and len(r.stderr.splitlines()) == 1 and "memprof_rate=0" in r.stderr,
+          r.stderr)
+
+
+def test_rate_zero():
+    trace = os.path.join(OUT, "snap-rate0.mpt")
+    r = run([os.path.join(BUILD, "gen_snapshot"), "small", trace, "--rate", "0"])
+    check("gen_snapshot small --rate 0", r.returncode == 0, r.stderr)
+    if r.returncode == 0:
+        rate_zero_checks(trace, "synthetic")
+
+
 def timed_tool(args, timeout=10):
     """(exit status or None when killed at [timeout], stdout, stderr,
     seconds) of ocaml-memprof [args]."""
@@ -1347,6 +1418,7 @@ def main():
     test_idtab()
     test_retainers()
     test_hostile_executable()
+    test_rate_zero()
     test_upstream()
     for name in ("memtrace_v0.2.3_test_ocamlopt.v2.ctf",):
         if os.path.isdir(UP):
