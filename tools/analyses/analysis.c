@@ -53,6 +53,8 @@ typedef struct {
   livetab live;
   uint64_t end_time;
   int done;                    /* read to its end, or dropped */
+  int visited;                 /* read in this refresh (an_follow_rest) */
+  int change_noted;            /* its path's change said (note_file_change) */
 } followed;
 
 struct an_ctx {
@@ -917,16 +919,27 @@ static int writer_gone(const ti_header *h)
   return kill((pid_t)h->pid, 0) != 0 && errno != EPERM;
 }
 
-int an_follow_read(an_ctx *c, const char *path, const an_callbacks *cb)
+/* One line, once, when the followed file's path no longer leads to the
+   bytes being read: they are still read from the file opened, until its
+   writer has gone. */
+static void note_file_change(followed *t)
 {
-  followed *t = find_followed(c, path);
-  if (!t) {
-    grow_array((void **)&c->fl, &c->fl_cap, c->nfl + 1, sizeof *c->fl);
-    t = &c->fl[c->nfl++];
-    memset(t, 0, sizeof *t);
-    t->path = xstrdup(path);
-    livetab_init(&t->live);
-  }
+  static const char *const what[] = {
+    [TI_FILE_DELETED] = "was deleted",
+    [TI_FILE_REPLACED] = "was replaced by another file",
+    [TI_FILE_TRUNCATED] = "was truncated below what was read" };
+  ti_file_change_kind k = ti_file_change(t->t);
+  if (t->change_noted || k == TI_FILE_SAME) return;
+  t->change_noted = 1;
+  msg("note: %s %s; reading the file it was until its process (pid %llu) ends\n",
+      t->path, what[k], (unsigned long long)ti_get_header(t->t)->pid);
+}
+
+/* Read what followed trace [t] gained (an_follow_read). */
+static int follow_step(an_ctx *c, followed *t, const an_callbacks *cb)
+{
+  const char *path = t->path;
+  t->visited = 1;
   if (t->done) return 0;
   if (!t->t) {                  /* not open yet: is its header written? */
     char err[512];
@@ -946,6 +959,7 @@ int an_follow_read(an_ctx *c, const char *path, const an_callbacks *cb)
     t->t = tr;
     ti_follow(tr, 1);
   }
+  note_file_change(t);
   /* Decided before reading, so that the last read gets everything. */
   int last = writer_gone(ti_get_header(t->t));
   if (last) ti_follow(t->t, 0);
@@ -970,6 +984,34 @@ int an_follow_read(an_ctx *c, const char *path, const an_callbacks *cb)
     t->done = 1;
   }
   return rc;
+}
+
+int an_follow_read(an_ctx *c, const char *path, const an_callbacks *cb)
+{
+  followed *t = find_followed(c, path);
+  if (!t) {
+    grow_array((void **)&c->fl, &c->fl_cap, c->nfl + 1, sizeof *c->fl);
+    t = &c->fl[c->nfl++];
+    memset(t, 0, sizeof *t);
+    t->path = xstrdup(path);
+    livetab_init(&t->live);
+  }
+  return follow_step(c, t, cb);
+}
+
+size_t an_follow_rest(an_ctx *c, const an_callbacks *cb)
+{
+  size_t pending = 0;
+  for (size_t i = 0; i < c->nfl; i++) {
+    followed *t = &c->fl[i];
+    if (!t->visited && !t->done) {
+      if (t->t) follow_step(c, t, cb);
+      else t->done = 1;         /* gone before its header could be read */
+    }
+    t->visited = 0;
+    pending += !t->done;
+  }
+  return pending;
 }
 
 int an_follow_done(const an_ctx *c, const char *path)

@@ -144,6 +144,14 @@ an_ctx *an_follow_open(const an_filter *f);
    or another sampling rate or word size: the trace is dropped, done). */
 int an_follow_read(an_ctx *c, const char *path, const an_callbacks *cb);
 int an_follow_done(const an_ctx *c, const char *path);
+/* At the end of a refresh: read, as an_follow_read would, every trace
+   followed before whose path was not read since the previous call (its
+   file deleted or renamed, or no longer selected: its open file is read
+   until its writer has gone); a trace never opened is dropped.  When a
+   followed path has been deleted, replaced by another file or truncated,
+   one note says so (the open file is what is read).  Returns how many
+   traces are not done. */
+size_t an_follow_rest(an_ctx *c, const an_callbacks *cb);
 /* Give cb->on_sample the samples still live in the traces not done, as if
    their traces ended now (at their latest event); they stay live, and the
    statistics do not count them. */

@@ -610,6 +610,33 @@ def test_runtime_follow(ocamlopt, work):
     check("top --follow: the first refresh saw part of the run",
           0 <= first["total"]["samples"] < final["total"]["samples"],
           "%s of %s samples" % (first["total"]["samples"], final["total"]["samples"]))
+    # The trace deleted while the program runs: top --follow still ends
+    # when the program does.
+    trace = os.path.join(work, "follow-deleted.trace")
+    if os.path.exists(trace):
+        os.remove(trace)
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-4,memprof_flush_ms=100" % trace)
+    prog = subprocess.Popen([os.path.join(work, "follow.exe"), "2.5"], env=env, cwd=work,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    p = subprocess.Popen([TOOL, "top", "--follow", "--json", "-n", "5", trace],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    os.remove(trace)
+    prog.wait(timeout=120)
+    t_exit = time.time()
+    try:
+        out, err = p.communicate(timeout=10)
+        latency = time.time() - t_exit
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        latency = None
+    check("top --follow on a program whose trace is deleted while it runs: ends within 2 s of"
+          " the program's exit (%s), exit 0, one note 'was deleted'"
+          % ("not within 10 s" if latency is None else "%.2f s" % latency),
+          latency is not None and latency <= 2 and p.returncode == 0
+          and len(err.splitlines()) == 1 and "was deleted" in err, "rc=%s %r" % (p.returncode, err[-300:]))
 
 
 def test_filtered_exports(path, label, settings, version="2"):
@@ -838,6 +865,82 @@ def test_follow_incremental():
           rc == 0 and got is not None and got["rows"] == final["rows"]
           and got["total"] == final["total"] and sum(b for b, _ in work) == cut,
           "rc=%d %s %s" % (rc, str(work), err[-300:]))
+
+
+FILE_CHANGE_NOTES = {"deleted": "was deleted", "replaced": "was replaced by another file",
+                     "truncated": "was truncated below what was read"}
+
+
+def change_followed_file(path, how, writer_file, rest):
+    """Delete, replace (rename another file over it) or truncate the trace
+    at [path]; the writer (open file [writer_file]) then writes [rest] to
+    the file it has open (nothing when truncated)."""
+    if how == "deleted":
+        os.remove(path)
+    elif how == "replaced":
+        other = path + ".other"
+        with open(other, "wb") as f:
+            f.write(b"not the trace followed")
+        os.rename(other, path)
+    else:
+        os.truncate(path, 0)
+        return
+    writer_file.write(rest)
+    writer_file.flush()
+
+
+def test_follow_file_changes():
+    """top --follow ends within 2 s of the writer's exit whatever became of
+    the file: deleted while written (before: it refreshed the same table
+    every second until killed), replaced by another file renamed over it,
+    truncated; one note says what happened, and the table is that of what
+    the writer wrote to the file it had open.  Default interval (1 s)."""
+    src = os.path.join(OUT, "change-src.mpt")
+    for how in ("deleted", "replaced", "truncated"):
+        sleeper = subprocess.Popen(["sleep", "60"])
+        gen("memprof", src, "--steps", "100000", "--pid", str(sleeper.pid), "--compress")
+        data = open(src, "rb").read()
+        path = os.path.join(OUT, "change-%s.mpt" % how)
+        for f in (path, path + ".other"):
+            if os.path.exists(f):
+                os.remove(f)
+        third = len(data) // 3
+        writer_file = open(path, "wb")
+        writer_file.write(data[:third])
+        writer_file.flush()
+        p = subprocess.Popen([TOOL, "top", "--follow", "--json", "-n", "0", path],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.3)
+        change_followed_file(path, how, writer_file, data[third:2 * third])
+        time.sleep(1.3)
+        running = p.poll() is None
+        sleeper.kill()
+        sleeper.wait()
+        writer_file.close()
+        t_exit = time.time()
+        try:
+            out, err = p.communicate(timeout=10)
+            latency = time.time() - t_exit
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            latency = None
+        notes = [l for l in err.splitlines() if FILE_CHANGE_NOTES[how] in l]
+        check("--follow, trace %s while written: still following until the writer exits, then"
+              " ends within 2 s of it (%s), exit 0, one note '%s'"
+              % (how, "not within 10 s" if latency is None else "%.2f s" % latency, FILE_CHANGE_NOTES[how]),
+              running and latency is not None and latency <= 2 and p.returncode == 0
+              and len(err.splitlines()) == 1 and len(notes) == 1, "rc=%s %r" % (p.returncode, err[-300:]))
+        if how != "truncated":
+            written = os.path.join(OUT, "change-%s-written.mpt" % how)
+            open(written, "wb").write(data[:2 * third])
+            docs = out.split("--- refresh ")
+            last = docs[-1].split("\n", 1)[1] if len(docs) > 1 else docs[-1]
+            got = strict_json(last)
+            final = tool_json("top", "--json", "-n", "0", written)
+            check("--follow, trace %s while written: the last refresh = top on what the writer"
+                  " wrote" % how, got is not None and got["rows"] == final["rows"]
+                  and got["total"] == final["total"], str(got)[:200])
 
 
 def test_runtime_marshal(ocamlopt, work):
@@ -1431,6 +1534,7 @@ def main():
     test_cli_table(files["memprof"])
     test_many(files)
     test_follow_incremental()
+    test_follow_file_changes()
     report_tests.test_report(check, tool, tool_json, run, OUT, HERE, gen)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
