@@ -54,9 +54,13 @@ static unsigned char *read_at(int fd, uint64_t off, uint64_t len, const char **w
 /* Is [nm] (after "caml") the symbol of a module's block: Foo, Foo__Bar
    (no part after a "__" starting otherwise than with a capital: those
    are functions and constants, Foo__bar_123, Foo__code_begin)?  Returns
-   where the module's name starts, or NULL. */
+   where the module's name starts, or NULL.  Dune compiles an executable's
+   modules as Dune__exe__Main (its "exe" part would fail the test): they
+   are named without that prefix, by the module names of the sources. */
 static const char *module_name(const char *nm)
 {
+  static const char dune_exe[] = "Dune__exe__";
+  if (!strncmp(nm, dune_exe, sizeof dune_exe - 1)) nm += sizeof dune_exe - 1;
   if (nm[0] < 'A' || nm[0] > 'Z' || strchr(nm, '.') || strchr(nm, '$')) return NULL;
   for (const char *sep = strstr(nm, "__"); sep; sep = strstr(sep + 2, "__"))
     if (!(sep[2] >= 'A' && sep[2] <= 'Z')) return NULL;

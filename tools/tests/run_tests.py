@@ -571,9 +571,42 @@ def test_runtime_trace():
           r.returncode == 0 and os.path.exists(trace), r.stderr[-300:])
     if r.returncode == 0:
         rate_zero_checks(trace, "runtime")
+    test_runtime_dune_module(ocamlopt, work)
     test_runtime_domains(ocamlopt, work)
     test_runtime_marshal(ocamlopt, work)
     test_runtime_follow(ocamlopt, work)
+
+
+DUNE_MAIN = """let table : (int, string) Hashtbl.t = Hashtbl.create 16
+let () = for i = 1 to 5000 do Hashtbl.replace table i (String.make 50 'x') done
+let () = Printf.printf "%d\\n" (Hashtbl.length table)
+"""
+
+
+def test_runtime_dune_module(ocamlopt, work):
+    """A dune executable's main module, compiled as dune does (main.ml to
+    dune__exe__Main.cmx: symbol camlDune__exe__Main), holding 5000 strings
+    in a global table: retainers names that root Main (before: its
+    address)."""
+    d = os.path.join(work, "dune")
+    os.makedirs(d, exist_ok=True)
+    open(os.path.join(d, "main.ml"), "w").write(DUNE_MAIN)
+    r = run([ocamlopt, "-g", "-c", "-o", "dune__exe__Main.cmx", "main.ml"], cwd=d)
+    if r.returncode == 0:
+        r = run([ocamlopt, "-g", "-o", "main.exe", "dune__exe__Main.cmx"], cwd=d)
+    trace = os.path.join(d, "main.trace")
+    if r.returncode == 0:
+        env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=0,memprof_snapshot_at_exit=1" % trace)
+        r = run([os.path.join(d, "main.exe")], env=env, cwd=d)
+    check("dune-style main module: compiled as dune__exe__Main and traced", r.returncode == 0, r.stderr[-300:])
+    if r.returncode != 0:
+        return
+    r = tool("retainers", "--json", trace)
+    j = strict_json(r.stdout)
+    top = j["roots"][0] if j and j["roots"] else {}
+    check("dune-style main module: the top root is global Main (its table, over 250 kB)",
+          top.get("kind") == "global" and top.get("label") == "Main" and top.get("retained", 0) > 250000,
+          "%s %r" % (top, r.stderr[-200:]))
 
 
 def test_runtime_follow(ocamlopt, work):
@@ -1450,6 +1483,61 @@ def elf_with_huge_symtab(path, size):
     os.truncate(path, size)
 
 
+def elf_with_symbols(path, symbols):
+    """A minimal ELF64 file whose symbol table holds [symbols], (name,
+    value) pairs: the part of an executable the tools read to name module
+    roots."""
+    strtab = b"\0"
+    syms = bytes(24)
+    for name, value in symbols:
+        syms += struct.pack("<IBBHQQ", len(strtab), 0x11, 0, 1, value, 8)   # global data object
+        strtab += name.encode() + b"\0"
+    shoff = 64
+    symoff = shoff + 3 * 64
+    stroff = symoff + len(syms)
+    eh = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)
+    eh += struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, 0, 0, shoff, 0, 64, 0, 0, 64, 3, 0)
+    sh = bytes(64)
+    sh += struct.pack("<IIQQQQIIQQ", 0, 2, 0, 0, symoff, len(syms), 2, 1, 8, 24)   # SHT_SYMTAB
+    sh += struct.pack("<IIQQQQIIQQ", 0, 3, 0, 0, stroff, len(strtab), 0, 0, 1, 0)   # SHT_STRTAB
+    with open(path, "wb") as f:
+        f.write(eh + sh + syms + strtab)
+
+
+# Symbol at the global root's address -> its label in retainers.
+MODULE_SYMBOLS = (("camlFoo", "Foo"), ("camlFoo__Bar", "Foo.Bar"),
+                  ("camlDune__exe__Main", "Main"), ("camlDune__exe__Foo__Bar", "Foo.Bar"),
+                  ("camlFoo__bar_12", None), ("camlFoo__Bar.f_421", None),
+                  ("camlDune__exe__Main__f_123", None), ("camlDune__exe__Main.code_begin", None),
+                  ("camlDune__exe__Main__gc_roots", None), ("camlDune__exe", None),
+                  ("camlDune__exe__", None), ("camlDune__exe__main", None))
+
+
+def test_module_symbols():
+    """Module roots named from the executable's symbol table: module blocks
+    (camlFoo, camlFoo__Bar) are named, dune's executables' modules
+    (camlDune__exe__Main) by the user's module name, and no function or
+    other symbol (camlFoo__bar_12, camlDune__exe__Main.code_begin) is
+    taken for a module.  Before, camlDune__exe__Main was shown as its
+    address."""
+    d = os.path.join(OUT, "modsyms")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    bad = []
+    for sym, want in MODULE_SYMBOLS:
+        exe = os.path.join(d, sym + ".elf")
+        elf_with_symbols(exe, [("caml_globals", 0x2000), (sym, 0x1000)])
+        trace = os.path.join(d, sym + ".mpt")
+        run([os.path.join(BUILD, "gen_snapshot"), "small", trace, "--exe", exe, "--anchor", "0x2000"])
+        r = tool("retainers", "--json", trace)
+        roots = strict_json(r.stdout)
+        got = [x["label"] for x in roots["roots"] if x["kind"] == "global"] if roots else None
+        if r.returncode != 0 or r.stderr or got != [want or "0x1000"]:
+            bad.append("%s: %s (want %s) %r" % (sym, got, want or "0x1000", r.stderr[-100:]))
+    check("module roots from the symbol table: %d symbols named or left as addresses as they"
+          " should (dune's camlDune__exe__Main as Main)" % len(MODULE_SYMBOLS), not bad, "; ".join(bad))
+
+
 HOSTILE_COMMANDS = (["info"], ["top"], ["leaks"], ["timeline"], ["flamegraph", "-o", "{out}.html"],
                     ["folded"], ["pprof", "-o", "{out}.pb.gz"], ["ctf", "-o", "{out}.ctf"],
                     ["diff", "{trace}"], ["report", "-o", "{out}-report.html"], ["retainers"],
@@ -1521,6 +1609,7 @@ def main():
     test_idtab()
     test_retainers()
     test_hostile_executable()
+    test_module_symbols()
     test_rate_zero()
     test_upstream()
     for name in ("memtrace_v0.2.3_test_ocamlopt.v2.ctf",):
