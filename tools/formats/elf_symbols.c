@@ -2,11 +2,14 @@
 
    The path comes from a trace header, so it is untrusted: it may name a
    FIFO (opening it for reading would wait for a writer, reading it would
-   wait forever), a device (/dev/zero never ends), a directory, or a huge
-   file.  Only a regular file is read, opened without blocking, and only
-   the parts the symbol table needs are read with pread: the ELF header,
-   the section headers, the symbol table and its string table, each
-   bounds-checked against the file's size and against the caps below. */
+   wait forever), a device (/dev/zero never ends; merely opening some, a
+   watchdog or a tape, acts on the hardware), a directory, or a huge file.
+   Only a regular file is opened (checked with stat before, and with fstat
+   after in case the path changed in between; without blocking, in case
+   it became a FIFO), and only the parts the symbol table needs are read
+   with pread: the ELF header, the section headers, the symbol table and
+   its string table, each bounds-checked against the file's size and
+   against the caps below. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -108,10 +111,11 @@ int elf_symbols_load(elf_symbols *e, const char *path, char *why, size_t whylen)
   memset(e, 0, sizeof *e);
   const char *reason = NULL;
   if (!path[0]) return fail(e, -1, NULL, NULL, "the trace names no executable", why, whylen);
-  /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+  struct stat st;
+  if (stat(path, &st) != 0) return fail(e, -1, NULL, NULL, strerror(errno), why, whylen);
+  if (!S_ISREG(st.st_mode)) return fail(e, -1, NULL, NULL, "not a regular file", why, whylen);
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) return fail(e, -1, NULL, NULL, strerror(errno), why, whylen);
-  struct stat st;
   if (fstat(fd, &st) != 0) return fail(e, fd, NULL, NULL, strerror(errno), why, whylen);
   if (!S_ISREG(st.st_mode)) return fail(e, fd, NULL, NULL, "not a regular file", why, whylen);
   uint64_t len = (uint64_t)st.st_size;

@@ -1596,6 +1596,8 @@ def test_hostile_executable():
         check("header naming %s: the global root keeps its address label" % label,
               roots is not None and [x["label"] for x in roots if x["kind"] == "global"] == ["0x1000"],
               "rc=%s %s" % (rc, roots))
+    for f in (big, elf):            # 10 GB each, if only apparently
+        os.remove(f)
 
 
 def main():
