@@ -1006,7 +1006,11 @@ size_t an_follow_rest(an_ctx *c, const an_callbacks *cb)
     followed *t = &c->fl[i];
     if (!t->visited && !t->done) {
       if (t->t) follow_step(c, t, cb);
-      else t->done = 1;         /* gone before its header could be read */
+      else {                    /* not selected any more before its header was read */
+        if (access(t->path, F_OK) != 0)
+          msg("note: %s was deleted before its header was written\n", t->path);
+        t->done = 1;
+      }
     }
     t->visited = 0;
     pending += !t->done;

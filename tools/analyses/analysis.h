@@ -147,7 +147,8 @@ int an_follow_done(const an_ctx *c, const char *path);
 /* At the end of a refresh: read, as an_follow_read would, every trace
    followed before whose path was not read since the previous call (its
    file deleted or renamed, or no longer selected: its open file is read
-   until its writer has gone); a trace never opened is dropped.  When a
+   until its writer has gone); a trace never opened is dropped (with a
+   note when its file has gone).  When a
    followed path has been deleted, replaced by another file or truncated,
    one note says so (the open file is what is read).  Returns how many
    traces are not done. */

@@ -444,7 +444,7 @@ static int follow(topt *t, cli_inputs *args, FILE *o)
     }
     cli_inputs_free(&prev);
     prev = in;
-    if (shown && done) break;
+    if (done) break;            /* shown, or every trace gone before its header */
     struct timespec ts = { (time_t)t->interval, (long)((t->interval - (time_t)t->interval) * 1e9) };
     nanosleep(&ts, NULL);
   }

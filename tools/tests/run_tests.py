@@ -974,6 +974,25 @@ def test_follow_file_changes():
             check("--follow, trace %s while written: the last refresh = top on what the writer"
                   " wrote" % how, got is not None and got["rows"] == final["rows"]
                   and got["total"] == final["total"], str(got)[:200])
+    # Deleted before its header was complete: nothing to follow any more.
+    path = os.path.join(OUT, "change-no-header.mpt")
+    open(path, "wb").write(open(src, "rb").read()[:5])
+    p = subprocess.Popen([TOOL, "top", "--follow", path], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(1.3)
+    os.remove(path)
+    t_gone = time.time()
+    try:
+        out, err = p.communicate(timeout=10)
+        latency = time.time() - t_gone
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        latency = None
+    check("--follow, trace deleted before its header was complete: ends within 2 s (%s), exit 1,"
+          " a note says so" % ("not within 10 s" if latency is None else "%.2f s" % latency),
+          latency is not None and latency <= 2 and p.returncode == 1
+          and "was deleted before its header was written" in err, "rc=%s %r" % (p.returncode, err))
 
 
 def test_runtime_marshal(ocamlopt, work):
