@@ -40,17 +40,27 @@ static int by_value(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-/* [len] bytes at [off] of [fd] into a new buffer, or NULL (*why says). */
+/* Read [len] bytes at [off] of [fd] into [b]: 0, or -1 (*why says). */
+static int read_exact(int fd, uint64_t off, unsigned char *b, uint64_t len, const char **why)
+{
+  for (uint64_t done = 0; done < len;) {
+    ssize_t k = pread(fd, b + done, len - done, (off_t)(off + done));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      *why = k < 0 ? strerror(errno) : "the file is shorter than its headers say";
+      return -1;
+    }
+    done += (uint64_t)k;
+  }
+  return 0;
+}
+
+/* [len] bytes at [off] of [fd] in a new buffer, or NULL (*why says). */
 static unsigned char *read_at(int fd, uint64_t off, uint64_t len, const char **why)
 {
   unsigned char *b = malloc(len ? len : 1);
   if (!b) { *why = "out of memory"; return NULL; }
-  for (uint64_t done = 0; done < len;) {
-    ssize_t k = pread(fd, b + done, len - done, (off_t)(off + done));
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) { free(b); *why = k < 0 ? strerror(errno) : "the file is shorter than its headers say"; return NULL; }
-    done += (uint64_t)k;
-  }
+  if (read_exact(fd, off, b, len, why) != 0) { free(b); return NULL; }
   return b;
 }
 
@@ -120,10 +130,8 @@ int elf_symbols_load(elf_symbols *e, const char *path, char *why, size_t whylen)
   if (!S_ISREG(st.st_mode)) return fail(e, fd, NULL, NULL, "not a regular file", why, whylen);
   uint64_t len = (uint64_t)st.st_size;
   unsigned char eh[64];
-  unsigned char *h = len >= sizeof eh ? read_at(fd, 0, sizeof eh, &reason) : NULL;
-  if (!h) return fail(e, fd, NULL, NULL, reason ? reason : "not an ELF file", why, whylen);
-  memcpy(eh, h, sizeof eh);
-  free(h);
+  if (len < sizeof eh) return fail(e, fd, NULL, NULL, "not an ELF file", why, whylen);
+  if (read_exact(fd, 0, eh, sizeof eh, &reason) != 0) return fail(e, fd, NULL, NULL, reason, why, whylen);
   if (memcmp(eh, "\177ELF", 4) != 0 || eh[4] != 2 || eh[5] != 1)
     return fail(e, fd, NULL, NULL, "not a little-endian ELF64 file", why, whylen);
   uint64_t shoff = rd(eh + 40, 8), shentsize = rd(eh + 58, 2), shnum = rd(eh + 60, 2);
