@@ -814,7 +814,7 @@ static int read_events(an_ctx *c, const an_callbacks *cb, progress *pg)
       for (uint32_t i = 0; i < ev.stack_len; i++) c->gstack[i] = global_loc(c, ev.stack[i]);
       uint32_t node = stack_node(c, c->gstack, ev.stack_len);
       int had;
-      an_live *r = livetab_put(&c->live, ev.id, &had);
+      an_live *r = livetab_put(&c->live, ev.id, ev.stream, &had);
       /* Same id allocated twice: the first block's fate is unknown; count
          it and forget it rather than guessing. */
       if (had) c->st.duplicate_alloc++;
@@ -822,14 +822,14 @@ static int read_events(an_ctx *c, const an_callbacks *cb, progress *pg)
       break;
     }
     case MPT_EV_PROMOTE: {
-      an_live *r = livetab_get(&c->live, ev.id);
+      an_live *r = livetab_get(&c->live, ev.id, ev.stream);
       if (!r) { c->st.unknown_promote++; break; }
       r->node |= 1u << 31;
       break;
     }
     case MPT_EV_COLLECT: {
       an_live r;
-      if (!livetab_del(&c->live, ev.id, &r)) { c->st.unknown_collect++; break; }
+      if (!livetab_del(&c->live, ev.id, ev.stream, &r)) { c->st.unknown_collect++; break; }
       an_sample s = unpack(&r, ev.id, ev.time_ns);
       complete(c, cb, &s);
       break;

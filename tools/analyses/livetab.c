@@ -17,7 +17,8 @@ void livetab_free(livetab *t)
 {
   free(t->ring);
   free(t->bits);
-  free(t->old);
+  for (size_t i = 0; i < t->nruns; i++) free(t->runs[i].v);
+  free(t->runs);
   free(t->stray);
   free(t->stray_free);
   u64map_free(&t->stray_idx);
@@ -34,39 +35,69 @@ static inline uint64_t old_id(const an_live_old *e)
   return (uint64_t)e->id_hi << 32 | e->id_lo;
 }
 
-/* Index of [id] in the sorted array, or -1. */
-static ptrdiff_t old_find(const livetab *t, uint64_t id)
+/* The run of [domain], made on first use. */
+static livetab_run *run_of(livetab *t, uint32_t domain)
 {
-  size_t lo = 0, hi = t->nold;
+  size_t k = domain < LIVETAB_RUNS ? domain : LIVETAB_RUNS - 1;
+  if (k >= t->nruns) {
+    t->runs = xrealloc(t->runs, (k + 1) * sizeof *t->runs);
+    memset(t->runs + t->nruns, 0, (k + 1 - t->nruns) * sizeof *t->runs);
+    t->nruns = k + 1;
+  }
+  return &t->runs[k];
+}
+
+/* Index of [id] in run [r], or -1. */
+static ptrdiff_t run_find(const livetab_run *r, uint64_t id)
+{
+  size_t lo = 0, hi = r->n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    uint64_t m = old_id(&t->old[mid]);
-    if (m == id) return t->old[mid].r.nsamples ? (ptrdiff_t)mid : -1;
+    uint64_t m = old_id(&r->v[mid]);
+    if (m == id) return r->v[mid].r.nsamples ? (ptrdiff_t)mid : -1;
     if (m < id) lo = mid + 1; else hi = mid;
   }
   return -1;
 }
 
-static void old_compact(livetab *t)
+/* Squeeze the holes out, from the first one on: most holes are recent
+   (blocks die young), so this usually moves only the run's tail. */
+static void run_compact(livetab_run *r)
 {
-  size_t k = 0;
-  for (size_t i = 0; i < t->nold; i++)
-    if (t->old[i].r.nsamples) t->old[k++] = t->old[i];
-  t->nold = k;
-  t->old_holes = 0;
+  size_t k = r->first_hole;
+  for (size_t i = k; i < r->n; i++)
+    if (r->v[i].r.nsamples) r->v[k++] = r->v[i];
+  r->n = k;
+  r->holes = 0;
+  r->first_hole = k;
 }
 
-static void old_append(livetab *t, uint64_t id, const an_live *r)
+/* A run is compacted when an eighth of it is holes: its array, whose
+   pages stay resident once written, is then at most 8/7 of its live
+   records, and each hole costs at most 8 moves. */
+static inline int run_holey(const livetab_run *r) { return r->holes * 8 > r->n; }
+
+/* Can [id] be appended to [r] (above its last id)? */
+static inline int run_takes(const livetab_run *r, uint64_t id)
 {
-  if (t->nold == t->old_cap) {
-    if (t->old_holes * 2 > t->nold) old_compact(t);
-    if (t->nold == t->old_cap) {
-      size_t cap = t->old_cap < 1024 ? 1024 : t->old_cap + t->old_cap / 2;
-      t->old = xrealloc(t->old, cap * sizeof *t->old);
-      t->old_cap = cap;
+  return !r->n || old_id(&r->v[r->n - 1]) < id;
+}
+
+/* Append [id] (above the run's last id) and return its record. */
+static an_live *run_append(livetab_run *r, uint64_t id)
+{
+  if (r->n == r->cap) {
+    if (run_holey(r)) run_compact(r);
+    if (r->n == r->cap) {
+      size_t cap = r->cap < 1024 ? 1024 : r->cap + r->cap / 2;
+      r->v = xrealloc(r->v, cap * sizeof *r->v);
+      r->cap = cap;
     }
   }
-  t->old[t->nold++] = (an_live_old){ (uint32_t)id, (uint32_t)(id >> 32), *r };
+  an_live_old *e = &r->v[r->n++];
+  e->id_lo = (uint32_t)id;
+  e->id_hi = (uint32_t)(id >> 32);
+  return &e->r;
 }
 
 static an_live *stray_slot(livetab *t, uint64_t id, int *had)
@@ -87,13 +118,14 @@ static an_live *stray_slot(livetab *t, uint64_t id, int *had)
 static void evict(void *u, size_t slot, uint64_t id)
 {
   livetab *t = u;
-  if (!t->nold || old_id(&t->old[t->nold - 1]) < id) old_append(t, id, &t->ring[slot]);
+  livetab_run *r = run_of(t, an_live_domain(&t->ring[slot]));
+  if (run_takes(r, id)) *run_append(r, id) = t->ring[slot];
   else { int had; *stray_slot(t, id, &had) = t->ring[slot]; }
   t->ring[slot].nsamples = 0;
 }
 
 /* Slide the window so that [id] sits in its middle; ring records whose ids
-   fall below the new base move to the sorted array (or, when the array
+   fall below the new base move to their domain's run (or, when the run
    already holds a larger id, to the stray map).  Moving by at least half a
    window at a time bounds the bitmap scan to 2/64 word tests per id of a
    sequential stream. */
@@ -105,24 +137,44 @@ static void advance(livetab *t, uint64_t id)
   t->base = nbase;
 }
 
-an_live *livetab_get(livetab *t, uint64_t id)
+/* Run holding [id] (its own domain's first) and the index there, or NULL. */
+static livetab_run *runs_find(livetab *t, uint64_t id, uint32_t domain, size_t *at)
+{
+  size_t own = domain < LIVETAB_RUNS ? domain : LIVETAB_RUNS - 1;
+  for (size_t k = 0; k <= t->nruns; k++) {
+    /* k = 0 is the own run; then the others in order. */
+    size_t j = k == 0 ? own : k - 1;
+    if (j >= t->nruns || (k && j == own)) continue;
+    ptrdiff_t i = run_find(&t->runs[j], id);
+    if (i >= 0) { *at = (size_t)i; return &t->runs[j]; }
+  }
+  return NULL;
+}
+
+an_live *livetab_get(livetab *t, uint64_t id, uint32_t domain)
 {
   if (in_window(t, id)) {
     size_t slot = id & (LIVETAB_WINDOW - 1);
     return t->bits[slot / 64] >> (slot % 64) & 1 ? &t->ring[slot] : NULL;
   }
-  ptrdiff_t i = old_find(t, id);
-  if (i >= 0) return &t->old[i].r;
+  size_t i;
+  livetab_run *r = runs_find(t, id, domain, &i);
+  if (r) return &r->v[i].r;
   uint32_t *p = u64map_get(&t->stray_idx, id);
   return p ? &t->stray[*p] : NULL;
 }
 
-an_live *livetab_put(livetab *t, uint64_t id, int *had)
+an_live *livetab_put(livetab *t, uint64_t id, uint32_t domain, int *had)
 {
   if (id > t->base && id - t->base >= LIVETAB_WINDOW) advance(t, id);
   if (!in_window(t, id)) {
-    ptrdiff_t i = old_find(t, id);
-    if (i >= 0) { *had = 1; return &t->old[i].r; }
+    livetab_run *r = run_of(t, domain);
+    if (run_takes(r, id) && !u64map_get(&t->stray_idx, id)) {
+      *had = 0;
+      return run_append(r, id);
+    }
+    ptrdiff_t i = run_find(r, id);
+    if (i >= 0) { *had = 1; return &r->v[i].r; }
     return stray_slot(t, id, had);
   }
   size_t slot = id & (LIVETAB_WINDOW - 1);
@@ -134,7 +186,7 @@ an_live *livetab_put(livetab *t, uint64_t id, int *had)
   return &t->ring[slot];
 }
 
-int livetab_del(livetab *t, uint64_t id, an_live *out)
+int livetab_del(livetab *t, uint64_t id, uint32_t domain, an_live *out)
 {
   if (in_window(t, id)) {
     size_t slot = id & (LIVETAB_WINDOW - 1);
@@ -145,12 +197,13 @@ int livetab_del(livetab *t, uint64_t id, an_live *out)
     t->ring_count--;
     return 1;
   }
-  ptrdiff_t i = old_find(t, id);
-  if (i >= 0) {
-    *out = t->old[i].r;
-    t->old[i].r.nsamples = 0;
-    t->old_holes++;
-    if (t->old_holes * 2 > t->nold && t->nold > 1024) old_compact(t);
+  size_t i;
+  livetab_run *r = runs_find(t, id, domain, &i);
+  if (r) {
+    *out = r->v[i].r;
+    r->v[i].r.nsamples = 0;
+    if (!r->holes++ || i < r->first_hole) r->first_hole = i;
+    if (run_holey(r) && r->n > 1024) run_compact(r);
     return 1;
   }
   uint32_t k;
@@ -169,17 +222,26 @@ void livetab_each(livetab *t, void (*f)(void *u, uint64_t id, const an_live *r),
   for (size_t s = 0; s < LIVETAB_WINDOW; s++)
     if (t->bits[s / 64] >> (s % 64) & 1)
       f(u, t->base + ((s - t->base) & (LIVETAB_WINDOW - 1)), &t->ring[s]);
-  for (size_t i = 0; i < t->nold; i++)
-    if (t->old[i].r.nsamples) f(u, old_id(&t->old[i]), &t->old[i].r);
+  /* The runs merged by id: the smallest head next (a few domains, so a
+     scan of the heads). */
+  size_t *head = xcalloc(t->nruns ? t->nruns : 1, sizeof *head);
+  for (;;) {
+    livetab_run *best = NULL;
+    size_t bk = 0;
+    for (size_t k = 0; k < t->nruns; k++) {
+      livetab_run *r = &t->runs[k];
+      while (head[k] < r->n && !r->v[head[k]].r.nsamples) head[k]++;
+      if (head[k] < r->n && (!best || old_id(&r->v[head[k]]) < old_id(&best->v[head[bk]])))
+        best = r, bk = k;
+    }
+    if (!best) break;
+    const an_live_old *e = &best->v[head[bk]++];
+    f(u, old_id(e), &e->r);
+  }
+  free(head);
   /* Stray records in use are those the map points at. */
   for (size_t i = 0; i <= t->stray_idx.mask; i++)
     if (t->stray_idx.e[i].key != UINT64_MAX)
       f(u, t->stray_idx.e[i].key, &t->stray[t->stray_idx.e[i].val]);
   if (t->stray_idx.has_max) f(u, UINT64_MAX, &t->stray[t->stray_idx.max_val]);
-}
-
-size_t livetab_bytes(const livetab *t)
-{
-  return LIVETAB_WINDOW * (sizeof *t->ring + 1) / 1 + t->old_cap * sizeof *t->old +
-         t->stray_cap * sizeof *t->stray + (t->stray_idx.mask + 1) * sizeof(u64entry);
 }

@@ -8,13 +8,28 @@
    - Ids are handed out in sequence and most blocks die young: ids within a
      window of LIVETAB_WINDOW ending near the largest id seen sit in a
      direct-mapped ring of records (no hashing, no per-entry key).
-   - When the window moves on, survivors leave the ring in id order, so
-     they are appended to a sorted array of (id, record), 28 bytes each,
-     found by binary search; a collection leaves a hole, and the array is
-     compacted when half of it is holes.
-   - The rare id that arrives below the window and is not in the array
-     (other domains' id ranges, hostile files) goes to a hash map.
-   So a live sample costs 28-35 bytes once old, 20 while young. */
+   - When the window moves on, survivors leave the ring in id order and are
+     appended to their domain's *run*: an array of (id, record), 28 bytes
+     each, sorted by id, found by binary search; a collection leaves a
+     hole, and a run is compacted (from its first hole) when an eighth of
+     it is holes.
+   - A block allocated below the window goes to its domain's run too.  That
+     is the common case with several domains, not an accident: the runtime
+     hands each domain its ids in blocks of 256 and writes each domain's
+     events in 256 KiB chunks, so a domain's chunk comes long after other
+     domains' chunks have moved the window past its ids; but within one
+     domain's stream ids only grow, so they still arrive in its run's
+     order.  (One shared sorted array took them for strays: a hash map
+     costing 100 bytes and more a block, half the live blocks of a
+     two-domain runtime trace.)
+   - A promotion or collection looks in the window, then in its own
+     domain's run (the runtime records a block's fate in the stream that
+     allocated it), then in the other runs.
+   - The rare id that fits no run (it goes backwards in its domain's
+     stream: hostile files) goes to a hash map.
+   So a live sample costs 28 to 32 bytes once old, 20 while young.  Runs
+   grow by half, and the part of an array not yet written is never
+   touched, so it takes address space but no memory. */
 
 #ifndef OCAML_MEMPROF_LIVETAB_H
 #define OCAML_MEMPROF_LIVETAB_H
@@ -25,6 +40,8 @@
 #include "util.h"
 
 #define LIVETAB_WINDOW (1u << 16)
+/* Domains (streams) with a run of their own; later ones share the last. */
+#define LIVETAB_RUNS 256
 
 typedef struct {
   uint32_t node;               /* bit 31: promoted */
@@ -39,14 +56,21 @@ typedef struct {
   an_live r;
 } an_live_old;
 
+/* One domain's blocks that left the window (or arrived below it). */
+typedef struct {
+  an_live_old *v;              /* sorted by id; holes have r.nsamples 0 */
+  size_t n, cap, holes;
+  size_t first_hole;           /* index of the first hole, when holes */
+} livetab_run;
+
 typedef struct {
   an_live *ring;
   uint64_t *bits;              /* occupied ring slots */
   uint64_t base;
   size_t ring_count;
-  an_live_old *old;            /* sorted by id; holes have r.nsamples 0 */
-  size_t nold, old_cap, old_holes;
-  an_live *stray;              /* below the window, not in old */
+  livetab_run *runs;           /* by domain, up to LIVETAB_RUNS */
+  size_t nruns;
+  an_live *stray;              /* in no run's order */
   size_t nstray, stray_cap;
   uint32_t *stray_free;
   size_t nstray_free, stray_free_cap;
@@ -55,17 +79,20 @@ typedef struct {
 
 void livetab_init(livetab *t);
 void livetab_free(livetab *t);
-/* Record of [id], or NULL. */
-an_live *livetab_get(livetab *t, uint64_t id);
-/* Slot for [id] (to be filled by the caller); *had tells whether [id] was
-   present (its record is then overwritten). */
-an_live *livetab_put(livetab *t, uint64_t id, int *had);
+/* [domain] is the stream of the event that names [id]: where to look
+   first, and for livetab_put the domain the record will be packed with.
+   Record of [id], or NULL. */
+an_live *livetab_get(livetab *t, uint64_t id, uint32_t domain);
+/* Slot for [id] (to be filled by the caller, with [domain]); *had tells
+   whether [id] was present (its record is then overwritten).  An id below
+   the window is looked for in [domain]'s run and the stray map only: an
+   id allocated by two domains is then not seen as allocated twice. */
+an_live *livetab_put(livetab *t, uint64_t id, uint32_t domain, int *had);
 /* Remove [id]: 1 and its record in *out, or 0. */
-int livetab_del(livetab *t, uint64_t id, an_live *out);
-/* Call [f] on every record with its id (ring, then old, then stray). */
+int livetab_del(livetab *t, uint64_t id, uint32_t domain, an_live *out);
+/* Call [f] on every record with its id: the ring's, then the runs' merged
+   in id order, then the strays. */
 void livetab_each(livetab *t, void (*f)(void *u, uint64_t id, const an_live *r), void *u);
-/* Bytes held, for measurements. */
-size_t livetab_bytes(const livetab *t);
 
 /* Packing. */
 static inline void an_live_pack(an_live *r, uint32_t node, uint32_t nsamples, uint64_t wosize,

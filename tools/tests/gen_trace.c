@@ -27,7 +27,18 @@
    Output: the 5.3.0+memprof format through the shared codec's encoder API
    (raw or LZ4-framed with --compress), or memtrace CTF v2 through
    tools/ctf_writer.  --no-leak removes Leak.grow so that long benchmark
-   traces keep a bounded live set. */
+   traces keep a bounded live set.
+
+   --many-live D (memprof format only) simulates instead a program whose
+   live set grows to millions of samples, to measure what a live sample
+   costs the tools: D domains (streams 0..D-1), domains 0 and 1 running
+   every step, domain d >= 2 every 2^(d-1)th step; each step a running domain allocates a 20-word block that
+   is never freed, from one of 4096 stacks (2 to 9 frames over 64
+   Deep.fNN locations, picked pseudo-randomly), and a 10-word block freed
+   at the next minor GC.  As in the runtime, each domain takes its ids in
+   blocks of 256 from a shared counter, so a slow domain's ids lag far
+   behind the fast ones' in the file, and the readers meet ids out of
+   order.  Only the sampled counts of the true volumes are printed. */
 
 #include <math.h>
 #include <stdio.h>
@@ -57,6 +68,18 @@ static const uint32_t st_ext[] = { L_EXT, L_MAIN };
    codec's encoder gets a real pointer, as the runtime always passes one. */
 static const uint32_t st_empty[1] = { 0 };
 
+/* --many-live: locations NLOCS..NLOCS+NDEEP-1 are Deep.f00..Deep.f63. */
+#define NDEEP 64
+#define NALLLOCS (NLOCS + NDEEP)
+#define MAX_STREAMS 8
+#define ID_BLOCK 256           /* the runtime's (memprof_tracer_domain.h) */
+static char deep_names[NDEEP][16];
+
+static const char *loc_function(uint32_t loc)
+{ return loc < NLOCS ? sites[loc].fn : deep_names[loc - NLOCS]; }
+static const char *loc_file(uint32_t loc) { return loc < NLOCS ? sites[loc].file : "deep.ml"; }
+static uint32_t loc_line(uint32_t loc) { return loc < NLOCS ? sites[loc].line : loc - NLOCS + 1; }
+
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
 static double uniform(void)
 {
@@ -84,15 +107,19 @@ static uint32_t sample_block(uint64_t words)
 
 /* ---- output back-ends ---- */
 
+/* The runtime's per-domain buffer (memprof_tracer.c's BUFFER_BYTES). */
+#define STREAM_BUF (256 * 1024)
+
 typedef struct {
   int ctf, compress;
   FILE *out;
+  size_t chunk_bytes;          /* a stream's chunk is cut past this */
   /* memprof format: one encoder per stream */
-  mpt_encoder enc[2];
-  uint8_t buf[2][1 << 16];
-  uint32_t stack[2][64];
-  int defined[2][NLOCS];
-  uint8_t frame[1 << 18];
+  mpt_encoder enc[MAX_STREAMS];
+  uint8_t buf[MAX_STREAMS][STREAM_BUF];
+  uint32_t stack[MAX_STREAMS][64];
+  int defined[MAX_STREAMS][NALLLOCS];
+  uint8_t frame[STREAM_BUF + (1 << 16)];
   /* CTF */
   ctf_writer *cw;
   uint64_t start_us;
@@ -120,7 +147,7 @@ static void flush_stream(sink *s, int st)
   mpt_encoder *e = &s->enc[st];
   size_t used = mpt_enc_used(e);
   if (!used) return;
-  static uint8_t chunk[MPT_CHUNK_HEADER_BYTES + (1 << 16)];
+  static uint8_t chunk[MPT_CHUNK_HEADER_BYTES + STREAM_BUF];
   mpt_chunk_header(chunk, MPT_CHUNK_EVENTS, (uint16_t)st, (uint32_t)used);
   memcpy(chunk + MPT_CHUNK_HEADER_BYTES, s->buf[st], used);
   put_bytes(s, chunk, MPT_CHUNK_HEADER_BYTES + used);
@@ -128,10 +155,12 @@ static void flush_stream(sink *s, int st)
 }
 
 /* Chunks are cut at 4 KiB, as a runtime flushing regularly would, so that
-   a file cut anywhere still holds most of its events. */
+   a file cut anywhere still holds most of its events; --many-live cuts
+   them when the runtime's buffer would be full, as a busy runtime does,
+   so that a slow domain's chunks come long after the fast ones' ids. */
 static void need(sink *s, int st, size_t n)
 {
-  if (mpt_enc_space(&s->enc[st]) < n || mpt_enc_used(&s->enc[st]) > 4096)
+  if (mpt_enc_space(&s->enc[st]) < n || mpt_enc_used(&s->enc[st]) > s->chunk_bytes)
     flush_stream(s, st);
 }
 
@@ -142,9 +171,9 @@ static void define(sink *s, int st, uint32_t loc)
   s->defined[st][loc] = 1;
   need(s, st, 2 * (MPT_MAX_STRING + 16) + MPT_MAX_DEF_BYTES);
   mpt_encoder *e = &s->enc[st];
-  mpt_enc_string(e, 2 * loc - 1, sites[loc].fn, strlen(sites[loc].fn));
-  mpt_enc_string(e, 2 * loc, sites[loc].file, strlen(sites[loc].file));
-  mpt_loc_entry_ids en = { 2 * loc, 2 * loc - 1, sites[loc].line, 2, 20 };
+  mpt_enc_string(e, 2 * loc - 1, loc_function(loc), strlen(loc_function(loc)));
+  mpt_enc_string(e, 2 * loc, loc_file(loc), strlen(loc_file(loc)));
+  mpt_loc_entry_ids en = { 2 * loc, 2 * loc - 1, loc_line(loc), 2, 20 };
   mpt_enc_location(e, loc, 0x1000 + loc, &en, 1);
 }
 
@@ -179,13 +208,98 @@ static void sink_gc(sink *s, int st, uint64_t t_us, uint64_t id, int promote)
   else mpt_enc_collect(&s->enc[st], id);
 }
 
+/* ---- --many-live ---- */
+
+/* Stack [k] of the 4096 (innermost first): Deep.f(k mod 64) called from
+   Deep.f(k / 64 mod 64), then 0 to 7 more frames derived from k, then
+   Main.main.  The two innermost frames make the 4096 stacks distinct. */
+static uint32_t deep_stack(uint32_t k, uint32_t *st)
+{
+  uint32_t n = 0, h = k * 2654435761u;
+  st[n++] = NLOCS + k % NDEEP;
+  st[n++] = NLOCS + k / NDEEP % NDEEP;
+  for (uint32_t i = 0; i < k % 8; i++) { h ^= h >> 13; h *= 0x5bd1e995u; st[n++] = NLOCS + h % NDEEP; }
+  st[n++] = L_MAIN;
+  return n;
+}
+
+typedef struct {
+  uint64_t next_id, id_end;
+  uint64_t *pending;           /* leaked: promoted at the next minor GC */
+  uint64_t *young;             /* churn: collected at the next minor GC */
+  int npending, nyoung;
+} sim_domain;
+
+/* The --many-live program (see the top of the file); returns its samples. */
+static uint64_t run_many_live(sink *s, int ndom, long steps, uint64_t *live_blocks)
+{
+  static sim_domain d[MAX_STREAMS];
+  uint64_t next_block = 1, samples = 0, pick = 12345;
+  uint32_t stack[16];
+  long period[MAX_STREAMS];
+  for (int k = 0; k < ndom; k++) period[k] = k < 2 ? 1 : 2 * period[k - 1];
+  *live_blocks = 0;
+  for (int k = 0; k < NDEEP; k++) snprintf(deep_names[k], sizeof deep_names[k], "Deep.f%02d", k);
+  for (int k = 0; k < ndom; k++) {
+    d[k].pending = malloc(sizeof *d[k].pending * 100);
+    d[k].young = malloc(sizeof *d[k].young * 100);
+    if (k) mpt_enc_simple(&s->enc[k], MPT_EV_DOMAIN_START, 0, (uint64_t)k);
+  }
+  for (long i = 0; i < steps; i++) {
+    uint64_t t = (uint64_t)i * 100;
+    for (int k = 0; k < ndom; k++) {
+      if (i % period[k]) continue;
+      sim_domain *dm = &d[k];
+      for (int churn = 0; churn < 2; churn++) {
+        uint64_t words = churn ? 11 : 21;
+        uint32_t ns = sample_block(words);
+        if (!ns) continue;
+        if (dm->next_id == dm->id_end) {
+          dm->next_id = next_block;
+          dm->id_end = next_block += ID_BLOCK;
+        }
+        uint64_t id = dm->next_id++;
+        uint32_t len;
+        if (churn) {
+          len = (uint32_t)(sizeof st_churn / sizeof *st_churn);
+          memcpy(stack, st_churn, sizeof st_churn);
+          dm->young[dm->nyoung++] = id;
+        } else {
+          pick = pick * 6364136223846793005ULL + 1442695040888963407ULL;
+          len = deep_stack((uint32_t)(pick >> 52), stack);
+          dm->pending[dm->npending++] = id;
+          ++*live_blocks;
+        }
+        sink_alloc(s, k, t, id, words - 1, ns, MPT_SRC_MINOR, stack, len);
+        samples += ns;
+      }
+      if (i / period[k] % 50 == 49) {       /* this domain's minor GC */
+        mpt_encoder *e = &s->enc[k];
+        need(s, k, MPT_MAX_EVENT_BYTES(0));
+        mpt_enc_simple(e, MPT_EV_MINOR_GC, t, 0);
+        for (int j = 0; j < dm->npending; j++) {
+          need(s, k, MPT_MAX_EVENT_BYTES(0));
+          mpt_enc_promote(e, dm->pending[j]);
+        }
+        for (int j = 0; j < dm->nyoung; j++) {
+          need(s, k, MPT_MAX_EVENT_BYTES(0));
+          mpt_enc_collect(e, dm->young[j]);
+        }
+        dm->npending = dm->nyoung = 0;
+      }
+    }
+  }
+  for (int k = 0; k < ndom; k++) { free(d[k].pending); free(d[k].young); }
+  return samples;
+}
+
 /* ---- main ---- */
 
 int main(int argc, char **argv)
 {
   const char *format = NULL, *out = NULL;
   long steps = 100000;
-  int leak = 1, compress = 0, empty = 0;
+  int leak = 1, compress = 0, empty = 0, many_live = 0;
   uint64_t pid = 4242, ppid = 1;
   const char *exe = "synthetic";
   for (int i = 1; i < argc; i++) {
@@ -197,16 +311,20 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[i], "--no-leak")) leak = 0;
     else if (!strcmp(argv[i], "--compress")) compress = 1;
     else if (!strcmp(argv[i], "--empty-stacks")) empty = 1;
+    else if (!strcmp(argv[i], "--many-live") && i + 1 < argc) many_live = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--pid") && i + 1 < argc) pid = strtoull(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--ppid") && i + 1 < argc) ppid = strtoull(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--exe") && i + 1 < argc) exe = argv[++i];
     else { fprintf(stderr, "gen_trace: bad argument %s\n", argv[i]); return 2; }
   }
   if (!format || !out || (strcmp(format, "memprof") && strcmp(format, "ctf")) ||
-      steps <= 0 || !(lambda > 0 && lambda <= 1)) {
+      steps <= 0 || !(lambda > 0 && lambda <= 1) || many_live < 0 || many_live > MAX_STREAMS ||
+      (many_live && strcmp(format, "memprof"))) {
     fprintf(stderr, "usage: gen_trace --format memprof|ctf -o OUT [--steps N] [--rate R]"
                     " [--seed S] [--no-leak] [--compress] [--empty-stacks]\n"
-                    "                [--pid N] [--ppid N] [--exe PATH]\n");
+                    "                [--pid N] [--ppid N] [--exe PATH]\n"
+                    "       gen_trace --format memprof --many-live DOMAINS (1-8) -o OUT [--steps N]"
+                    " [--rate R] [--compress]\n");
     return 2;
   }
   static sink s;
@@ -215,6 +333,7 @@ int main(int argc, char **argv)
   s.out = fopen(out, "wb");
   if (!s.out) { perror(out); return 1; }
   s.start_us = 1700000000000000ULL;
+  s.chunk_bytes = many_live ? STREAM_BUF - 4096 : 4096;
   next_sample = geom();
 
   if (s.ctf) {
@@ -232,9 +351,20 @@ int main(int argc, char **argv)
     size_t n = mpt_write_header_chunk(hb, sizeof hb, &info);
     if (!n) { fprintf(stderr, "gen_trace: header too large\n"); return 1; }
     put_bytes(&s, hb, n);
-    for (int st = 0; st < 2; st++)
+    for (int st = 0; st < MAX_STREAMS; st++)
       mpt_enc_init(&s.enc[st], s.buf[st], sizeof s.buf[st], s.stack[st], 64);
-    mpt_enc_simple(&s.enc[1], MPT_EV_DOMAIN_START, 0, 1);
+    if (!many_live) mpt_enc_simple(&s.enc[1], MPT_EV_DOMAIN_START, 0, 1);
+  }
+
+  if (many_live) {
+    uint64_t live_blocks, samples = run_many_live(&s, many_live, steps, &live_blocks);
+    for (int st = 0; st < many_live; st++) flush_stream(&s, st);
+    uint8_t eb[64];
+    put_bytes(&s, eb, mpt_write_end_chunk(eb, sizeof eb, (uint64_t)steps * 100, samples, 0));
+    if (fclose(s.out)) { perror(out); return 1; }
+    printf("live_blocks %llu\nsamples %llu\n", (unsigned long long)live_blocks,
+           (unsigned long long)samples);
+    return 0;
   }
 
   uint64_t true_words[NLOCS] = { 0 }, empty_words = 0, samples = 0, next_id = 1;
