@@ -72,7 +72,9 @@ let public_ident id =
 
 (* ---- one .cmt, loaded once ---- *)
 
-type binding = { name : string; scheme : type_expr }
+(* [toplevel]: bound at the top of its unit (not in a module, functor or
+   function). *)
+type binding = { name : string; scheme : type_expr; toplevel : bool }
 
 type unit_info = {
   cmt_path : string;
@@ -80,6 +82,9 @@ type unit_info = {
      with the innermost let-binding enclosing it (the function whose
      scheme its free variables belong to). *)
   exprs : (int * int * int, Typedtree.expression * binding option) Hashtbl.t;
+  (* The applications of function g in the binding of f, by (f, g): the
+     type g is applied at there, and f's binding. *)
+  calls : (string * string, type_expr * binding) Hashtbl.t;
   (* Where the identifiers of types and modules defined in the unit are
      visible from outside: [t] of [module M] in foo.ml is Foo.M.t. *)
   qualify : Path.t Ident.Tbl.t;
@@ -96,21 +101,29 @@ let source_location_key (loc : Location.t) =
 
 let index_structure (str : Typedtree.structure) unit_path =
   let exprs = Hashtbl.create 4096 and qualify = Ident.Tbl.create 64 in
+  let calls = Hashtbl.create 1024 in
   let bindings = ref [] and prefix = ref unit_path in
   let open Tast_iterator in
   let expr sub (e : Typedtree.expression) =
     if not e.exp_loc.loc_ghost then
       Hashtbl.add exprs (source_location_key e.exp_loc)
         (e, match !bindings with t :: _ -> Some t | [] -> None);
+    (match e.exp_desc, !bindings with
+     | Texp_apply ({ exp_desc = Texp_ident (p, _, _); exp_type; _ }, _), b :: _ ->
+       Hashtbl.add calls (b.name, Path.last p) (exp_type, b)
+     | _ -> ());
     default_iterator.expr sub e
   in
+  (* Only functions: the variables of a let-bound value inside a function
+     (let ndata = Array.make n Empty in ...) are the function's. *)
   let value_binding sub (vb : Typedtree.value_binding) =
-    let name =
-      match Typedtree.pat_bound_idents vb.vb_pat with [ id ] -> Ident.name id | _ -> ""
-    in
-    bindings := { name; scheme = vb.vb_pat.pat_type } :: !bindings;
-    default_iterator.value_binding sub vb;
-    bindings := List.tl !bindings
+    match vb.vb_expr.exp_desc, Typedtree.pat_bound_idents vb.vb_pat with
+    | Texp_function _, [ id ] ->
+      let toplevel = !bindings = [] && Path.same !prefix unit_path in
+      bindings := { name = Ident.name id; scheme = vb.vb_pat.pat_type; toplevel } :: !bindings;
+      default_iterator.value_binding sub vb;
+      bindings := List.tl !bindings
+    | _ -> default_iterator.value_binding sub vb
   in
   let type_declaration sub (td : Typedtree.type_declaration) =
     Ident.Tbl.add qualify td.typ_id (Path.Pdot (!prefix, Ident.name td.typ_id));
@@ -142,7 +155,7 @@ let index_structure (str : Typedtree.structure) unit_path =
   let it = { default_iterator with expr; value_binding; type_declaration; module_binding;
                                    module_expr } in
   it.structure it str;
-  (exprs, qualify)
+  (exprs, qualify, calls)
 
 let digest_file path = try Some (Digest.file path) with Sys_error _ -> None
 
@@ -194,8 +207,8 @@ let load_unit file =
            match cmt.cmt_annots with
            | Implementation str ->
              let unit_path = public_ident (Ident.create_persistent cmt.cmt_modname) in
-             let exprs, qualify = index_structure str unit_path in
-             Unit { cmt_path = path; exprs; qualify }
+             let exprs, qualify, calls = index_structure str unit_path in
+             Unit { cmt_path = path; exprs; qualify; calls }
            | _ -> first rest)
     in
     let u = first candidates in
@@ -311,24 +324,39 @@ let allocation_at f =
     | Some (e, binding) -> Found (u, e.exp_type, binding)
     | None -> Failed (Printf.sprintf "no expression at %s (%s) in %s" (describe f) f.func u.cmt_path)
 
-(* At caller frame [f], an application of a function named [callee]: the
-   type it is applied at, and the binding around the application.  Any
-   other application (a tail call left the callee's caller out of the
-   stack, a function passed as an argument) tells nothing. *)
-let application_at f callee =
+(* At caller frame [f], the application of a named function: its name,
+   the type it is applied at, and the binding around the application. *)
+let application_at f =
   match load_unit f.file with
   | Missing | Stale _ -> None
   | Unit u ->
     List.find_map
       (fun ((e : Typedtree.expression), outer) ->
         match e.exp_desc with
-        | Texp_apply ({ exp_desc = Texp_ident (p, _, _); exp_type; _ }, _)
-          when Path.last p = callee -> Some (u, exp_type, outer)
+        | Texp_apply ({ exp_desc = Texp_ident (p, _, _); exp_type; _ }, _) ->
+          Some (p, u, exp_type, outer)
         | _ -> None)
       (exprs_at u f)
 
+(* [ty] and the scheme of [binding] copied together: their variables are
+   the same. *)
+let copy_with_binding u ty binding =
+  match binding with
+  | Some b ->
+    (match copy_types u [ty; b.scheme] with
+     | [t; s] -> t, Some { b with scheme = s }
+     | _ -> assert false)
+  | None -> List.hd (copy_types u [ty]), None
+
 (* The allocation's type, its variables instantiated by the callers, frame
-   by frame, until none is left or a caller does not tell. *)
+   by frame, until none is left or a caller does not tell.  A caller tells
+   when it applies the function whose binding holds the allocation; or,
+   when that function was left out of the stack by a tail call (Hashtbl's
+   replace ends with resize (...), so the stack of resize's allocation goes
+   from the caller of replace to resize), when the applied function is in
+   the same unit and applies the allocating one at exactly one place: its
+   instance there, then the caller's instance of the applied function.
+   Any other caller (a function passed as an argument) tells nothing. *)
 let resolve frames =
   match frames with
   | [] -> "unknown (empty stack)"
@@ -336,29 +364,44 @@ let resolve frames =
     match allocation_at alloc with
     | Failed reason -> "unknown (" ^ reason ^ ")"
     | Found (u, ty, binding) ->
-      (* [ty] and the scheme of [binding] copied together: their variables
-         are the same. *)
-      let copy u ty binding =
-        match binding with
-        | Some b ->
-          (match copy_types u [ty; b.scheme] with
-           | [t; s] -> t, Some { b with scheme = s }
-           | _ -> assert false)
-        | None -> List.hd (copy_types u [ty]), None
-      in
-      let rec up ty binding callers =
+      let rec up u ty binding callers =
         match binding, callers with
         | Some b, f :: rest when has_variables ty ->
-          (match application_at f b.name with
-           | Some (u', applied, outer) ->
-             let applied, outer = copy u' applied outer in
+          (match application_at f with
+           | Some (p, u', applied, outer) when Path.last p = b.name ->
+             let applied, outer = copy_with_binding u' applied outer in
              bind_variables b.scheme applied;
-             up ty outer rest
+             up u' ty outer rest
+           | Some (p, u', applied, outer) ->
+             (* A function of another unit, named through units only
+                (Stdlib.Hashtbl.replace), is one of its toplevel ones
+                (hashtbl.ml has a replace in its functor too). *)
+             let rec through_units : Path.t -> bool = function
+               | Pident m -> Ident.global m
+               | Pdot (q, _) -> through_units q
+               | _ -> false
+             in
+             let candidates = Hashtbl.find_all u.calls (Path.last p, b.name) in
+             let candidates =
+               match p with
+               | Pdot (q, _) when through_units q ->
+                 List.filter (fun (_, (c : binding)) -> c.toplevel) candidates
+               | _ -> candidates
+             in
+             (match candidates with
+              | [ (call, tail_caller) ] ->
+                let call, tail_caller = copy_with_binding u call (Some tail_caller) in
+                bind_variables b.scheme call;
+                let tc = Option.get tail_caller in
+                let applied, outer = copy_with_binding u' applied outer in
+                bind_variables tc.scheme applied;
+                up u' ty outer rest
+              | _ -> ty)
            | None -> ty)
         | _ -> ty
       in
-      let ty, binding = copy u ty binding in
-      print_type (up ty binding callers)
+      let ty, binding = copy_with_binding u ty binding in
+      print_type (up u ty binding callers)
 
 (* ---- the protocol ---- *)
 
