@@ -38,7 +38,20 @@ static int node_frames(an_ctx *c, uint32_t node, char *key, size_t keylen, char 
   key[0] = fields[0] = 0;
   for (uint32_t n = node; n && nframes < TYPES_FRAMES; n = nodes[n].parent) {
     const mpt_location *l = an_location(c, nodes[n].loc);
-    if (!l || !l->n) break;
+    if (!l || !l->n) {
+      /* A frame without debug information: the helper skips it. */
+      if (!nframes) break;
+      int kw = snprintf(key + kpos, keylen - kpos, ";?");
+      int fw = snprintf(fields + fpos, flen - fpos, "\t\t0\t0\t0\t");
+      if (kw < 0 || fw < 0 || (size_t)kw >= keylen - kpos || (size_t)fw >= flen - fpos) {
+        key[kpos] = fields[fpos] = 0;
+        break;
+      }
+      kpos += (size_t)kw;
+      fpos += (size_t)fw;
+      nframes++;
+      continue;
+    }
     for (uint32_t k = 0; k < l->n && nframes < TYPES_FRAMES; k++) {
       const mpt_loc_entry *e = &l->entries[k];
       const char *fn = e->function ? e->function : "";
@@ -82,6 +95,8 @@ static void read_answer(types_map *m, char *line)
   } else if (!strcmp(line, "missing")) {
     uint32_t old;
     u64map_replace(&m->missing, intern(m, tab), 1, &old);
+  } else if (!strcmp(line, "read")) {
+    /* Answered from the cache: checked when it is loaded. */
   } else if (!strcmp(line, "stale")) {
     uint32_t old;
     u64map_replace(&m->stale, intern(m, tab), 1, &old);
@@ -161,6 +176,29 @@ static char *cache_path(const char *exe, const char *helper, const char *const *
   return p;
 }
 
+/* Whether no file the cached answers were read from (the "read" lines:
+   .cmt files and sources) changed after the cache was written. */
+static int cache_fresh(const char *path)
+{
+  struct stat cst, st;
+  FILE *f = fopen(path, "r");
+  if (!f) return 1;
+  if (fstat(fileno(f), &cst) != 0) { fclose(f); return 0; }
+  char *line = NULL;
+  size_t cap = 0;
+  int fresh = 1;
+  while (fresh && getline(&line, &cap, f) > 0) {
+    if (strncmp(line, "read\t", 5)) continue;
+    line[strcspn(line, "\n")] = 0;
+    if (stat(line + 5, &st) != 0 || st.st_mtim.tv_sec > cst.st_mtim.tv_sec
+        || (st.st_mtim.tv_sec == cst.st_mtim.tv_sec && st.st_mtim.tv_nsec > cst.st_mtim.tv_nsec))
+      fresh = 0;
+  }
+  free(line);
+  fclose(f);
+  return fresh;
+}
+
 /* The directories to search: --cmt-path's, the executable's, and when it
    was built by dune the whole _build tree (the helper adds the standard
    library's). */
@@ -224,6 +262,7 @@ types_map *types_resolve(an_ctx *c, const uint32_t *nodes, size_t nnodes,
   const char *helper = helper_path(helper_buf, sizeof helper_buf);
   const char *exe = an_header(c)->executable;
   char *cpath = cache_path(exe, helper, cmt_paths, ncmt_paths);
+  if (cpath && !cache_fresh(cpath)) unlink(cpath);
   FILE *cf = cpath ? fopen(cpath, "r") : NULL;
   if (cf) {
     read_answers(m, cf, NULL);

@@ -17,6 +17,8 @@
      missing FILE            a source file of the chains with no .cmt found
      stale CMT               a .cmt that does not match its source or this
                              compiler, whose types were not used
+     read FILE               a .cmt or source file read (the answers hold
+                             while these files do not change)
 
    LINE, START and END are a trace location's: START and END count
    characters from the beginning of LINE (END may lie beyond it), as the
@@ -108,6 +110,13 @@ let index_structure (str : Typedtree.structure) unit_path =
     if not e.exp_loc.loc_ghost then
       Hashtbl.add exprs (source_location_key e.exp_loc)
         (e, match !bindings with t :: _ -> Some t | [] -> None);
+    (* A first-class module's block is its structure's: its allocation has
+       the structure's location. *)
+    (match e.exp_desc with
+     | Texp_pack me when not me.mod_loc.loc_ghost ->
+       Hashtbl.add exprs (source_location_key me.mod_loc)
+         (e, match !bindings with t :: _ -> Some t | [] -> None)
+     | _ -> ());
     (match e.exp_desc, !bindings with
      | Texp_apply ({ exp_desc = Texp_ident (p, _, _); exp_type; _ }, _), b :: _ ->
        Hashtbl.add calls (b.name, Path.last p) (exp_type, b)
@@ -157,7 +166,14 @@ let index_structure (str : Typedtree.structure) unit_path =
   it.structure it str;
   (exprs, qualify, calls)
 
-let digest_file path = try Some (Digest.file path) with Sys_error _ -> None
+(* The .cmt files read and the sources checked: the caller's cache of the
+   answers holds while none of them changes. *)
+let files_read = Hashtbl.create 64
+
+let digest_file path =
+  match Digest.file path with
+  | d -> Hashtbl.replace files_read path (); Some d
+  | exception Sys_error _ -> None
 
 (* The source a .cmt was compiled from, when it can be found: as the
    compiler saw it (build directory + source file), or beside the .cmt. *)
@@ -194,6 +210,7 @@ let load_unit file =
     let rec first = function
       | [] -> Missing
       | path :: rest ->
+        Hashtbl.replace files_read path ();
         (match Cmt_format.read_cmt path with
          | exception _ ->
            (* Another compiler's .cmt (or not one): its types cannot be read. *)
@@ -246,6 +263,8 @@ let copy_types u tys =
           (* The inline record of constructor C of type t is t's block. *)
           Tconstr (qualify_path u p, List.map copy args, ref Mnil)
         | Tconstr (p, args, _) -> Tconstr (qualify_path u p, List.map copy args, ref Mnil)
+        | Tvariant row ->
+          Tvariant (Btype.copy_row copy true row true (copy (row_more row)))
         | d -> Btype.copy_type_desc ~keep_names:true copy d
       in
       Transient_expr.set_stub_desc stub desc;
@@ -357,10 +376,15 @@ let copy_with_binding u ty binding =
    the same unit and applies the allocating one at exactly one place: its
    instance there, then the caller's instance of the applied function.
    Any other caller (a function passed as an argument) tells nothing. *)
-let resolve frames =
+let rec resolve frames =
   match frames with
   | [] -> "unknown (empty stack)"
+  | { file = ""; _ } :: _ -> "unknown (no source location: build with -g)"
   | alloc :: callers ->
+    (* Frames without a location (code without debug information) tell
+       nothing; a caller past them still has to apply the same function. *)
+    let callers = List.filter (fun f -> f.file <> "") callers in
+    if Filename.basename alloc.file = "camlinternalOO.ml" then object_type callers else
     match allocation_at alloc with
     | Failed reason -> "unknown (" ^ reason ^ ")"
     | Found (u, ty, binding) ->
@@ -381,16 +405,17 @@ let resolve frames =
                | Pdot (q, _) -> through_units q
                | _ -> false
              in
-             let candidates = Hashtbl.find_all u.calls (Path.last p, b.name) in
-             let candidates =
+             let in_unit, candidates =
                match p with
+               | Pident _ -> u', Hashtbl.find_all u'.calls (Path.last p, b.name)
                | Pdot (q, _) when through_units q ->
-                 List.filter (fun (_, (c : binding)) -> c.toplevel) candidates
-               | _ -> candidates
+                 u, List.filter (fun (_, (c : binding)) -> c.toplevel)
+                      (Hashtbl.find_all u.calls (Path.last p, b.name))
+               | _ -> u, []
              in
              (match candidates with
               | [ (call, tail_caller) ] ->
-                let call, tail_caller = copy_with_binding u call (Some tail_caller) in
+                let call, tail_caller = copy_with_binding in_unit call (Some tail_caller) in
                 bind_variables b.scheme call;
                 let tc = Option.get tail_caller in
                 let applied, outer = copy_with_binding u' applied outer in
@@ -402,6 +427,28 @@ let resolve frames =
       in
       let ty, binding = copy_with_binding u ty binding in
       print_type (up u ty binding callers)
+
+(* CamlinternalOO builds objects as Obj.t: an object's type is that of the
+   program's expression around the allocation (object ... end, new c, or
+   the application of a function that returns one): the first caller
+   outside CamlinternalOO, when its type is an object's. *)
+and object_type callers =
+  match List.find_opt (fun f -> Filename.basename f.file <> "camlinternalOO.ml") callers with
+  | None -> "unknown (an object, built by CamlinternalOO)"
+  | Some f ->
+    match load_unit f.file with
+    | Missing -> "unknown (no .cmt for " ^ f.file ^ ")"
+    | Stale p -> "unknown (stale .cmt: " ^ p ^ ")"
+    | Unit u ->
+      match exprs_at u f with
+      | (e, _) :: _ ->
+        (match get_desc (Ctype.expand_head Env.empty e.exp_type) with
+         | Tobject _ when not (has_variables e.exp_type) ->
+           print_type (List.hd (copy_types u [e.exp_type]))
+         | Tconstr _ when (match e.exp_desc with Texp_new _ -> true | _ -> false) ->
+           print_type (List.hd (copy_types u [e.exp_type]))
+         | _ -> "unknown (an object, built by CamlinternalOO)")
+      | [] -> "unknown (an object, built by CamlinternalOO)"
 
 (* ---- the protocol ---- *)
 
@@ -433,4 +480,5 @@ let () =
       Printf.printf "type\t%s\t%s\n" key ty)
     (List.rev !chains);
   Hashtbl.iter (fun f () -> Printf.printf "missing\t%s\n" f) missing_files;
-  Hashtbl.iter (fun p () -> Printf.printf "stale\t%s\n" p) stale_cmts
+  Hashtbl.iter (fun p () -> Printf.printf "stale\t%s\n" p) stale_cmts;
+  Hashtbl.iter (fun p () -> Printf.printf "read\t%s\n" p) files_read

@@ -15,11 +15,13 @@ let[@inline never] alloc_square i = Square { side = i }
 let[@inline never] alloc_tuple i = (i, origin)
 let[@inline never] alloc_int_tree i = Node (Leaf, i, Leaf)
 let[@inline never] alloc_closure i = fun j -> i + j
-let[@inline never] alloc_object i = object method size = i end
+let alloc_object i = object method size = i end
 let[@inline never] alloc_ref i = ref i
 let[@inline never] alloc_string_array n = Array.make n ""
-let[@inline never] alloc_float_array n = Array.make n origin
+let[@inline never] alloc_point_array n = Array.make n origin
 let[@inline never] alloc_polyvar i = `Tag i
+let[@inline never] add_int_points tbl i v = Hashtbl.replace tbl i v
+let[@inline never] add_string_shapes tbl s v = Hashtbl.replace tbl s v
 
 module Int_cells = Store.Make (struct type t = int let zero = 0 end)
 module String_cells = Store.Make (struct type t = string let zero = "" end)
@@ -27,7 +29,7 @@ module String_cells = Store.Make (struct type t = string let zero = "" end)
 let () =
   let store = Store.create () in
   let names = Array.init 1000 string_of_int in
-  let floats = Hashtbl.create 16 in
+  let points = Hashtbl.create 16 and shapes = Hashtbl.create 16 in
   for i = 0 to 300_000 do
     retain (alloc_point i);
     retain (alloc_circle ());
@@ -40,10 +42,11 @@ let () =
     retain (alloc_polyvar i);
     if i mod 50 = 0 then begin
       retain (alloc_string_array 20);
-      retain (alloc_float_array 20)
+      retain (alloc_point_array 20)
     end;
     if i mod 3 = 0 then Store.add store names.(i mod 1000);
-    Hashtbl.replace floats i [ origin ];
+    add_int_points points i [ origin ];
+    if i mod 2 = 0 then add_string_shapes shapes names.(i mod 1000) Empty;
     retain (Int_cells.cell i);
     retain (String_cells.cell names.(i mod 1000));
     retain (Store.counter i);
@@ -51,4 +54,5 @@ let () =
     retain (Store.Promise.resolved names.(i mod 1000))
   done;
   retain store;
-  retain floats
+  retain points;
+  retain shapes
