@@ -117,8 +117,14 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
 {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
-    if (!strcmp(a, "--by") && i + 1 < argc && !strcmp(argv[i + 1], "type")) {
-      t->by_type = 1;
+    if (!strcmp(a, "--by") && i + 1 < argc) {
+      an_keykind k;
+      if (!strcmp(argv[i + 1], "type")) t->by_type = 1;
+      else if (parse_keykind(argv[i + 1], &k) == 0) {
+        t->tab.by = k;
+        t->by_type = 0;
+      }
+      else return cli_bad_value(a, argv[i + 1], "function, location, module or type");
       i++;
       continue;
     }
