@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "presets.h"
 #include "report.h"
+#include "types.h"
 #include "util.h"
 
 typedef struct {
@@ -63,7 +64,10 @@ static const char usage[] =
   "usage: ocaml-memprof top [OPTIONS] TRACE...\n"
   "Rank allocation sites.  Columns: estimated allocated bytes, samples,\n"
   "estimated objects, bytes live at --live-at, bytes promoted to the major heap.\n"
-  "  --by function|location|module   grouping of the allocation site (function)\n"
+  "  --by function|location|module|type   grouping of the allocation site\n"
+  "                    (function); type: the OCaml type of the allocated value,\n"
+  "                    read from the program's .cmt files (-bin-annot)\n"
+  "  --cmt-path DIR    with --by type: also search DIR for .cmt files (repeatable)\n"
   "  --sort alloc|samples|live|promoted   ranking (alloc)\n"
   "  --live-at end|peak|TIME  when 'live' is measured (end)\n"
   "  --callers RE      rank the callers of the innermost frame matching RE\n"
@@ -104,12 +108,26 @@ typedef struct {
   int follow;
   double interval;             /* s between refreshes with --follow */
   int stats;                   /* --stats: work per refresh on stderr */
+  int by_type;                 /* --by type */
+  const char *cmt_paths[AN_MAX_PATTERNS];
+  size_t ncmt_paths;
 } topt;
 
 static int parse(int argc, char **argv, topt *t, cli_inputs *in)
 {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
+    if (!strcmp(a, "--by") && i + 1 < argc) {
+      an_keykind k;
+      if (!strcmp(argv[i + 1], "type")) t->by_type = 1;
+      else if (parse_keykind(argv[i + 1], &k) == 0) {
+        t->tab.by = k;
+        t->by_type = 0;
+      }
+      else return cli_bad_value(a, argv[i + 1], "function, location, module or type");
+      i++;
+      continue;
+    }
     int k = cli_option(&t->f, in, 1, argc, argv, &i);
     if (!k) k = table_option(&t->tab, TABLE_JSON | TABLE_CSV | TABLE_BY | TABLE_N | TABLE_O,
                              argc, argv, &i);
@@ -130,6 +148,10 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
       if (t->rel) return cli_usage_error("--callers and --callees: only one, once");
       if (cli_regex_option(&t->m.re, a, v)) return 2;
       t->rel = a[7] == 'r' ? 1 : 2;     /* --callers, --callees */
+    } else if (!strcmp(a, "--cmt-path")) {
+      if (!(v = cli_value(argc, argv, &i))) return 2;
+      if (t->ncmt_paths == AN_MAX_PATTERNS) return cli_usage_error("--cmt-path: 16 at most");
+      t->cmt_paths[t->ncmt_paths++] = v;
     } else if (!strcmp(a, "--follow")) t->follow = 1;
     else if (!strcmp(a, "--stats")) t->stats = 1;
     else if (!strcmp(a, "--interval")) {
@@ -142,6 +164,9 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
     else cli_inputs_add(in, a);
   }
   if (t->stats && !t->follow) return cli_usage_error("--stats goes with --follow");
+  if (t->by_type && (t->rel || t->follow))
+    return cli_usage_error("--by type goes without --callers, --callees and --follow");
+  if (t->ncmt_paths && !t->by_type) return cli_usage_error("--cmt-path goes with --by type");
   if (t->follow && !strcmp(t->live_arg, "peak"))
     return cli_usage_error("--follow and --live-at peak: the peak is known at the end only");
   if (t->follow) return in->nargs ? -1 : cli_usage_error("no TRACE given");
@@ -149,10 +174,26 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
   return rc ? rc : -1;
 }
 
+/* --by type: the types of the nodes of [c] with samples in [agg]. */
+static types_map *top_types(topt *t, an_ctx *c, const nodeagg *agg)
+{
+  uint32_t nn = an_node_count(c), *nodes = NULL;
+  size_t n = 0, cap = 0;
+  for (uint32_t i = 1; i < nn; i++)
+    if (nodeagg_get(agg, i).blocks) {
+      grow_array((void **)&nodes, &cap, n + 1, sizeof *nodes);
+      nodes[n++] = i;
+    }
+  types_map *m = types_resolve(c, nodes, n, t->cmt_paths, t->ncmt_paths);
+  free(nodes);
+  return m;
+}
+
 /* Print the table of [agg] (sums per node of [c], over [npaths] traces,
    [path] the one when there is one); [group] names the executable in
-   --group exe mode (NULL otherwise; [index] counts the groups). */
-static void top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, const char *path,
+   --group exe mode (NULL otherwise; [index] counts the groups).  1 after
+   an error (--by type without its helper). */
+static int top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, const char *path,
                       const char *group, size_t index, FILE *o)
 {
   an_keykind by = t->tab.by;
@@ -173,6 +214,11 @@ static void top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, con
   u64map_init(&idx, 256);
   nstat total;
   memset(&total, 0, sizeof total);
+  types_map *types = NULL;
+  if (t->by_type && !(types = top_types(t, c, agg))) {
+    u64map_free(&idx);
+    return 1;
+  }
   for (uint32_t i = 0; i < nn; i++) {
     nstat s = nodeagg_get(agg, i);
     if (!s.blocks) continue;
@@ -180,7 +226,7 @@ static void top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, con
     const char *key;
     uint32_t keyloc = nodes[i].loc;
     if (!rel) {
-      key = i ? an_loc_key(c, keyloc, by) : "<no backtrace>";
+      key = !i ? "<no backtrace>" : types ? types_of_node(types, i) : an_loc_key(c, keyloc, by);
     } else {
       uint32_t n = i, inner = 0;   /* inner: node just inside n on the path */
       while (n && !loc_match(c, &m, nodes[n].loc)) { inner = n; n = nodes[n].parent; }
@@ -274,7 +320,7 @@ static void top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, con
             human_bytes(an_bytes(c, total.live_samples), b2, sizeof b2), live_desc);
     if (live_at != AN_NEVER) fprintf(o, " %.6f s", live_at / 1e9);
     fprintf(o, "\n%10s %6s %8s %10s %6s %10s  %s\n", "allocated", "%", "samples", "live", "%",
-            "promoted", rel == 1 ? "caller" : rel == 2 ? "callee" : "site");
+            "promoted", rel == 1 ? "caller" : rel == 2 ? "callee" : t->by_type ? "type" : "site");
     for (size_t i = 0; i < shown; i++) {
       const row *r = &rows[i];
       fprintf(o, "%10s %5.1f%% %8.0f %10s %5.1f%% %10s  %s",
@@ -291,6 +337,9 @@ static void top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, con
   free(rows);
   u64map_free(&idx);
   free(m.cache);
+  if (types) types_print_hints(types);
+  types_free(types);
+  return 0;
 }
 
 /* One table over the traces [paths] (see top_print). */
@@ -301,10 +350,10 @@ static int top_run(topt *t, const char *const *paths, size_t npaths, const char 
   nodeagg agg;
   int rc = nodeagg_run(paths, npaths, &t->f, t->live_arg, &agg, &c);
   if (rc) return rc;
-  top_print(t, c, &agg, npaths, npaths == 1 ? paths[0] : NULL, group, index, o);
+  rc = top_print(t, c, &agg, npaths, npaths == 1 ? paths[0] : NULL, group, index, o);
   nodeagg_free(&agg);
   an_close(c);
-  return 0;
+  return rc;
 }
 
 static int print_tops(topt *t, cli_inputs *in, FILE *o)

@@ -32,6 +32,7 @@ import sys
 import time
 
 import report_tests
+import types_tests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOOLS = os.path.dirname(HERE)
@@ -576,6 +577,8 @@ def test_runtime_trace():
     test_runtime_domains(ocamlopt, work)
     test_runtime_marshal(ocamlopt, work)
     test_runtime_follow(ocamlopt, work)
+    types_tests.test_types(check, tool, run, OUT, HERE, ocamlopt,
+                           os.path.join(TOOLS, "ocaml-memprof-types"))
 
 
 def test_presets_synthetic(path):
