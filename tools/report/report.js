@@ -33,11 +33,17 @@ var errors = [];
 window.addEventListener('error', function (e) { errors.push(String(e.message)); });
 
 // ---------- formatting ----------
-var BU = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+// Bytes in decimal units (kB = 1,000 B, MB = 10^6 B...) with three
+// significant digits: the convention of the whole tool (human_bytes in
+// tools/output/report.c prints the same string for the same count).
+var BU = ['B', 'kB', 'MB', 'GB', 'TB', 'PB'];
 function bytes(b) {
   var i = 0, a = Math.abs(b);
-  while (a >= 1024 && i < 4) { a /= 1024; b /= 1024; i++; }
-  return (i ? b.toFixed(a >= 100 ? 0 : a >= 10 ? 1 : 2) : Math.round(b)) + ' ' + BU[i];
+  while (a >= 1000 && i < 5) { a /= 1000; i++; }
+  // 999.5 kB would round to "1000 kB": the next unit
+  if (a >= 999.5 && i < 5) { a /= 1000; i++; }
+  if (b < 0) a = -a;
+  return (i ? String(+a.toPrecision(3)) : a.toFixed(0)) + ' ' + BU[i];
 }
 function secs(ns) {
   var a = Math.abs(ns);
@@ -54,11 +60,11 @@ function step125(max, n) {
   var raw = max / n, p = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p;
   return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
 }
-// Byte axis: a binary unit, then 1-2-5 ticks in that unit.
+// Byte axis: a decimal unit, then 1-2-5 ticks in that unit.
 function byteTicks(max, n) {
   var u = 0;
-  while (u < 4 && max / Math.pow(1024, u + 1) >= 1) u++;
-  var k = Math.pow(1024, u), st = step125(max / k, n) * k, t = [];
+  while (u < 4 && max / Math.pow(1000, u + 1) >= 1) u++;
+  var k = Math.pow(1000, u), st = step125(max / k, n) * k, t = [];
   // up to the first tick at or above max, which becomes the axis' top
   for (var v = 0; ; v += st) { t.push([v, +(v / k).toPrecision(6) + ' ' + BU[u]]); if (v >= max * 0.9999) break; }
   return t;
@@ -632,7 +638,7 @@ function drawTimeline() {
   var bw = D.bin_ns;
   var heapMax = 0; D.gc.major.forEach(function (m) { if (m[1] > heapMax) heapMax = m[1]; });
   var lmax = 0; for (var k = 0; k < NB; k++) if (R.live[k] > lmax) lmax = R.live[k];
-  var ymax = Math.max(lmax, heapMax, 1024);
+  var ymax = Math.max(lmax, heapMax, 1000);
   var yt = byteTicks(ymax, 5); ymax = Math.max(ymax, yt[yt.length - 1][0]);
   var Y = function (v) { return mid - (mid - top) * v / ymax; };
   g.font = '11px sans-serif'; g.textAlign = 'right'; g.textBaseline = 'middle';
@@ -1084,6 +1090,9 @@ function histogram(title, labels, vals, fmt) {
   h.push('</svg></div>');
   return h.join('');
 }
+// Upper bound of class k of lifetimes in bytes allocated meanwhile:
+// 1-2-5 steps from 1 kB (decimal units, as every byte figure).
+function lifeBytesBound(k) { return 1000 * [1, 2, 5][k % 3] * Math.pow(10, Math.floor(k / 3)); }
 function drawLife() {
   var site = S.site, byLife = new Float64Array(NLIFE), nb = 40, byAlloc = new Float64Array(nb), never = 0;
   for (var i = 0; i < NC; i++) {
@@ -1098,13 +1107,14 @@ function drawLife() {
       var lc = cLife[i], mid = lc ? Math.sqrt(D.life_lo[lc] * (lc + 1 < NLIFE ? D.life_lo[lc + 1] : 2 * D.life_lo[lc])) : 500;
       between = mid * (allAllocCum[ab + 1] - allAllocCum[ab]) / D.bin_ns;
     } else between = (allAllocCum[db] + allAllocCum[db + 1] - allAllocCum[ab] - allAllocCum[ab + 1]) / 2;
-    var k = between < 1024 ? 0 : Math.min(nb - 1, Math.floor(Math.log2(between / 1024)) + 1);
+    var k = 0;
+    while (k < nb - 1 && between >= lifeBytesBound(k)) k++;
     byAlloc[k] += b;
   }
   var lo = 0, hi = NLIFE - 1; while (lo < hi && !byLife[lo]) lo++; while (hi > lo && !byLife[hi]) hi--;
   var l1 = [], v1 = []; for (var c = lo; c <= hi; c++) { l1.push(lifeLabel(c)); v1.push(byLife[c]); }
   var a0 = 0, a1 = nb - 1; while (a0 < a1 && !byAlloc[a0]) a0++; while (a1 > a0 && !byAlloc[a1]) a1--;
-  var l2 = [], v2 = []; for (var c2 = a0; c2 <= a1; c2++) { l2.push(c2 ? '< ' + bytes(1024 * Math.pow(2, c2)) : '< 1 KiB'); v2.push(byAlloc[c2]); }
+  var l2 = [], v2 = []; for (var c2 = a0; c2 <= a1; c2++) { l2.push(c2 < nb - 1 ? '< ' + bytes(lifeBytesBound(c2)) : '≥ ' + bytes(lifeBytesBound(c2 - 1))); v2.push(byAlloc[c2]); }
   var html = '<h3>Lifetimes of ' + (site === null ? 'all selected blocks' : esc(NAMES[site])) + ' <span class="note">(select a site in the Sites table; bytes per class)</span></h3>' +
     histogram('in time (live at the end: to the end of the trace)', l1, v1, bytes) +
     histogram('in bytes allocated meanwhile (collected blocks; ' + bytes(never) + ' never collected)', l2, v2, bytes);
