@@ -749,8 +749,9 @@ function drawTable() {
   if (S.search) { rx = re(S.search); if (rx === undefined) rx = null; }
   if (rx) rows = rows.filter(function (r) { return rx.test(r.name) || rx.test(r.file); });
   var k = S.sort;
+  sizeSiteColumns(R.rows);
   rows = rows.slice().sort(function (a, b) { return k === 'name' ? (a.name < b.name ? -1 : 1) : (b[k] - a[k]) || (a.name < b.name ? -1 : 1); });
-  var tot = R.total, h = ['<table class="sites"><colgroup><col style="width:26%"><col style="width:17%"><col span="8"><col style="width:9%"></colgroup><thead><tr>'];
+  var tot = R.total, h = ['<table class="sites" style="min-width:' + siteColumns.min + '"><colgroup><col style="width:60%"><col style="width:40%">' + siteColumns.cols + '</colgroup><thead><tr>'];
   COLS.forEach(function (c) { h.push('<th data-k="' + c[0] + '" class="' + (c[0] === 'name' || c[0] === 'file' ? 'name ' : '') + (c[0] === k ? 'sorted' : '') + '">' + c[1] + '</th>'); });
   h.push('</tr><tr id="totrow"><td class="name"><b>total</b> (' + R.rows.length + ' sites)</td><td></td><td data-v="' + tot.alloc + '">' + bytes(tot.alloc) + '</td><td>100</td><td data-v="' + tot.samples + '">' + num(tot.samples) +
     '</td><td data-v="' + tot.blocks + '">' + num(tot.blocks) + '</td><td>' + num(tot.objects) + '</td><td data-v="' + tot.live + '">' + bytes(tot.live) + '</td><td>' + bytes(tot.coll) + '</td><td>' + bytes(tot.prom) + '</td><td></td></tr></thead><tbody id="tbody"></tbody></table>');
@@ -760,6 +761,48 @@ function drawTable() {
   paintRows();
   $('tabinfo').textContent = rows.length + ' of ' + R.rows.length + ' sites';
   drawRelations();
+}
+// The table's layout is fixed (its rows are painted as they scroll into
+// view), so its columns are sized here: each figure column as wide as its
+// widest figure over all the sites and the total, or its header's longest
+// word, measured in the table's font; name and file:line share the rest,
+// and are the only cells ever cut (with an ellipsis, the whole text in
+// their title).  Narrower than that, the table scrolls sideways.
+var siteColumns = { cols: '', min: '0' }, measurer = null;
+function textWidth(s, bold, size) {
+  if (!measurer) {
+    measurer = document.createElement('canvas').getContext('2d');
+    measurer.family = getComputedStyle(document.body).fontFamily;
+  }
+  measurer.font = (bold ? 'bold ' : '') + (size || 13) + 'px ' + measurer.family;
+  return measurer.measureText(s).width;
+}
+function sizeSiteColumns(rows) {
+  var tot = R.total, longest = {};
+  // per column the strings of the two greatest lengths (digits are of
+  // one width; units differ): only those are measured
+  function fit(k, s) {
+    var l = longest[k] || (longest[k] = { n: 0, s: [] });
+    if (s.length > l.n) { l.s = l.s.filter(function (x) { return x.length >= s.length - 1; }); l.n = s.length; }
+    if (s.length >= l.n - 1 && l.s.length < 64 && l.s.indexOf(s) < 0) l.s.push(s);
+  }
+  rows.concat([{ alloc: tot.alloc, samples: tot.samples, blocks: tot.blocks, objects: tot.objects, liveB: tot.live, collB: tot.coll, promB: tot.prom }]).forEach(function (r) {
+    fit('alloc', bytes(r.alloc)); fit('samples', num(r.samples)); fit('blocks', num(r.blocks)); fit('objects', num(r.objects));
+    fit('liveB', bytes(r.liveB)); fit('collB', bytes(r.collB)); fit('promB', bytes(r.promB));
+  });
+  fit('pct', '100.0');
+  var badge = 0;
+  R.flags.forEach(function (f) { badge = Math.max(badge, textWidth(f.kind === 'race' ? 'allocation race' : 'leak', false, 11) + 8); });
+  var cols = [], sum = 0;
+  COLS.slice(2).forEach(function (c) {
+    var w = c[0] === 'flag' ? badge : 0;
+    (longest[c[0]] ? longest[c[0]].s : []).forEach(function (x) { w = Math.max(w, textWidth(x)); });
+    c[1].split(' ').forEach(function (word) { w = Math.max(w, textWidth(word, true)); });
+    w = Math.ceil(w + 2 * 6 + 2);                     // the cell's padding, and rounding
+    sum += w;
+    cols.push('<col style="width:' + w + 'px">');
+  });
+  siteColumns = { cols: cols.join(''), min: (sum + 240) + 'px' };
 }
 function paintRows() {
   var rows = table.rows, tot = R.total, n = rows.length, vis = Math.ceil(window.innerHeight * 0.55 / TROW) + 10;
