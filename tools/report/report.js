@@ -908,7 +908,7 @@ function flameRects(W) {
     }
   }
   rec(z, anc.length, 0, W);
-  return { rects: rects, total: total };
+  return { rects: rects, total: total, all: T[KB[0]], zoomDepth: anc.length - 1 };
 }
 function icicleRects(W) {
   var V = ftValues(), z = zoom.icicle, P = FT.parent, Nm = FT.name, cur = [], val = [], total = 0;
@@ -960,7 +960,16 @@ function icicleRects(W) {
 var fg = { flame: { top: 0, raf: 0 }, icicle: { top: 0, raf: 0 } };
 function fgSize(kind) {
   var f = fg[kind];
-  if (!f.W) { var cv = $(kind + 'c'); f.W = cv.clientWidth; f.VH = cv.parentNode.parentNode.clientHeight; }
+  var cv = $(kind + 'c');
+  if (!f.W && cv.clientWidth) {
+    // The scrolling box ends at the window's bottom (at least 200 px
+    // tall), so that the flame graph's root, at the box's bottom, is in
+    // view as the tab opens (an 80vh box below the timeline put it under
+    // the fold).
+    var wrap = cv.parentNode.parentNode, top = wrap.getBoundingClientRect().top + window.scrollY;
+    f.W = cv.clientWidth; f.VH = Math.max(200, Math.floor(window.innerHeight - top - 12));
+    wrap.style.height = f.VH + 'px';
+  }
   return f;
 }
 function fgScroll(kind, top) {
@@ -975,7 +984,8 @@ function drawFlame(kind) {
   for (var i = 0; i < rects.length; i++) if (rects[i][1] > maxd) maxd = rects[i][1];
   var H = (maxd + 1) * RH + 4;
   cv.parentNode.style.height = H + 'px';
-  drawn[kind] = { rects: rects, y: function (d) { return inv ? d * RH : H - (d + 1) * RH; }, RH: RH, total: res.total, W: W, H: H };
+  drawn[kind] = { rects: rects, y: function (d) { return inv ? d * RH : H - (d + 1) * RH; }, RH: RH, total: res.total, W: W, H: H,
+                  all: inv ? res.total : res.all, zoomDepth: inv ? -1 : res.zoomDepth, icicleZoomed: inv && zoom.icicle.length > 0 };
   // the flame graph's root is at the bottom: show it first
   var VH = Math.min(H, sz.VH || 800);
   if (!inv) fgScroll(kind, Math.max(0, H - VH));
@@ -1016,6 +1026,14 @@ function flameHit(kind, e) {
   for (var i = 0; i < dd.rects.length; i++) { var q = dd.rects[i], yy = dd.y(q[1]); if (x >= q[0] && x < q[0] + q[2] && y >= yy && y < yy + dd.RH) return q; }
   return null;
 }
+// A frame's value as a share of everything drawn, and of the zoomed frame
+// for the frames above it (the zoomed frame's ancestors, drawn at full
+// width, hold more than it: a share of the zoom would pass 100 %).
+function flameShare(d, q) {
+  var t = fmtMetric(q[4]) + '  ' + (100 * q[4] / (d.all || 1)).toFixed(2) + (d.icicleZoomed ? '% of the frames zoomed on' : '% of all');
+  if (d.zoomDepth > 0 && q[1] > d.zoomDepth) t += ', ' + (100 * q[4] / (d.total || 1)).toFixed(2) + '% of the zoomed frame';
+  return t;
+}
 ['flame', 'icicle'].forEach(function (kind) {
   var cv = $(kind + 'c'), pending = false;
   cv.parentNode.parentNode.addEventListener('scroll', function () {
@@ -1025,7 +1043,7 @@ function flameHit(kind, e) {
     pending = true; requestAnimationFrame(function () { pending = false; paintFlame(kind); });
   });
   cv.addEventListener('mousemove', function (e) { var q = flameHit(kind, e); if (!q) return hideTip();
-    showTip(e, NAMES[q[3]] + '\n' + fmtMetric(q[4]) + '  ' + (100 * q[4] / (drawn[kind].total || 1)).toFixed(2) + '% of view'); });
+    showTip(e, NAMES[q[3]] + '\n' + flameShare(drawn[kind], q)); });
   cv.addEventListener('mouseleave', hideTip);
   cv.addEventListener('click', function (e) {
     var q = flameHit(kind, e); if (!q) return;
@@ -1107,10 +1125,11 @@ function drawGraph() {
     else { var x1 = xs[a] + width[a] / 2, y1 = ys[a] + BH, x2 = xs[b] + width[b] / 2, y2 = ys[b]; d = 'M' + x1 + ',' + y1 + ' C' + x1 + ',' + (y1 + VG / 2) + ' ' + x2 + ',' + (y2 - VG / 2) + ' ' + x2 + ',' + y2; }
     sv.push('<path d="' + d + '" fill="none" stroke="' + (e[3] ? '#a6a' : '#888') + '" stroke-opacity=".7" stroke-width="' + sw.toFixed(1) + '"' + (e[3] ? ' stroke-dasharray="4 3"' : '') + ' marker-end="url(#ar)"><title>' + esc(NAMES[nodes[a]] + ' → ' + NAMES[nodes[b]] + ': ' + fmtMetric(e[2]) + (e[3] ? ' (recursion)' : '')) + '</title></path>');
   });
+  var rx = searchRe();
   nodes.forEach(function (f4, i) {
     var c3 = cum[f4], fl = flat[f4], heat = Math.min(1, fl / (0.2 * total || 1)), callers = inn[i].filter(function (ei) { return !E[ei][3]; }).length;
-    var fill = 'rgb(255,' + Math.round(245 - 140 * heat) + ',' + Math.round(235 - 190 * heat) + ')';
-    sv.push('<g class="cgnode"><rect x="' + xs[i] + '" y="' + ys[i] + '" width="' + width[i] + '" height="' + BH + '" rx="4" fill="' + fill + '" stroke="' + (callers > 1 ? '#c00' : '#555') + '" stroke-width="' + (callers > 1 ? 2 : 1) + '"/>' +
+    var hit = rx && rx.test(NAMES[f4]), fill = hit ? '#e2bfff' : 'rgb(255,' + Math.round(245 - 140 * heat) + ',' + Math.round(235 - 190 * heat) + ')';
+    sv.push('<g class="cgnode' + (hit ? ' cghit' : '') + '"><rect x="' + xs[i] + '" y="' + ys[i] + '" width="' + width[i] + '" height="' + BH + '" rx="4" fill="' + fill + '" stroke="' + (callers > 1 ? '#c00' : '#555') + '" stroke-width="' + (callers > 1 ? 2 : 1) + '"/>' +
       '<text x="' + (xs[i] + 5) + '" y="' + (ys[i] + 13) + '">' + esc(label(f4)) + '</text><text x="' + (xs[i] + 5) + '" y="' + (ys[i] + 27) + '" fill="#444">' + esc(second(f4)) + '</text>' +
       '<title>' + esc(NAMES[f4] + '\ncumulative ' + fmtMetric(c3) + '\nself ' + fmtMetric(fl) + '\ncallers shown ' + callers + (callers > 1 ? ' (join point)' : '')) + '</title></g>');
   });
@@ -1162,7 +1181,7 @@ function drawLife() {
     histogram('in time (live at the end: to the end of the trace)', l1, v1, bytes) +
     histogram('in bytes allocated meanwhile (collected blocks; ' + bytes(never) + ' never collected)', l2, v2, bytes);
   var fl = Array.from(R.flags.entries()).sort(function (a, b) { return b[1].inflight - a[1].inflight; });
-  html += '<h3>Flags</h3><div class="note">From the promoted blocks of each site (minor-heap churn left out). <b>Leak</b>: the volume in flight grows (mean over the last quarter of the site\'s activity ≥ 2× the first quarter\'s, and ≥ 1% of the selection\'s peak) and less than 15% of those bytes die while the site still allocates. <b>Allocation race</b> (a backlog): the blocks wait longer and longer before they die: the mean proven lifetime (GC latency left out) of the blocks allocated in some eighth of the site\'s activity is ≥ 2× the first quarter\'s and ≥ one major cycle, while the volume in flight has at least doubled; "drained": the lifetimes fell back before the end.</div><table><tr><th class="name">site</th><th>flag</th><th>in flight</th><th>growth</th><th>died while allocating</th><th>lifetimes</th></tr>' +
+  html += '<h3>Flags</h3><div class="note">From the promoted blocks of each site (minor-heap churn left out). <b>Leak</b>: the volume in flight grows (mean over the last quarter of the site\'s activity ≥ 2× the first quarter\'s, and ≥ 1% of the selection\'s peak) and less than 15% of those bytes die while the site still allocates. <b>Allocation race</b> (a backlog): the blocks wait longer and longer before they die: the mean proven lifetime (GC latency left out) of the blocks allocated in some eighth of the site\'s activity is ≥ 2× the first quarter\'s and ≥ one major cycle, while the volume in flight has at least doubled; "drained": the lifetimes fell back before the end.</div><table id="lifeflags"><tr><th class="name">site</th><th>flag</th><th>in flight</th><th>growth</th><th>died while allocating</th><th>lifetimes</th></tr>' +
     fl.map(function (e) {
       var f = e[1], race = f.kind === 'race';
       return '<tr><td class="name">' + esc(NAMES[e[0]]) + '</td><td><span class="flag ' + f.kind + '">' + (race ? 'allocation race' : 'leak') + '</span></td><td>' + bytes(f.inflight) + '</td><td>×' + f.growth.toFixed(1) + '</td><td>' + Math.round(100 * f.died) + '%</td><td>' +
@@ -1405,7 +1424,7 @@ $('filters').addEventListener('input', function (e) {
 });
 $('filters').addEventListener('click', function (e) { var c = e.target.dataset && e.target.dataset.clear; if (c) { e.preventDefault(); S[c] = null; syncControls(); update(); } });
 $('reset').onclick = function () { var t = S.tab; S = freshState(); S.tab = t; zoom.flame = 0; zoom.icicle = []; syncControls(); update(); };
-$('search').addEventListener('input', function () { S.search = this.value; drawTable(); if (S.tab === 'flame' || S.tab === 'icicle') drawView(); });
+$('search').addEventListener('input', function () { S.search = this.value; drawTable(); if (S.tab !== 'sites') drawView(); else searchNote(); saveHash(); });
 $('tabs').addEventListener('click', function (e) { var b = e.target.closest('button'); if (!b) return; S.tab = b.dataset.tab; syncControls(); drawView(); saveHash(); });
 window.addEventListener('resize', function () { tl.W = fg.flame.W = fg.icicle.W = 0; drawTimeline(); drawView(); paintRows(); });
 
@@ -1436,13 +1455,47 @@ function cliCommand() {
   return a.join(' ') + ' ' + D.traces.map(shq).join(' ') + note;
 }
 
+// ---------- search ----------
+// One search field above every view (the same regex everywhere): the
+// sites table keeps the matching rows, the flame graph, icicle and call
+// graph highlight the matching frames, the lifetimes view keeps the
+// matching flags, the retention view marks the matching rows of its
+// tables (its figures come from the snapshot, not from the filters).
+function searchRe() { var r = S.search ? re(S.search) : null; return r || null; }
+// The views drawn as HTML tables: their rows whose name cells match.
+function markRows(container, hideOthers) {
+  var rx = searchRe(), n = 0;
+  if (!rx) return 0;
+  container.querySelectorAll('tr').forEach(function (tr) {
+    var names = tr.querySelectorAll('td.name');
+    if (!names.length) return;
+    var hit = Array.prototype.some.call(names, function (td) { return rx.test(td.textContent); });
+    if (hit) { n++; tr.classList.add('hit'); } else if (hideOthers) tr.style.display = 'none';
+  });
+  return n;
+}
+function searchNote() {
+  var rx = searchRe(), t = '';
+  if (rx) {
+    if (S.tab === 'sites') t = table.rows.length + ' sites match';
+    else if (S.tab === 'flame' || S.tab === 'icicle') {
+      var n = 0; drawn[S.tab].rects.forEach(function (q) { if (rx.test(NAMES[q[3]])) n++; });
+      t = n + ' frames drawn match';
+    } else if (S.tab === 'graph') t = document.querySelectorAll('#cg .cghit').length + ' functions match';
+    else if (S.tab === 'life') t = markRows($('lifeflags'), true) + ' flags match';
+    else if (S.tab === 'retention') t = markRows($('retention'), false) + ' rows match';
+  }
+  $('searchinfo').textContent = t;
+}
+
 // ---------- update ----------
 function drawView() {
   var t0 = performance.now();
-  if (S.tab === 'flame' || S.tab === 'icicle') { drawFlame(S.tab); if (S.tab === 'flame') drawFlameSide(); }
+  if (S.tab === 'flame' || S.tab === 'icicle') { drawFlame(S.tab); if (S.tab === 'flame') { drawFlameSide(); markRows($('fgdom'), false); } }
   else if (S.tab === 'graph') drawGraph();
   else if (S.tab === 'life') drawLife();
   else if (S.tab === 'retention') drawRetention();
+  searchNote();
   return performance.now() - t0;
 }
 function update() {
