@@ -66,7 +66,28 @@ typedef struct {
   u64map cycles_seen;          /* major_collections values already kept */
   uint64_t lost;
   uint64_t snapshots;          /* heap snapshots met (in any of the traces) */
+  /* The processes met, by pid and executable (its base name, as --exe
+     matches it): a cell's proc indexes them.  cur: that of the last
+     sample's trace. */
+  struct proc { uint64_t pid; char *exe; } *procs;
+  size_t nprocs, proccap, cur;
 } acc;
+
+/* The index of the process that wrote the trace being read. */
+static uint16_t proc_of(acc *a, an_ctx *c)
+{
+  const ti_header *h = ti_get_header(an_trace(c));
+  const char *exe = cli_base_name(h->executable && h->executable[0] ? h->executable : "?");
+  if (a->nprocs && a->procs[a->cur].pid == h->pid && !strcmp(a->procs[a->cur].exe, exe))
+    return (uint16_t)a->cur;
+  for (a->cur = 0; a->cur < a->nprocs; a->cur++)
+    if (a->procs[a->cur].pid == h->pid && !strcmp(a->procs[a->cur].exe, exe)) return (uint16_t)a->cur;
+  /* more processes than a cell can name are counted as the last one */
+  if (a->nprocs == UINT16_MAX) return (uint16_t)(a->cur = a->nprocs - 1);
+  grow_array((void **)&a->procs, &a->proccap, a->nprocs + 1, sizeof *a->procs);
+  a->procs[a->nprocs] = (struct proc){ h->pid, xstrdup(exe) };
+  return (uint16_t)(a->cur = a->nprocs++);
+}
 
 static void on_event(void *u, an_ctx *c, const mpt_event *ev)
 {
@@ -103,7 +124,7 @@ static void on_event(void *u, an_ctx *c, const mpt_event *ev)
 static void on_sample(void *u, an_ctx *c, const an_sample *s)
 {
   acc *a = u;
-  lifecube_add(&a->q, s, a->word_bytes, an_get_stats(c)->end_time);
+  lifecube_add(&a->q, s, a->word_bytes, an_get_stats(c)->end_time, proc_of(a, c));
 }
 
 /* A JSON string that may sit inside <script>: as json_str (report.h), with
@@ -263,6 +284,13 @@ static int write_data(FILE *o, an_ctx *c, const an_filter *f, acc *a, const cli_
           "\"nbins\":%u,\"lost_samples\":%llu", h->sampling_rate, h->word_bytes,
           (unsigned long long)end, (unsigned long long)q->width, nbins,
           (unsigned long long)a->lost);
+  fprintf(o, ",\n\"processes\":[");
+  for (size_t i = 0; i < a->nprocs; i++) {
+    fprintf(o, "%s[%llu,", i ? "," : "", (unsigned long long)a->procs[i].pid);
+    put_str(o, a->procs[i].exe);
+    fputc(']', o);
+  }
+  fputc(']', o);
   put_filter_args(o, argc, argv, in);
   put_presets(o, argc, argv);
   jarr j;
@@ -336,14 +364,14 @@ static int write_data(FILE *o, an_ctx *c, const an_filter *f, acc *a, const cli_
 
   /* Cells, one array per field; objects in 1/1024. */
   static const char *const fields[] = { "node", "abin", "dbin", "dom", "size", "life",
-                                        "samples", "blocks", "promoted", NULL };
+                                        "samples", "blocks", "promoted", "proc", NULL };
   for (int f = 0; fields[f]; f++) {
     for (size_t i = 0; i < q->n; i++) {
       const lifecube_cell *x = &q->v[i];
       uint64_t v = f == 0 ? map[x->node] - 1 : f == 1 ? x->abin
                  : f == 2 ? (x->dbin == q->nbins ? nbins : x->dbin) : f == 3 ? x->dom
                  : f == 4 ? x->size : f == 5 ? x->life : f == 6 ? x->samples
-                 : f == 7 ? x->blocks : x->promoted;
+                 : f == 7 ? x->blocks : f == 8 ? x->promoted : x->proc;
       blob_u64(&z, v);
     }
     blob_end(&z, fields[f]);
@@ -461,5 +489,7 @@ free_acc:
   tcurve_free(&a.minor);
   u64map_free(&a.cycles_seen);
   free(a.gc); free(a.compact); free(a.dom);
+  for (size_t i = 0; i < a.nprocs; i++) free(a.procs[i].exe);
+  free(a.procs);
   return rc;
 }

@@ -80,7 +80,11 @@ function timeTicks(maxns, n) {
 // ---------- data ----------
 var NC, NB = D.nbins, NN, NCN, STR = D.strings, BPS = D.word_bytes / D.sampling_rate;  // bytes per sample
 var NLOC = D.loc_off.length - 1, NLIFE = D.life_lo.length;
-var cNode, cAbin, cDbin, cDom, cSize, cLife, cSamp, cBlocks, cProm, cObj, cIdx, cnNode;
+var cNode, cAbin, cDbin, cDom, cSize, cLife, cSamp, cBlocks, cProm, cObj, cProc, cIdx, cnNode;
+// The processes of the traces ([pid, executable]; a cell's cProc indexes
+// them): with more than one, the page filters them as --pid and --exe do.
+var PROCS = D.processes || [], EXES = [];
+PROCS.forEach(function (p) { if (EXES.indexOf(p[1]) < 0) EXES.push(p[1]); });
 var nParent, nLoc;
 var locOff = Int32Array.from(D.loc_off), fFn = Int32Array.from(D.frame_fn);
 var fFile = Int32Array.from(D.frame_file), fLine = Int32Array.from(D.frame_line);
@@ -228,7 +232,7 @@ function inflate(src, size) {
 function setup(A) {
   NC = A.node.length; NN = A.node_up.length;
   cNode = A.node; cAbin = A.abin; cDbin = A.dbin; cDom = A.dom; cSize = A.size; cLife = A.life;
-  cSamp = A.samples; cBlocks = A.blocks; cProm = A.promoted; cObj = A.objects;
+  cSamp = A.samples; cBlocks = A.blocks; cProm = A.promoted; cObj = A.objects; cProc = A.proc || new Int32Array(NC);
   for (var o = 0; o < NC; o++) cObj[o] /= 1024;
   nParent = A.node_up; nLoc = A.node_loc;
   for (var i = 1; i < NN; i++) nParent[i] = i - nParent[i];
@@ -249,7 +253,7 @@ function setup(A) {
 function freshState() {
   return { alloc: null, live: null, coll: null, never: false, life: null, size: null, doms: null,
            focus: '', ignore: '', hide: '', presets: [], metric: 'alloc', tab: 'sites',
-           sort: 'alloc', search: '', site: null, rtrace: 0, rsnap: -1, rsite: 0 };
+           sort: 'alloc', search: '', site: null, rtrace: 0, rsnap: -1, rsite: 0, pid: null, exe: null };
 }
 var S = freshState();
 
@@ -450,6 +454,11 @@ function computeCells() {
   var rf = re(S.focus), sizes = S.size, lifes = S.life, doms = S.doms;
   var domOk = null, never = S.never;
   if (doms) { domOk = new Uint8Array(256); doms.forEach(function (d) { domOk[d] = 1; }); }
+  // processes: those of the pid and the executable chosen (both, as
+  // --pid and --exe together select)
+  var procOk = null;
+  if (S.pid !== null || S.exe !== null)
+    procOk = Uint8Array.from(PROCS, function (p) { return (S.pid === null || p[0] === S.pid) && (S.exe === null || p[1] === S.exe) ? 1 : 0; });
   var a = S.alloc, lv = S.live, co = S.coll, cs = cStack;
   // per-node sums in buffers reused from one update to the next
   if (!BUF) BUF = { kAlloc: new Float64Array(NCN), kLive: new Float64Array(NCN), kColl: new Float64Array(NCN),
@@ -467,6 +476,7 @@ function computeCells() {
     if (sizes && (cSize[i] < sizes[0] || cSize[i] > sizes[1])) continue;
     if (lifes && (cLife[i] < lifes[0] || cLife[i] > lifes[1])) continue;
     if (domOk && !domOk[cDom[i]]) continue;
+    if (procOk && !procOk[cProc[i]]) continue;
     if (cs && (cs[i] & 2 || (rf && !(cs[i] & 1)))) continue;
     keep[i] = 1; nk++;
     var s = cSamp[i], k = cIdx[i];
@@ -1399,6 +1409,12 @@ function syncControls() {
     var v = S[x[0]]; if (v) w.push('<div>' + x[1] + ' ' + secs(v[0] * D.bin_ns) + ' – ' + secs((v[1] + 1) * D.bin_ns) + ' <a href="#" data-clear="' + x[0] + '">×</a></div>');
   });
   $('windows').innerHTML = w.join('') || '<div class="note">whole trace</div>';
+  if (PROCS.length > 1) {
+    $('procs').style.display = '';
+    opt($('pid'), ['all ' + PROCS.length + ' processes'].concat(PROCS.map(function (p) { return p[0] + ' ' + p[1]; })),
+        S.pid === null ? 0 : 1 + PROCS.findIndex(function (p) { return p[0] === S.pid; }));
+    opt($('exe'), ['all ' + EXES.length + ' executables'].concat(EXES), S.exe === null ? 0 : 1 + EXES.indexOf(S.exe));
+  }
   $('never').checked = S.never; $('focus').value = S.focus; $('ignore').value = S.ignore; $('hide').value = S.hide;
   $('metric').value = S.metric; $('search').value = S.search;
   document.querySelectorAll('.preset').forEach(function (p) { p.checked = S.presets.indexOf(p.value) >= 0; });
@@ -1411,6 +1427,10 @@ function readControls() {
   S.size = sl === 0 && sh === 31 ? null : [sl, Math.max(sl, sh)];
   var ds = []; document.querySelectorAll('.dom').forEach(function (c) { if (c.checked) ds.push(+c.value); });
   S.doms = ds.length === domains.length ? null : ds;
+  if (PROCS.length > 1) {
+    var pk = +$('pid').value, ek = +$('exe').value;
+    S.pid = pk ? PROCS[pk - 1][0] : null; S.exe = ek ? EXES[ek - 1] : null;
+  }
   S.never = $('never').checked; S.focus = $('focus').value; S.ignore = $('ignore').value; S.hide = $('hide').value;
   S.presets = []; document.querySelectorAll('.preset').forEach(function (p) { if (p.checked) S.presets.push(p.value); });
   S.metric = $('metric').value;
@@ -1448,6 +1468,8 @@ function cliCommand() {
   if (S.life) { if (S.life[0]) a.push('--min-lifetime ' + ns(D.life_lo[S.life[0]])); if (S.life[1] + 1 < NLIFE) a.push('--max-lifetime ' + ns(D.life_lo[S.life[1] + 1] - 1)); }
   if (S.size) { if (S.size[0]) a.push('--min-size ' + Math.pow(2, S.size[0] + 3)); if (S.size[1] < 31) a.push('--max-size ' + (Math.pow(2, S.size[1] + 4) - 1)); }
   if (S.doms) S.doms.forEach(function (d) { a.push('--domain ' + d); });
+  if (S.pid !== null) a.push('--pid ' + S.pid);
+  if (S.exe !== null) a.push('--exe ' + shq(S.exe));
   if (S.focus) a.push('--focus ' + shq(S.focus));
   if (S.ignore) a.push('--ignore ' + shq(S.ignore));
   hideArgs().forEach(function (x) { a.push(x); });
@@ -1535,7 +1557,13 @@ function loadHash() {
 }
 
 // ---------- start ----------
-$('title').textContent = D.title;
+// A report of several processes says so, with their executables (and
+// how many processes ran each), not the first trace's name.
+$('title').textContent = PROCS.length > 1 ? PROCS.length + ' processes: ' + EXES.map(function (e) {
+  var n = PROCS.filter(function (p) { return p[1] === e; }).length;
+  return e + (n > 1 ? ' ×' + n : '');
+}).join(', ') : D.title;
+document.title = $('title').textContent + ' — ocaml-memprof report';
 $('presets').innerHTML = (D.presets || []).map(function (p) {
   return '<label title="' + esc((p.builtin ? 'built-in: ' : 'from your presets file: ') + p.regex) + '"><input type="checkbox" class="preset" value="' + esc(p.name) + '"> ' + esc(p.name) + '</label>';
 }).join(' ');
@@ -1547,7 +1575,7 @@ Promise.resolve().then(loadBlob).then(function (A) {
   timings.inflated = performance.now();
   setup(A);
   timings.setup = performance.now();
-  $('meta').textContent = (D.executable ? D.executable.split('/').pop() + ' — ' : '') + (D.bytecode ? 'bytecode, ' : '') + secs(D.end_ns) + ', sampling rate ' + D.sampling_rate +
+  $('meta').textContent = (PROCS.length > 1 ? D.traces.length + ' traces — ' : D.executable ? D.executable.split('/').pop() + ' — ' : '') + (D.bytecode ? 'bytecode, ' : '') + secs(D.end_ns) + ', sampling rate ' + D.sampling_rate +
     ', ' + NC + ' cells, ' + NN + ' call-tree nodes' + (D.lost_samples ? ', ' + D.lost_samples + ' samples lost' : '');
   loadHash();
   syncControls();
