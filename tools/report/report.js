@@ -1329,6 +1329,17 @@ function retentionSites(X) {
   });
   return out.sort(function (a, b) { return b.estimate - a.estimate; }).slice(0, X.sites.length);
 }
+// The line that makes the kinds table add up to the live bytes: what no
+// single kind retains (blocks reachable from roots of several kinds are
+// dominated by the tree's root alone, and unreachable blocks the snapshot
+// still held by nothing).
+function kindsRest(kinds, live, kmax) {
+  var rest = live;
+  kinds.forEach(function (k) { rest -= k.retained; });
+  if (!(rest > 0)) return '';
+  return '<tr class="rest" title="reachable from roots of several kinds (so retained by no single one), or unreachable garbage still in the heap"><td class="name note">shared or unreachable</td><td data-v="' + rest + '">' +
+    bar(rest, kmax, '#bbb') + ' ' + bytes(rest) + '</td><td>' + pct(rest, live) + '</td><td></td></tr>';
+}
 function drawRetention() {
   var el = $('retention');
   if (!SNAPS.length) {
@@ -1351,7 +1362,8 @@ function drawRetention() {
   var kmax = 0; X.kinds.forEach(function (k) { kmax = Math.max(kmax, k.retained); });
   var rmax = X.roots.length ? X.roots[0].retained : 0, smax = 0, sites = retentionSites(X); sites.forEach(function (x) { smax = Math.max(smax, x.estimate); });
   h.push('<div id="retgrid"><div><h3>Retained by root kind</h3><table id="rkinds"><tr><th class="name">kind</th><th>retained</th><th>%</th><th>roots</th></tr>' +
-    X.kinds.map(function (k) { return '<tr><td class="name">' + esc(k.kind) + '</td><td data-v="' + k.retained + '">' + bar(k.retained, kmax, '#69c') + ' ' + bytes(k.retained) + '</td><td>' + pct(k.retained, live) + '</td><td>' + num(k.roots) + '</td></tr>'; }).join('') + '</table>');
+    X.kinds.map(function (k) { return '<tr><td class="name">' + esc(k.kind) + '</td><td data-v="' + k.retained + '">' + bar(k.retained, kmax, '#69c') + ' ' + bytes(k.retained) + '</td><td>' + pct(k.retained, live) + '</td><td>' + num(k.roots) + '</td></tr>'; }).join('') +
+    kindsRest(X.kinds, live, kmax) + '</table>');
   h.push('<h3>Roots by retained size</h3><table id="rroots"><tr><th>retained</th><th>%</th><th class="name">kind</th><th class="name">root</th></tr>' +
     X.roots.map(function (r) { return '<tr><td data-v="' + r.retained + '">' + bar(r.retained, rmax, '#c84') + ' ' + bytes(r.retained) + '</td><td>' + pct(r.retained, live) + '</td><td class="name">' + esc(r.kind) + '</td><td class="name">' + esc(r.label) + '</td></tr>'; }).join('') + '</table></div>');
   // the site selected in the Sites table, when it is one of these
@@ -1607,7 +1619,9 @@ function selftest() {
   // the retention view as drawn: its tables' cells and the paths shown
   S.tab = 'retention'; syncControls(); drawView();
   function cells(id) { return Array.from(document.querySelectorAll('#' + id + ' tr')).slice(1).map(function (tr) { return Array.from(tr.cells).map(function (td) { return td.dataset.v !== undefined ? +td.dataset.v : td.textContent; }); }); }
-  out.retention = { none: !!$('nosnap'), kinds: cells('rkinds'), roots: cells('rroots'), sites: cells('rsites'),
+  function rest(id) { var tr = document.querySelector('#' + id + ' tr.rest'); return tr ? +tr.cells[1].dataset.v : 0; }
+  out.retention = { none: !!$('nosnap'), kinds: cells('rkinds').slice(0, document.querySelectorAll('#rkinds tr:not(.rest)').length - 1),
+                    kindsRest: rest('rkinds'), live: SNAPS.length ? snapOf().snapshot.live_bytes : 0, roots: cells('rroots'), sites: cells('rsites'),
                     paths: Array.from(document.querySelectorAll('#rpaths ol')).map(function (ol) { return Array.from(ol.children).map(function (li) { return li.textContent; }); }) };
   // the dominator tree as drawn (row: node index, retained, text), beside
   // the flame graph too; a site clicked in it selected; the first snapshot
