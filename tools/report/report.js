@@ -250,9 +250,12 @@ function setup(A) {
 }
 
 // ---------- filter state ----------
+// D.open: the tab and measure the page opens on (`ocaml-memprof
+// flamegraph` writes this page opened on the flame graph).
+var OPEN = D.open || {};
 function freshState() {
   return { alloc: null, live: null, coll: null, never: false, life: null, size: null, doms: null,
-           focus: '', ignore: '', hide: '', presets: [], metric: 'alloc', tab: 'sites',
+           focus: '', ignore: '', hide: '', presets: [], metric: OPEN.metric || 'alloc', tab: OPEN.tab || 'sites',
            sort: 'alloc', search: '', site: null, rtrace: 0, rsnap: -1, rsite: 0, pid: null, exe: null };
 }
 var S = freshState();
