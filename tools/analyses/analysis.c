@@ -117,7 +117,7 @@ const char an_filter_help[] =
   "  --collected A,B     blocks collected in [A,B] (so never live at the end)\n"
   "  --domain N          blocks allocated by domain/stream N (repeatable)\n"
   "  --source S          minor, major, external or marshal (repeatable)\n"
-  "  --min-size B, --max-size B    block size in bytes (suffixes k, M, G)\n"
+  "  --min-size B, --max-size B    block size in bytes (k, M, G decimal; Ki, Mi, Gi binary)\n"
   "  --min-lifetime T, --max-lifetime T   time from allocation to collection\n"
   "                      (or to the end of the trace for blocks still live)\n"
   "  --focus RE          keep samples with a frame matching RE (function or\n"
@@ -189,10 +189,13 @@ int parse_size(const char *s, uint64_t *bytes)
   char *e;
   double v = strtod(s, &e);
   if (e == s || !(v >= 0)) return -1;
+  /* k, M, G are decimal, as the sizes the tool prints (1 MB = 10^6 B);
+     Ki, Mi, Gi binary (1 MiB = 2^20 B) */
   double m = 1;
-  if (*e == 'k' || *e == 'K') m = 1024, e++;
-  else if (*e == 'M') m = 1024.0 * 1024, e++;
-  else if (*e == 'G') m = 1024.0 * 1024 * 1024, e++;
+  if (*e == 'k' || *e == 'K') m = 1e3, e++;
+  else if (*e == 'M') m = 1e6, e++;
+  else if (*e == 'G') m = 1e9, e++;
+  if (m > 1 && *e == 'i') m = m == 1e3 ? 1024.0 : m == 1e6 ? 1024.0 * 1024 : 1024.0 * 1024 * 1024, e++;
   if (*e == 'B') e++;
   if (*e) return -1;
   if (v * m >= 1.8e19) return -1;

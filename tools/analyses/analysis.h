@@ -64,7 +64,8 @@ int an_filter_hides(const an_filter *f, const mpt_location *l);
 int parse_time(const char *s, uint64_t *ns);
 /* Parse "A,B" (either side may be empty) into a window. */
 int parse_window(const char *s, an_window *w);
-/* Parse "64", "4k", "1M", "2G" (bytes). */
+/* Parse "64", "4k", "1M", "2GB" (decimal: 1M = 10^6 bytes) or "4Ki",
+   "1MiB" (binary: 1Mi = 2^20 bytes) into bytes. */
 int parse_size(const char *s, uint64_t *bytes);
 
 /* ---- call tree ---- */

@@ -41,14 +41,14 @@ uint32_t lifecube_size_class(uint64_t bytes)
 static uint64_t cell_hash(const lifecube_cell *k)
 {
   uint64_t a = (uint64_t)k->node << 32 | (uint64_t)k->abin << 16 | k->dbin;
-  uint64_t b = (uint64_t)k->dom << 16 | (uint64_t)k->size << 8 | k->life;
+  uint64_t b = (uint64_t)k->proc << 24 | (uint64_t)k->dom << 16 | (uint64_t)k->size << 8 | k->life;
   return mix64(a ^ mix64(b + 0x9E3779B97F4A7C15ULL));
 }
 
 static int same_key(const lifecube_cell *x, const lifecube_cell *y)
 {
   return x->node == y->node && x->abin == y->abin && x->dbin == y->dbin && x->dom == y->dom
-         && x->size == y->size && x->life == y->life;
+         && x->size == y->size && x->life == y->life && x->proc == y->proc;
 }
 
 /* Index of the cell with key k (1 + index), or the empty slot for it. */
@@ -112,7 +112,7 @@ void lifecube_cover(lifecube *q, uint64_t t)
   reindex(q, q->nslots);
 }
 
-void lifecube_add(lifecube *q, const an_sample *s, uint32_t word_bytes, uint64_t end)
+void lifecube_add(lifecube *q, const an_sample *s, uint32_t word_bytes, uint64_t end, uint16_t proc)
 {
   uint64_t death = s->t_collect == AN_NEVER ? end : s->t_collect;
   lifecube_cover(q, s->t_alloc);
@@ -125,6 +125,7 @@ void lifecube_add(lifecube *q, const an_sample *s, uint32_t word_bytes, uint64_t
   k.dom = (uint8_t)(s->domain > LIFECUBE_MAXDOM ? LIFECUBE_MAXDOM : s->domain);
   k.size = (uint8_t)lifecube_size_class(s->wosize * word_bytes);
   k.life = (uint8_t)lifecube_life_class(death >= s->t_alloc ? death - s->t_alloc : 0);
+  k.proc = proc;
   uint32_t *slot = find(q, &k);
   if (!*slot) {
     grow_array((void **)&q->v, &q->cap, q->n + 1, sizeof *q->v);

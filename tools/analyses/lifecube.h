@@ -3,7 +3,9 @@
    stack instead of one per sample.
 
    A cell is (call-tree node, allocation-time bin, death-time bin or
-   "never", domain, size class, lifetime class); it sums samples, blocks,
+   "never", domain, size class, lifetime class, process: an index the
+   caller gives, so that a report of several processes filters them as
+   `--pid` and `--exe` do); it sums samples, blocks,
    objects and promoted samples.  The classes are chosen so that a filter
    drawn on class boundaries selects exactly what the CLI filters select
    with the bounds lifecube_* give:
@@ -40,6 +42,7 @@ typedef struct {
   uint32_t node;
   uint16_t abin, dbin;         /* dbin == nbins: never collected */
   uint8_t dom, size, life;
+  uint16_t proc;
   uint64_t samples, blocks, promoted;
   double objects;              /* sum of nsamples / (wosize + 1) */
 } lifecube_cell;
@@ -56,9 +59,10 @@ typedef struct {
 /* [nbins] bins of [width] ns to start with (both > 0, nbins < 65535). */
 void lifecube_init(lifecube *q, uint32_t nbins, uint64_t width);
 void lifecube_free(lifecube *q);
-/* Add a completed sample; [end] is the trace's end time used as the death
-   time of blocks live at the end (for their lifetime class). */
-void lifecube_add(lifecube *q, const an_sample *s, uint32_t word_bytes, uint64_t end);
+/* Add a completed sample of process [proc]; [end] is the trace's end time
+   used as the death time of blocks live at the end (for their lifetime
+   class). */
+void lifecube_add(lifecube *q, const an_sample *s, uint32_t word_bytes, uint64_t end, uint16_t proc);
 /* Make the bins cover time t (doubling the width). */
 void lifecube_cover(lifecube *q, uint64_t t);
 uint32_t lifecube_size_class(uint64_t bytes);

@@ -349,7 +349,7 @@ static size_t expand_dir(tlist *l, const char *dir)
   return skipped;
 }
 
-static const char *base_name(const char *p)
+const char *cli_base_name(const char *p)
 {
   const char *s = strrchr(p, '/');
   return s ? s + 1 : p;
@@ -503,14 +503,14 @@ int cli_inputs_resolve(cli_inputs *in)
     t->ok = 1;
     t->pid = h->pid;
     t->ppid = h->ppid;
-    t->exe = xstrdup(base_name(h->executable[0] ? h->executable : "?"));
+    t->exe = xstrdup(cli_base_name(h->executable[0] ? h->executable : "?"));
     ti_close(tr);
   }
   in->paths = xcalloc(in->ntraces + 1, sizeof *in->paths);
   for (size_t i = 0; i < in->ntraces; i++) {
     cli_trace *t = &in->traces[i];
     if (in->have_pid && (!t->ok || t->pid != in->pid)) continue;
-    if (in->exe && (!t->ok || (strcmp(t->exe, in->exe) && strcmp(t->exe, base_name(in->exe)))))
+    if (in->exe && (!t->ok || (strcmp(t->exe, in->exe) && strcmp(t->exe, cli_base_name(in->exe)))))
       continue;
     t->selected = 1;
     in->paths[in->npaths++] = t->path;

@@ -63,6 +63,9 @@ int cli_is_help(const char *a);
 /* Print [s] (from a trace: untrusted) for a person: control characters
    and bytes that are not valid UTF-8 are shown as \xNN escapes. */
 void cli_put_safe(FILE *o, const char *s);
+/* The last component of a path: an executable's name as --exe and
+   --group exe match it. */
+const char *cli_base_name(const char *p);
 
 /* Consume argv[*i] when it is a filter option ([f] non-NULL) or an input
    selection option (--group when [group_ok]): 1; -1 after printing a usage

@@ -137,7 +137,7 @@ static int leaks_option(void *u, int argc, char **argv, int *i)
   } else if (!strcmp(o, "--min-score")) {
     uint64_t sc;
     if (!(v = cli_value(argc, argv, i))) return -1;
-    if (parse_size(v, &sc) < 0) return cli_bad_value(o, v, "a size in bytes (64, 4k, 1M)"), -1;
+    if (parse_size(v, &sc) < 0) return cli_bad_value(o, v, "a size in bytes (64, 4k, 1M, 1MiB)"), -1;
     lo->min_score = (double)sc;
   } else return 0;
   return 1;

@@ -72,8 +72,8 @@ static const optset sets_timeline[] = {
 };
 static const optset sets_flamegraph[] = {
   { "-o", OUT, IN, NULL },
-  { "--value", "live", "--lines", "-o", OUT, IN, NULL },
-  { "--value", "samples", "--live-at", "peak", "--hide", ".", "-o", OUT, IN, NULL },
+  { "--value", "live", "--bins", "8", "-o", OUT, IN, NULL },
+  { "--value", "samples", "--hide", ".", "-o", OUT, IN, NULL },
 };
 static const optset sets_report[] = {
   { "-o", OUT, IN, NULL },

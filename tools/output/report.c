@@ -51,6 +51,8 @@ const char *human_bytes(double b, char *buf, size_t n)
   int u = 0;
   double v = b < 0 ? -b : b;
   while (v >= 1000 && u < 5) { v /= 1000; u++; }
+  /* %.3g would print 999.5 kB as "1e+03 kB": the next unit instead */
+  if (v >= 999.5 && u < 5) { v /= 1000; u++; }
   if (b < 0) v = -v;
   if (u == 0) snprintf(buf, n, "%.0f B", v);
   else snprintf(buf, n, "%.3g %s", v, units[u]);

@@ -23,7 +23,9 @@ typedef enum { OUT_TEXT, OUT_CSV, OUT_JSON } out_mode;
 
 void json_str(FILE *o, const char *s);
 void csv_str(FILE *o, const char *s);
-/* Human-readable bytes: "1.23 MB" (decimal units, 3 significant digits). */
+/* Human-readable bytes: "1.23 MB" (decimal units, 3 significant digits):
+   the one convention of the tool, its exports and the report's page
+   (bytes() in tools/report/report.js prints the same string). */
 const char *human_bytes(double b, char *buf, size_t n);
 /* Open [path] for writing ("-" or NULL = stdout); NULL after printing a
    message on failure (the caller cleans up and returns 1). */

@@ -33,11 +33,17 @@ var errors = [];
 window.addEventListener('error', function (e) { errors.push(String(e.message)); });
 
 // ---------- formatting ----------
-var BU = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+// Bytes in decimal units (kB = 1,000 B, MB = 10^6 B...) with three
+// significant digits: the convention of the whole tool (human_bytes in
+// tools/output/report.c prints the same string for the same count).
+var BU = ['B', 'kB', 'MB', 'GB', 'TB', 'PB'];
 function bytes(b) {
   var i = 0, a = Math.abs(b);
-  while (a >= 1024 && i < 4) { a /= 1024; b /= 1024; i++; }
-  return (i ? b.toFixed(a >= 100 ? 0 : a >= 10 ? 1 : 2) : Math.round(b)) + ' ' + BU[i];
+  while (a >= 1000 && i < 5) { a /= 1000; i++; }
+  // 999.5 kB would round to "1000 kB": the next unit
+  if (a >= 999.5 && i < 5) { a /= 1000; i++; }
+  if (b < 0) a = -a;
+  return (i ? String(+a.toPrecision(3)) : a.toFixed(0)) + ' ' + BU[i];
 }
 function secs(ns) {
   var a = Math.abs(ns);
@@ -54,11 +60,11 @@ function step125(max, n) {
   var raw = max / n, p = Math.pow(10, Math.floor(Math.log10(raw))), m = raw / p;
   return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
 }
-// Byte axis: a binary unit, then 1-2-5 ticks in that unit.
+// Byte axis: a decimal unit, then 1-2-5 ticks in that unit.
 function byteTicks(max, n) {
   var u = 0;
-  while (u < 4 && max / Math.pow(1024, u + 1) >= 1) u++;
-  var k = Math.pow(1024, u), st = step125(max / k, n) * k, t = [];
+  while (u < 4 && max / Math.pow(1000, u + 1) >= 1) u++;
+  var k = Math.pow(1000, u), st = step125(max / k, n) * k, t = [];
   // up to the first tick at or above max, which becomes the axis' top
   for (var v = 0; ; v += st) { t.push([v, +(v / k).toPrecision(6) + ' ' + BU[u]]); if (v >= max * 0.9999) break; }
   return t;
@@ -74,7 +80,11 @@ function timeTicks(maxns, n) {
 // ---------- data ----------
 var NC, NB = D.nbins, NN, NCN, STR = D.strings, BPS = D.word_bytes / D.sampling_rate;  // bytes per sample
 var NLOC = D.loc_off.length - 1, NLIFE = D.life_lo.length;
-var cNode, cAbin, cDbin, cDom, cSize, cLife, cSamp, cBlocks, cProm, cObj, cIdx, cnNode;
+var cNode, cAbin, cDbin, cDom, cSize, cLife, cSamp, cBlocks, cProm, cObj, cProc, cIdx, cnNode;
+// The processes of the traces ([pid, executable]; a cell's cProc indexes
+// them): with more than one, the page filters them as --pid and --exe do.
+var PROCS = D.processes || [], EXES = [];
+PROCS.forEach(function (p) { if (EXES.indexOf(p[1]) < 0) EXES.push(p[1]); });
 var nParent, nLoc;
 var locOff = Int32Array.from(D.loc_off), fFn = Int32Array.from(D.frame_fn);
 var fFile = Int32Array.from(D.frame_file), fLine = Int32Array.from(D.frame_line);
@@ -222,7 +232,7 @@ function inflate(src, size) {
 function setup(A) {
   NC = A.node.length; NN = A.node_up.length;
   cNode = A.node; cAbin = A.abin; cDbin = A.dbin; cDom = A.dom; cSize = A.size; cLife = A.life;
-  cSamp = A.samples; cBlocks = A.blocks; cProm = A.promoted; cObj = A.objects;
+  cSamp = A.samples; cBlocks = A.blocks; cProm = A.promoted; cObj = A.objects; cProc = A.proc || new Int32Array(NC);
   for (var o = 0; o < NC; o++) cObj[o] /= 1024;
   nParent = A.node_up; nLoc = A.node_loc;
   for (var i = 1; i < NN; i++) nParent[i] = i - nParent[i];
@@ -240,10 +250,13 @@ function setup(A) {
 }
 
 // ---------- filter state ----------
+// D.open: the tab and measure the page opens on (`ocaml-memprof
+// flamegraph` writes this page opened on the flame graph).
+var OPEN = D.open || {};
 function freshState() {
   return { alloc: null, live: null, coll: null, never: false, life: null, size: null, doms: null,
-           focus: '', ignore: '', hide: '', presets: [], metric: 'alloc', tab: 'sites',
-           sort: 'alloc', search: '', site: null, rtrace: 0, rsnap: -1, rsite: 0 };
+           focus: '', ignore: '', hide: '', presets: [], metric: OPEN.metric || 'alloc', tab: OPEN.tab || 'sites',
+           sort: 'alloc', search: '', site: null, rtrace: 0, rsnap: -1, rsite: 0, pid: null, exe: null };
 }
 var S = freshState();
 
@@ -444,6 +457,11 @@ function computeCells() {
   var rf = re(S.focus), sizes = S.size, lifes = S.life, doms = S.doms;
   var domOk = null, never = S.never;
   if (doms) { domOk = new Uint8Array(256); doms.forEach(function (d) { domOk[d] = 1; }); }
+  // processes: those of the pid and the executable chosen (both, as
+  // --pid and --exe together select)
+  var procOk = null;
+  if (S.pid !== null || S.exe !== null)
+    procOk = Uint8Array.from(PROCS, function (p) { return (S.pid === null || p[0] === S.pid) && (S.exe === null || p[1] === S.exe) ? 1 : 0; });
   var a = S.alloc, lv = S.live, co = S.coll, cs = cStack;
   // per-node sums in buffers reused from one update to the next
   if (!BUF) BUF = { kAlloc: new Float64Array(NCN), kLive: new Float64Array(NCN), kColl: new Float64Array(NCN),
@@ -461,6 +479,7 @@ function computeCells() {
     if (sizes && (cSize[i] < sizes[0] || cSize[i] > sizes[1])) continue;
     if (lifes && (cLife[i] < lifes[0] || cLife[i] > lifes[1])) continue;
     if (domOk && !domOk[cDom[i]]) continue;
+    if (procOk && !procOk[cProc[i]]) continue;
     if (cs && (cs[i] & 2 || (rf && !(cs[i] & 1)))) continue;
     keep[i] = 1; nk++;
     var s = cSamp[i], k = cIdx[i];
@@ -632,7 +651,7 @@ function drawTimeline() {
   var bw = D.bin_ns;
   var heapMax = 0; D.gc.major.forEach(function (m) { if (m[1] > heapMax) heapMax = m[1]; });
   var lmax = 0; for (var k = 0; k < NB; k++) if (R.live[k] > lmax) lmax = R.live[k];
-  var ymax = Math.max(lmax, heapMax, 1024);
+  var ymax = Math.max(lmax, heapMax, 1000);
   var yt = byteTicks(ymax, 5); ymax = Math.max(ymax, yt[yt.length - 1][0]);
   var Y = function (v) { return mid - (mid - top) * v / ymax; };
   g.font = '11px sans-serif'; g.textAlign = 'right'; g.textBaseline = 'middle';
@@ -743,8 +762,9 @@ function drawTable() {
   if (S.search) { rx = re(S.search); if (rx === undefined) rx = null; }
   if (rx) rows = rows.filter(function (r) { return rx.test(r.name) || rx.test(r.file); });
   var k = S.sort;
+  sizeSiteColumns(R.rows);
   rows = rows.slice().sort(function (a, b) { return k === 'name' ? (a.name < b.name ? -1 : 1) : (b[k] - a[k]) || (a.name < b.name ? -1 : 1); });
-  var tot = R.total, h = ['<table class="sites"><colgroup><col style="width:26%"><col style="width:17%"><col span="8"><col style="width:9%"></colgroup><thead><tr>'];
+  var tot = R.total, h = ['<table class="sites" style="min-width:' + siteColumns.min + '"><colgroup><col style="width:60%"><col style="width:40%">' + siteColumns.cols + '</colgroup><thead><tr>'];
   COLS.forEach(function (c) { h.push('<th data-k="' + c[0] + '" class="' + (c[0] === 'name' || c[0] === 'file' ? 'name ' : '') + (c[0] === k ? 'sorted' : '') + '">' + c[1] + '</th>'); });
   h.push('</tr><tr id="totrow"><td class="name"><b>total</b> (' + R.rows.length + ' sites)</td><td></td><td data-v="' + tot.alloc + '">' + bytes(tot.alloc) + '</td><td>100</td><td data-v="' + tot.samples + '">' + num(tot.samples) +
     '</td><td data-v="' + tot.blocks + '">' + num(tot.blocks) + '</td><td>' + num(tot.objects) + '</td><td data-v="' + tot.live + '">' + bytes(tot.live) + '</td><td>' + bytes(tot.coll) + '</td><td>' + bytes(tot.prom) + '</td><td></td></tr></thead><tbody id="tbody"></tbody></table>');
@@ -754,6 +774,48 @@ function drawTable() {
   paintRows();
   $('tabinfo').textContent = rows.length + ' of ' + R.rows.length + ' sites';
   drawRelations();
+}
+// The table's layout is fixed (its rows are painted as they scroll into
+// view), so its columns are sized here: each figure column as wide as its
+// widest figure over all the sites and the total, or its header's longest
+// word, measured in the table's font; name and file:line share the rest,
+// and are the only cells ever cut (with an ellipsis, the whole text in
+// their title).  Narrower than that, the table scrolls sideways.
+var siteColumns = { cols: '', min: '0' }, measurer = null;
+function textWidth(s, bold, size) {
+  if (!measurer) {
+    measurer = document.createElement('canvas').getContext('2d');
+    measurer.family = getComputedStyle(document.body).fontFamily;
+  }
+  measurer.font = (bold ? 'bold ' : '') + (size || 13) + 'px ' + measurer.family;
+  return measurer.measureText(s).width;
+}
+function sizeSiteColumns(rows) {
+  var tot = R.total, longest = {};
+  // per column the strings of the two greatest lengths (digits are of
+  // one width; units differ): only those are measured
+  function fit(k, s) {
+    var l = longest[k] || (longest[k] = { n: 0, s: [] });
+    if (s.length > l.n) { l.s = l.s.filter(function (x) { return x.length >= s.length - 1; }); l.n = s.length; }
+    if (s.length >= l.n - 1 && l.s.length < 64 && l.s.indexOf(s) < 0) l.s.push(s);
+  }
+  rows.concat([{ alloc: tot.alloc, samples: tot.samples, blocks: tot.blocks, objects: tot.objects, liveB: tot.live, collB: tot.coll, promB: tot.prom }]).forEach(function (r) {
+    fit('alloc', bytes(r.alloc)); fit('samples', num(r.samples)); fit('blocks', num(r.blocks)); fit('objects', num(r.objects));
+    fit('liveB', bytes(r.liveB)); fit('collB', bytes(r.collB)); fit('promB', bytes(r.promB));
+  });
+  fit('pct', '100.0');
+  var badge = 0;
+  R.flags.forEach(function (f) { badge = Math.max(badge, textWidth(f.kind === 'race' ? 'allocation race' : 'leak', false, 11) + 8); });
+  var cols = [], sum = 0;
+  COLS.slice(2).forEach(function (c) {
+    var w = c[0] === 'flag' ? badge : 0;
+    (longest[c[0]] ? longest[c[0]].s : []).forEach(function (x) { w = Math.max(w, textWidth(x)); });
+    c[1].split(' ').forEach(function (word) { w = Math.max(w, textWidth(word, true)); });
+    w = Math.ceil(w + 2 * 6 + 2);                     // the cell's padding, and rounding
+    sum += w;
+    cols.push('<col style="width:' + w + 'px">');
+  });
+  siteColumns = { cols: cols.join(''), min: (sum + 240) + 'px' };
 }
 function paintRows() {
   var rows = table.rows, tot = R.total, n = rows.length, vis = Math.ceil(window.innerHeight * 0.55 / TROW) + 10;
@@ -859,7 +921,7 @@ function flameRects(W) {
     }
   }
   rec(z, anc.length, 0, W);
-  return { rects: rects, total: total };
+  return { rects: rects, total: total, all: T[KB[0]], zoomDepth: anc.length - 1 };
 }
 function icicleRects(W) {
   var V = ftValues(), z = zoom.icicle, P = FT.parent, Nm = FT.name, cur = [], val = [], total = 0;
@@ -911,7 +973,16 @@ function icicleRects(W) {
 var fg = { flame: { top: 0, raf: 0 }, icicle: { top: 0, raf: 0 } };
 function fgSize(kind) {
   var f = fg[kind];
-  if (!f.W) { var cv = $(kind + 'c'); f.W = cv.clientWidth; f.VH = cv.parentNode.parentNode.clientHeight; }
+  var cv = $(kind + 'c');
+  if (!f.W && cv.clientWidth) {
+    // The scrolling box ends at the window's bottom (at least 200 px
+    // tall), so that the flame graph's root, at the box's bottom, is in
+    // view as the tab opens (an 80vh box below the timeline put it under
+    // the fold).
+    var wrap = cv.parentNode.parentNode, top = wrap.getBoundingClientRect().top + window.scrollY;
+    f.W = cv.clientWidth; f.VH = Math.max(200, Math.floor(window.innerHeight - top - 12));
+    wrap.style.height = f.VH + 'px';
+  }
   return f;
 }
 function fgScroll(kind, top) {
@@ -926,7 +997,8 @@ function drawFlame(kind) {
   for (var i = 0; i < rects.length; i++) if (rects[i][1] > maxd) maxd = rects[i][1];
   var H = (maxd + 1) * RH + 4;
   cv.parentNode.style.height = H + 'px';
-  drawn[kind] = { rects: rects, y: function (d) { return inv ? d * RH : H - (d + 1) * RH; }, RH: RH, total: res.total, W: W, H: H };
+  drawn[kind] = { rects: rects, y: function (d) { return inv ? d * RH : H - (d + 1) * RH; }, RH: RH, total: res.total, W: W, H: H,
+                  all: inv ? res.total : res.all, zoomDepth: inv ? -1 : res.zoomDepth, icicleZoomed: inv && zoom.icicle.length > 0 };
   // the flame graph's root is at the bottom: show it first
   var VH = Math.min(H, sz.VH || 800);
   if (!inv) fgScroll(kind, Math.max(0, H - VH));
@@ -967,6 +1039,14 @@ function flameHit(kind, e) {
   for (var i = 0; i < dd.rects.length; i++) { var q = dd.rects[i], yy = dd.y(q[1]); if (x >= q[0] && x < q[0] + q[2] && y >= yy && y < yy + dd.RH) return q; }
   return null;
 }
+// A frame's value as a share of everything drawn, and of the zoomed frame
+// for the frames above it (the zoomed frame's ancestors, drawn at full
+// width, hold more than it: a share of the zoom would pass 100 %).
+function flameShare(d, q) {
+  var t = fmtMetric(q[4]) + '  ' + (100 * q[4] / (d.all || 1)).toFixed(2) + (d.icicleZoomed ? '% of the frames zoomed on' : '% of all');
+  if (d.zoomDepth > 0 && q[1] > d.zoomDepth) t += ', ' + (100 * q[4] / (d.total || 1)).toFixed(2) + '% of the zoomed frame';
+  return t;
+}
 ['flame', 'icicle'].forEach(function (kind) {
   var cv = $(kind + 'c'), pending = false;
   cv.parentNode.parentNode.addEventListener('scroll', function () {
@@ -976,7 +1056,7 @@ function flameHit(kind, e) {
     pending = true; requestAnimationFrame(function () { pending = false; paintFlame(kind); });
   });
   cv.addEventListener('mousemove', function (e) { var q = flameHit(kind, e); if (!q) return hideTip();
-    showTip(e, NAMES[q[3]] + '\n' + fmtMetric(q[4]) + '  ' + (100 * q[4] / (drawn[kind].total || 1)).toFixed(2) + '% of view'); });
+    showTip(e, NAMES[q[3]] + '\n' + flameShare(drawn[kind], q)); });
   cv.addEventListener('mouseleave', hideTip);
   cv.addEventListener('click', function (e) {
     var q = flameHit(kind, e); if (!q) return;
@@ -1058,10 +1138,11 @@ function drawGraph() {
     else { var x1 = xs[a] + width[a] / 2, y1 = ys[a] + BH, x2 = xs[b] + width[b] / 2, y2 = ys[b]; d = 'M' + x1 + ',' + y1 + ' C' + x1 + ',' + (y1 + VG / 2) + ' ' + x2 + ',' + (y2 - VG / 2) + ' ' + x2 + ',' + y2; }
     sv.push('<path d="' + d + '" fill="none" stroke="' + (e[3] ? '#a6a' : '#888') + '" stroke-opacity=".7" stroke-width="' + sw.toFixed(1) + '"' + (e[3] ? ' stroke-dasharray="4 3"' : '') + ' marker-end="url(#ar)"><title>' + esc(NAMES[nodes[a]] + ' → ' + NAMES[nodes[b]] + ': ' + fmtMetric(e[2]) + (e[3] ? ' (recursion)' : '')) + '</title></path>');
   });
+  var rx = searchRe();
   nodes.forEach(function (f4, i) {
     var c3 = cum[f4], fl = flat[f4], heat = Math.min(1, fl / (0.2 * total || 1)), callers = inn[i].filter(function (ei) { return !E[ei][3]; }).length;
-    var fill = 'rgb(255,' + Math.round(245 - 140 * heat) + ',' + Math.round(235 - 190 * heat) + ')';
-    sv.push('<g class="cgnode"><rect x="' + xs[i] + '" y="' + ys[i] + '" width="' + width[i] + '" height="' + BH + '" rx="4" fill="' + fill + '" stroke="' + (callers > 1 ? '#c00' : '#555') + '" stroke-width="' + (callers > 1 ? 2 : 1) + '"/>' +
+    var hit = rx && rx.test(NAMES[f4]), fill = hit ? '#e2bfff' : 'rgb(255,' + Math.round(245 - 140 * heat) + ',' + Math.round(235 - 190 * heat) + ')';
+    sv.push('<g class="cgnode' + (hit ? ' cghit' : '') + '"><rect x="' + xs[i] + '" y="' + ys[i] + '" width="' + width[i] + '" height="' + BH + '" rx="4" fill="' + fill + '" stroke="' + (callers > 1 ? '#c00' : '#555') + '" stroke-width="' + (callers > 1 ? 2 : 1) + '"/>' +
       '<text x="' + (xs[i] + 5) + '" y="' + (ys[i] + 13) + '">' + esc(label(f4)) + '</text><text x="' + (xs[i] + 5) + '" y="' + (ys[i] + 27) + '" fill="#444">' + esc(second(f4)) + '</text>' +
       '<title>' + esc(NAMES[f4] + '\ncumulative ' + fmtMetric(c3) + '\nself ' + fmtMetric(fl) + '\ncallers shown ' + callers + (callers > 1 ? ' (join point)' : '')) + '</title></g>');
   });
@@ -1084,6 +1165,9 @@ function histogram(title, labels, vals, fmt) {
   h.push('</svg></div>');
   return h.join('');
 }
+// Upper bound of class k of lifetimes in bytes allocated meanwhile:
+// 1-2-5 steps from 1 kB (decimal units, as every byte figure).
+function lifeBytesBound(k) { return 1000 * [1, 2, 5][k % 3] * Math.pow(10, Math.floor(k / 3)); }
 function drawLife() {
   var site = S.site, byLife = new Float64Array(NLIFE), nb = 40, byAlloc = new Float64Array(nb), never = 0;
   for (var i = 0; i < NC; i++) {
@@ -1098,18 +1182,19 @@ function drawLife() {
       var lc = cLife[i], mid = lc ? Math.sqrt(D.life_lo[lc] * (lc + 1 < NLIFE ? D.life_lo[lc + 1] : 2 * D.life_lo[lc])) : 500;
       between = mid * (allAllocCum[ab + 1] - allAllocCum[ab]) / D.bin_ns;
     } else between = (allAllocCum[db] + allAllocCum[db + 1] - allAllocCum[ab] - allAllocCum[ab + 1]) / 2;
-    var k = between < 1024 ? 0 : Math.min(nb - 1, Math.floor(Math.log2(between / 1024)) + 1);
+    var k = 0;
+    while (k < nb - 1 && between >= lifeBytesBound(k)) k++;
     byAlloc[k] += b;
   }
   var lo = 0, hi = NLIFE - 1; while (lo < hi && !byLife[lo]) lo++; while (hi > lo && !byLife[hi]) hi--;
   var l1 = [], v1 = []; for (var c = lo; c <= hi; c++) { l1.push(lifeLabel(c)); v1.push(byLife[c]); }
   var a0 = 0, a1 = nb - 1; while (a0 < a1 && !byAlloc[a0]) a0++; while (a1 > a0 && !byAlloc[a1]) a1--;
-  var l2 = [], v2 = []; for (var c2 = a0; c2 <= a1; c2++) { l2.push(c2 ? '< ' + bytes(1024 * Math.pow(2, c2)) : '< 1 KiB'); v2.push(byAlloc[c2]); }
+  var l2 = [], v2 = []; for (var c2 = a0; c2 <= a1; c2++) { l2.push(c2 < nb - 1 ? '< ' + bytes(lifeBytesBound(c2)) : '≥ ' + bytes(lifeBytesBound(c2 - 1))); v2.push(byAlloc[c2]); }
   var html = '<h3>Lifetimes of ' + (site === null ? 'all selected blocks' : esc(NAMES[site])) + ' <span class="note">(select a site in the Sites table; bytes per class)</span></h3>' +
     histogram('in time (live at the end: to the end of the trace)', l1, v1, bytes) +
     histogram('in bytes allocated meanwhile (collected blocks; ' + bytes(never) + ' never collected)', l2, v2, bytes);
   var fl = Array.from(R.flags.entries()).sort(function (a, b) { return b[1].inflight - a[1].inflight; });
-  html += '<h3>Flags</h3><div class="note">From the promoted blocks of each site (minor-heap churn left out). <b>Leak</b>: the volume in flight grows (mean over the last quarter of the site\'s activity ≥ 2× the first quarter\'s, and ≥ 1% of the selection\'s peak) and less than 15% of those bytes die while the site still allocates. <b>Allocation race</b> (a backlog): the blocks wait longer and longer before they die: the mean proven lifetime (GC latency left out) of the blocks allocated in some eighth of the site\'s activity is ≥ 2× the first quarter\'s and ≥ one major cycle, while the volume in flight has at least doubled; "drained": the lifetimes fell back before the end.</div><table><tr><th class="name">site</th><th>flag</th><th>in flight</th><th>growth</th><th>died while allocating</th><th>lifetimes</th></tr>' +
+  html += '<h3>Flags</h3><div class="note">From the promoted blocks of each site (minor-heap churn left out). <b>Leak</b>: the volume in flight grows (mean over the last quarter of the site\'s activity ≥ 2× the first quarter\'s, and ≥ 1% of the selection\'s peak) and less than 15% of those bytes die while the site still allocates. <b>Allocation race</b> (a backlog): the blocks wait longer and longer before they die: the mean proven lifetime (GC latency left out) of the blocks allocated in some eighth of the site\'s activity is ≥ 2× the first quarter\'s and ≥ one major cycle, while the volume in flight has at least doubled; "drained": the lifetimes fell back before the end.</div><table id="lifeflags"><tr><th class="name">site</th><th>flag</th><th>in flight</th><th>growth</th><th>died while allocating</th><th>lifetimes</th></tr>' +
     fl.map(function (e) {
       var f = e[1], race = f.kind === 'race';
       return '<tr><td class="name">' + esc(NAMES[e[0]]) + '</td><td><span class="flag ' + f.kind + '">' + (race ? 'allocation race' : 'leak') + '</span></td><td>' + bytes(f.inflight) + '</td><td>×' + f.growth.toFixed(1) + '</td><td>' + Math.round(100 * f.died) + '%</td><td>' +
@@ -1247,6 +1332,17 @@ function retentionSites(X) {
   });
   return out.sort(function (a, b) { return b.estimate - a.estimate; }).slice(0, X.sites.length);
 }
+// The line that makes the kinds table add up to the live bytes: what no
+// single kind retains (blocks reachable from roots of several kinds are
+// dominated by the tree's root alone, and unreachable blocks the snapshot
+// still held by nothing).
+function kindsRest(kinds, live, kmax) {
+  var rest = live;
+  kinds.forEach(function (k) { rest -= k.retained; });
+  if (!(rest > 0)) return '';
+  return '<tr class="rest" title="reachable from roots of several kinds (so retained by no single one), or unreachable garbage still in the heap"><td class="name note">shared or unreachable</td><td data-v="' + rest + '">' +
+    bar(rest, kmax, '#bbb') + ' ' + bytes(rest) + '</td><td>' + pct(rest, live) + '</td><td></td></tr>';
+}
 function drawRetention() {
   var el = $('retention');
   if (!SNAPS.length) {
@@ -1269,7 +1365,8 @@ function drawRetention() {
   var kmax = 0; X.kinds.forEach(function (k) { kmax = Math.max(kmax, k.retained); });
   var rmax = X.roots.length ? X.roots[0].retained : 0, smax = 0, sites = retentionSites(X); sites.forEach(function (x) { smax = Math.max(smax, x.estimate); });
   h.push('<div id="retgrid"><div><h3>Retained by root kind</h3><table id="rkinds"><tr><th class="name">kind</th><th>retained</th><th>%</th><th>roots</th></tr>' +
-    X.kinds.map(function (k) { return '<tr><td class="name">' + esc(k.kind) + '</td><td data-v="' + k.retained + '">' + bar(k.retained, kmax, '#69c') + ' ' + bytes(k.retained) + '</td><td>' + pct(k.retained, live) + '</td><td>' + num(k.roots) + '</td></tr>'; }).join('') + '</table>');
+    X.kinds.map(function (k) { return '<tr><td class="name">' + esc(k.kind) + '</td><td data-v="' + k.retained + '">' + bar(k.retained, kmax, '#69c') + ' ' + bytes(k.retained) + '</td><td>' + pct(k.retained, live) + '</td><td>' + num(k.roots) + '</td></tr>'; }).join('') +
+    kindsRest(X.kinds, live, kmax) + '</table>');
   h.push('<h3>Roots by retained size</h3><table id="rroots"><tr><th>retained</th><th>%</th><th class="name">kind</th><th class="name">root</th></tr>' +
     X.roots.map(function (r) { return '<tr><td data-v="' + r.retained + '">' + bar(r.retained, rmax, '#c84') + ' ' + bytes(r.retained) + '</td><td>' + pct(r.retained, live) + '</td><td class="name">' + esc(r.kind) + '</td><td class="name">' + esc(r.label) + '</td></tr>'; }).join('') + '</table></div>');
   // the site selected in the Sites table, when it is one of these
@@ -1327,6 +1424,12 @@ function syncControls() {
     var v = S[x[0]]; if (v) w.push('<div>' + x[1] + ' ' + secs(v[0] * D.bin_ns) + ' – ' + secs((v[1] + 1) * D.bin_ns) + ' <a href="#" data-clear="' + x[0] + '">×</a></div>');
   });
   $('windows').innerHTML = w.join('') || '<div class="note">whole trace</div>';
+  if (PROCS.length > 1) {
+    $('procs').style.display = '';
+    opt($('pid'), ['all ' + PROCS.length + ' processes'].concat(PROCS.map(function (p) { return p[0] + ' ' + p[1]; })),
+        S.pid === null ? 0 : 1 + PROCS.findIndex(function (p) { return p[0] === S.pid; }));
+    opt($('exe'), ['all ' + EXES.length + ' executables'].concat(EXES), S.exe === null ? 0 : 1 + EXES.indexOf(S.exe));
+  }
   $('never').checked = S.never; $('focus').value = S.focus; $('ignore').value = S.ignore; $('hide').value = S.hide;
   $('metric').value = S.metric; $('search').value = S.search;
   document.querySelectorAll('.preset').forEach(function (p) { p.checked = S.presets.indexOf(p.value) >= 0; });
@@ -1339,6 +1442,10 @@ function readControls() {
   S.size = sl === 0 && sh === 31 ? null : [sl, Math.max(sl, sh)];
   var ds = []; document.querySelectorAll('.dom').forEach(function (c) { if (c.checked) ds.push(+c.value); });
   S.doms = ds.length === domains.length ? null : ds;
+  if (PROCS.length > 1) {
+    var pk = +$('pid').value, ek = +$('exe').value;
+    S.pid = pk ? PROCS[pk - 1][0] : null; S.exe = ek ? EXES[ek - 1] : null;
+  }
   S.never = $('never').checked; S.focus = $('focus').value; S.ignore = $('ignore').value; S.hide = $('hide').value;
   S.presets = []; document.querySelectorAll('.preset').forEach(function (p) { if (p.checked) S.presets.push(p.value); });
   S.metric = $('metric').value;
@@ -1352,7 +1459,7 @@ $('filters').addEventListener('input', function (e) {
 });
 $('filters').addEventListener('click', function (e) { var c = e.target.dataset && e.target.dataset.clear; if (c) { e.preventDefault(); S[c] = null; syncControls(); update(); } });
 $('reset').onclick = function () { var t = S.tab; S = freshState(); S.tab = t; zoom.flame = 0; zoom.icicle = []; syncControls(); update(); };
-$('search').addEventListener('input', function () { S.search = this.value; drawTable(); if (S.tab === 'flame' || S.tab === 'icicle') drawView(); });
+$('search').addEventListener('input', function () { S.search = this.value; drawTable(); if (S.tab !== 'sites') drawView(); else searchNote(); saveHash(); });
 $('tabs').addEventListener('click', function (e) { var b = e.target.closest('button'); if (!b) return; S.tab = b.dataset.tab; syncControls(); drawView(); saveHash(); });
 window.addEventListener('resize', function () { tl.W = fg.flame.W = fg.icicle.W = 0; drawTimeline(); drawView(); paintRows(); });
 
@@ -1376,6 +1483,8 @@ function cliCommand() {
   if (S.life) { if (S.life[0]) a.push('--min-lifetime ' + ns(D.life_lo[S.life[0]])); if (S.life[1] + 1 < NLIFE) a.push('--max-lifetime ' + ns(D.life_lo[S.life[1] + 1] - 1)); }
   if (S.size) { if (S.size[0]) a.push('--min-size ' + Math.pow(2, S.size[0] + 3)); if (S.size[1] < 31) a.push('--max-size ' + (Math.pow(2, S.size[1] + 4) - 1)); }
   if (S.doms) S.doms.forEach(function (d) { a.push('--domain ' + d); });
+  if (S.pid !== null) a.push('--pid ' + S.pid);
+  if (S.exe !== null) a.push('--exe ' + shq(S.exe));
   if (S.focus) a.push('--focus ' + shq(S.focus));
   if (S.ignore) a.push('--ignore ' + shq(S.ignore));
   hideArgs().forEach(function (x) { a.push(x); });
@@ -1383,23 +1492,59 @@ function cliCommand() {
   return a.join(' ') + ' ' + D.traces.map(shq).join(' ') + note;
 }
 
+// ---------- search ----------
+// One search field above every view (the same regex everywhere): the
+// sites table keeps the matching rows, the flame graph, icicle and call
+// graph highlight the matching frames, the lifetimes view keeps the
+// matching flags, the retention view marks the matching rows of its
+// tables (its figures come from the snapshot, not from the filters).
+function searchRe() { var r = S.search ? re(S.search) : null; return r || null; }
+// The views drawn as HTML tables: their rows whose name cells match.
+function markRows(container, hideOthers) {
+  var rx = searchRe(), n = 0;
+  if (!rx) return 0;
+  container.querySelectorAll('tr').forEach(function (tr) {
+    var names = tr.querySelectorAll('td.name');
+    if (!names.length) return;
+    var hit = Array.prototype.some.call(names, function (td) { return rx.test(td.textContent); });
+    if (hit) { n++; tr.classList.add('hit'); } else if (hideOthers) tr.style.display = 'none';
+  });
+  return n;
+}
+function searchNote() {
+  var rx = searchRe(), t = '';
+  if (rx) {
+    if (S.tab === 'sites') t = table.rows.length + ' sites match';
+    else if (S.tab === 'flame' || S.tab === 'icicle') {
+      var n = 0; drawn[S.tab].rects.forEach(function (q) { if (rx.test(NAMES[q[3]])) n++; });
+      t = n + ' frames drawn match';
+    } else if (S.tab === 'graph') t = document.querySelectorAll('#cg .cghit').length + ' functions match';
+    else if (S.tab === 'life') t = markRows($('lifeflags'), true) + ' flags match';
+    else if (S.tab === 'retention') t = markRows($('retention'), false) + ' rows match';
+  }
+  $('searchinfo').textContent = t;
+}
+
 // ---------- update ----------
 function drawView() {
   var t0 = performance.now();
-  if (S.tab === 'flame' || S.tab === 'icicle') { drawFlame(S.tab); if (S.tab === 'flame') drawFlameSide(); }
+  if (S.tab === 'flame' || S.tab === 'icicle') { drawFlame(S.tab); if (S.tab === 'flame') { drawFlameSide(); markRows($('fgdom'), false); } }
   else if (S.tab === 'graph') drawGraph();
   else if (S.tab === 'life') drawLife();
   else if (S.tab === 'retention') drawRetention();
+  searchNote();
   return performance.now() - t0;
 }
 function update() {
   var t0 = performance.now(), T = timings.update = {};
   computeCells(); T.cells = performance.now() - t0;
   computeSites(); T.sites = performance.now() - t0;
+  // the command line first: its line's height moves the views below it,
+  // whose boxes are sized to the window from where they start
+  $('cli').textContent = cliCommand();
   drawTimeline(); T.timeline = performance.now() - t0;
   drawTable(); T.table = performance.now() - t0;
   drawView(); T.view = performance.now() - t0;
-  $('cli').textContent = cliCommand();
   var bad = [S.focus, S.ignore, S.hide, S.search].filter(function (x) { return x && re(x) === undefined; });
   var dt = performance.now() - t0;
   $('status').innerHTML = (bad.length ? '<div class="err">bad regex: ' + esc(bad[0]) + '</div>' : '') + R.kept + ' of ' + NC + ' cells; update ' + dt.toFixed(0) + ' ms';
@@ -1429,7 +1574,13 @@ function loadHash() {
 }
 
 // ---------- start ----------
-$('title').textContent = D.title;
+// A report of several processes says so, with their executables (and
+// how many processes ran each), not the first trace's name.
+$('title').textContent = PROCS.length > 1 ? PROCS.length + ' processes: ' + EXES.map(function (e) {
+  var n = PROCS.filter(function (p) { return p[1] === e; }).length;
+  return e + (n > 1 ? ' ×' + n : '');
+}).join(', ') : D.title;
+document.title = $('title').textContent + ' — ocaml-memprof report';
 $('presets').innerHTML = (D.presets || []).map(function (p) {
   return '<label title="' + esc((p.builtin ? 'built-in: ' : 'from your presets file: ') + p.regex) + '"><input type="checkbox" class="preset" value="' + esc(p.name) + '"> ' + esc(p.name) + '</label>';
 }).join(' ');
@@ -1441,7 +1592,7 @@ Promise.resolve().then(loadBlob).then(function (A) {
   timings.inflated = performance.now();
   setup(A);
   timings.setup = performance.now();
-  $('meta').textContent = (D.executable ? D.executable.split('/').pop() + ' — ' : '') + (D.bytecode ? 'bytecode, ' : '') + secs(D.end_ns) + ', sampling rate ' + D.sampling_rate +
+  $('meta').textContent = (PROCS.length > 1 ? D.traces.length + ' traces — ' : D.executable ? D.executable.split('/').pop() + ' — ' : '') + (D.bytecode ? 'bytecode, ' : '') + secs(D.end_ns) + ', sampling rate ' + D.sampling_rate +
     ', ' + NC + ' cells, ' + NN + ' call-tree nodes' + (D.lost_samples ? ', ' + D.lost_samples + ' samples lost' : '');
   loadHash();
   syncControls();
@@ -1472,8 +1623,11 @@ function selftest() {
   S.tab = 'graph'; syncControls(); drawView(); out.views.graph.nodes = document.querySelectorAll('.cgnode').length;
   // the retention view as drawn: its tables' cells and the paths shown
   S.tab = 'retention'; syncControls(); drawView();
-  function cells(id) { return Array.from(document.querySelectorAll('#' + id + ' tr')).slice(1).map(function (tr) { return Array.from(tr.cells).map(function (td) { return td.dataset.v !== undefined ? +td.dataset.v : td.textContent; }); }); }
-  out.retention = { none: !!$('nosnap'), kinds: cells('rkinds'), roots: cells('rroots'), sites: cells('rsites'),
+  // (the kinds table's rest line is reported apart: retainers --json has none)
+  function cells(id) { return Array.from(document.querySelectorAll('#' + id + ' tr:not(.rest)')).slice(1).map(function (tr) { return Array.from(tr.cells).map(function (td) { return td.dataset.v !== undefined ? +td.dataset.v : td.textContent; }); }); }
+  function rest(id) { var tr = document.querySelector('#' + id + ' tr.rest'); return tr ? +tr.cells[1].dataset.v : 0; }
+  out.retention = { none: !!$('nosnap'), kinds: cells('rkinds'),
+                    kindsRest: rest('rkinds'), live: SNAPS.length ? snapOf().snapshot.live_bytes : 0, roots: cells('rroots'), sites: cells('rsites'),
                     paths: Array.from(document.querySelectorAll('#rpaths ol')).map(function (ol) { return Array.from(ol.children).map(function (li) { return li.textContent; }); }) };
   // the dominator tree as drawn (row: node index, retained, text), beside
   // the flame graph too; a site clicked in it selected; the first snapshot

@@ -61,12 +61,77 @@ def self_contained(text):
 
 def settings_for(D, top_site, domain):
     nb = D["nbins"]
-    return [
+    # with several processes, the second alone (--pid) and the first's
+    # executable alone (--exe)
+    procs = D.get("processes", [])
+    several = [{"pid": procs[1][0]}, {"exe": procs[0][1]}] if len(procs) > 1 else []
+    return several + [
         {"alloc": [nb // 4, (3 * nb) // 4]} if domain is None
         else {"alloc": [nb // 4, (3 * nb) // 4], "doms": [domain]},
         {"life": [2, 14], "size": [1, 3], "live": [nb // 3, nb // 2], "presets": ["stdlib", "runtime"]},
         {"focus": re.escape(top_site), "coll": [0, (2 * nb) // 3], "hide": "^Stdlib__List"},
     ]
+
+
+# The page's layout, from the rendered page (DOM), for each view: the
+# figure cells (not the name, file or tree-label cells) that are cut
+# (content wider than the cell, or an ellipsis), whether the search field
+# is in view, and for the flame graph the root's row in the window.
+LAYOUT_JS = """(function () {
+  var out = { cut: [], search: {}, cells: 0 };
+  function visible(e) { var r = e.getBoundingClientRect(); return e.offsetParent !== null && r.width > 0; }
+  ['sites', 'flame', 'icicle', 'graph', 'life', 'retention'].forEach(function (t) {
+    S.tab = t; syncControls(); drawView();
+    var q = $('search'), r = q.getBoundingClientRect();
+    out.search[t] = visible(q) && r.top >= 0 && r.bottom <= innerHeight && r.left >= 0 && r.right <= innerWidth;
+    document.querySelectorAll('#v-' + t + ' td, #v-' + t + ' th').forEach(function (c) {
+      if (!visible(c) || c.closest('tr').style.display === 'none' || /\\b(name|file|dtn)\\b/.test(c.className) || !/[0-9]/.test(c.textContent)) return;
+      out.cells++;
+      var st = getComputedStyle(c);
+      if (c.scrollWidth > c.clientWidth || (st.textOverflow === 'ellipsis' && st.overflow !== 'visible'))
+        out.cut.push(t + ': ' + c.textContent.trim().slice(0, 30) + ' (' + c.scrollWidth + ' > ' + c.clientWidth + ')');
+    });
+  });
+  return JSON.stringify(out);
+})()"""
+# After the first paint of the page opened on the flame graph (and two
+# frames, for its scroll): where the root's row is in the window.
+FLAME_ROOT_JS = """new Promise(function (ok) { requestAnimationFrame(function () { requestAnimationFrame(function () {
+  var d = drawn.flame, r = $('flamec').getBoundingClientRect(), y = r.top + d.y(0) - fg.flame.top;
+  ok(JSON.stringify({ tab: S.tab, name: d.rects.length ? NAMES[d.rects[0][3]] : null, top: y, bottom: y + d.RH, height: innerHeight }));
+}); }); })"""
+
+
+def check_layout(check, browser, label, html):
+    """At 1,280 x 800 and 1,920 x 1,080: no figure cut in any table of any
+    view, the search field in view on every tab, and the flame graph,
+    opened first, with its root row inside the window."""
+    for w, h in ((1280, 800), (1920, 1080)):
+        page = browser.page(w, h)
+        page.goto("file://" + os.path.abspath(html) + "#" + urllib.parse.quote(json.dumps({"tab": "flame"})),
+                  "document.body && document.body.getAttribute('data-ready')", timeout=180)
+        root = json.loads(page.eval(FLAME_ROOT_JS))
+        check("report %s at %dx%d: the flame graph opens with its root in view (row %d-%d of %d px)"
+              % (label, w, h, root["top"], root["bottom"], root["height"]),
+              root["tab"] == "flame" and root["name"] == "all" and 0 <= root["top"] and root["bottom"] <= root["height"],
+              json.dumps(root))
+        lay = json.loads(page.eval(LAYOUT_JS))
+        check("report %s at %dx%d: no figure cut in any table (%d cells)" % (label, w, h, lay["cells"]),
+              lay["cells"] > 0 and not lay["cut"], "; ".join(lay["cut"][:5]))
+        check("report %s at %dx%d: a search field in view on every tab" % (label, w, h),
+              all(lay["search"].values()) and len(lay["search"]) == 6, json.dumps(lay["search"]))
+
+
+def check_units(check, tool, page, label, paths):
+    """One unit convention: the total allocated and live bytes that
+    `top`'s first line prints are printed the same in the page."""
+    r = tool("top", "-n", "1", *paths)
+    m = re.search(r"samples kept, (\S+ \S+) allocated \(estimated\), (\S+ \S+) live at end", r.stdout)
+    cells = json.loads(page.eval("S = freshState(); S.tab = 'sites'; syncControls(); update();"
+                                 "JSON.stringify(Array.from($('totrow').cells).map(function (c) { return c.textContent; }))"))
+    check("report %s: the same bytes printed the same in top and in the page (%s allocated, %s live)"
+          % (label, m and m.group(1), m and m.group(2)),
+          m is not None and cells[2] == m.group(1) and cells[7] == m.group(2), "%s vs %s" % (r.stdout[:120], cells))
 
 
 def compare(run_, top):
@@ -319,6 +384,23 @@ def test_report(check, tool, tool_json, run, out_dir, here, gen):
             check("report %s: screenshots of timeline and views are not blank" % label, not blank,
                   "; ".join(blank))
             check_retention(check, tool_json, label, paths, D, o["retention"], truths.get(label))
+            if o["retention"]["live"]:
+                kinds = sum(k[1] for k in o["retention"]["kinds"]) + o["retention"]["kindsRest"]
+                check("report %s: the kinds table adds up to the live bytes (a line for the rest)" % label,
+                      kinds == o["retention"]["live"], "%s + rest %s vs live %s" % (
+                          o["retention"]["kinds"], o["retention"]["kindsRest"], o["retention"]["live"]))
+            check_units(check, tool, page, label, paths)
+            if len(paths) > 1:
+                procs = D.get("processes", [])
+                title = page.eval("document.getElementById('title').textContent")
+                check("report %s: %d processes, the title says so (%s)" % (label, len(paths), title),
+                      len(procs) == len(paths) and title.startswith("%d processes: " % len(paths))
+                      and all(p[1] in title for p in procs), str(procs))
+                clis = [x["cli"] for x in o["runs"][:2]]
+                check("report %s: its process and executable filters are top's --pid and --exe" % label,
+                      len(procs) > 1 and "--pid %d " % procs[1][0] in clis[0] and "--exe " in clis[1], str(clis))
+            if label in ("ocamlopt", "merged", "snapshots", "synthetic"):
+                check_layout(check, browser, label, html)
             if label == "hashtbl":
                 check_retention_hidden(check, tool_json, page, paths[0])
             if label == "4-domain":
