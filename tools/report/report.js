@@ -605,7 +605,7 @@ function classify() {
     var fell = false;
     for (var g2 = top + 1; g2 < RACE_SEGMENTS; g2++) if (n[g2] && life[g2] <= life[top] / 2) fell = true;
     out.set(k, { kind: 'race', died: died, growth: lt / Math.max(l0, 1), inflight: lt * BPS,
-                 lifeGrowth: base ? life[top] / base : Infinity, drained: fell });
+                 lifeGrowth: base ? life[top] / base : Number.POSITIVE_INFINITY, drained: fell });
   });
   return out;
 }
