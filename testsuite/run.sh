@@ -87,7 +87,7 @@ build exits; build forks unix.cmxa; build forever; build params
 build with_gc_memprof; build api
 build keepalive; build orphans; build spawner unix.cmxa; build join_exit
 build stacks unix.cmxa threads.cmxa
-build stack_mix; build signal_window unix.cmxa
+build stack_mix; build signal_window unix.cmxa; build letrec
 mkdir -p "$W/byte" && cp "$P/stats.ml" "$W/byte/"
 (cd "$W/byte" && ocamlc -g -o ../stats.byte stats.ml) > "$W/stats.byte.build" 2>&1 || ko "build stats.byte"
 cp "$P/stacks.ml" "$W/byte/"
@@ -458,6 +458,20 @@ out=$("$W/signal_window" 3 300000000)
 expect "signal window: untraced, every handler runs" "$out" "lost 0 of 3"
 out=$(OCAMLRUNPARAM="memprof=$W/sigwin.trace,memprof_rate=1" "$W/signal_window" 3 300000000)
 expect "signal window: traced at rate 1, every handler runs" "$out" "lost 0 of 3"
+
+# ---- recursive definitions: the kept block has its source line ----
+# The compiler pre-allocates a let rec's block (caml_alloc_dummy) and fills
+# it later; the 0005 patches give that allocation the definition's
+# location.  Before: 36 % of letrec's live bytes at the site "<unknown>".
+OCAMLRUNPARAM="memprof=$W/letrec.trace,memprof_rate=1e-2,memprof_seed=3" "$W/letrec" > /dev/null
+ocaml-memprof top --json -n 100 "$W/letrec.trace" > "$W/letrec.json"
+rows=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(" ".join("%s:%s:%d" % (r["key"], r["file"], r["line"]) for r in d["rows"] if r["live_bytes"] > 0))' "$W/letrec.json")
+expect "let rec: every live site has a location" "$(echo "$rows" | tr ' ' '\n' | grep -c -e '^<unknown>' -e ':0$')" 0
+check "let rec: the pre-allocated nodes are Letrec.new_node's, line 9 ($rows)" \
+  grep -q "Letrec.new_node:letrec.ml:9" <(echo "$rows")
 
 # ---- %e and the signal toggle ----
 OCAMLRUNPARAM="memprof=$W/%e.trace,memprof_rate=1e-4" "$W/params" > /dev/null

@@ -69,7 +69,7 @@ double nstat_value(const an_ctx *c, const nstat *s, value_kind v)
   switch (v) {
   case VALUE_LIVE: return an_bytes(c, s->live_samples);
   case VALUE_SAMPLES: return s->alloc_samples;
-  case VALUE_OBJECTS: return s->alloc_objects / an_header(c)->sampling_rate;
+  case VALUE_OBJECTS: return an_per_rate(c, s->alloc_objects);
   default: return an_bytes(c, s->alloc_samples);
   }
 }

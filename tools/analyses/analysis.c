@@ -54,6 +54,8 @@ typedef struct {
   livetab live;
   uint64_t end_time;
   int done;                    /* read to its end, or dropped */
+  int visited;                 /* read in this refresh (an_follow_rest) */
+  int change_noted;            /* its path's change said (note_file_change) */
 } followed;
 
 struct an_ctx {
@@ -75,7 +77,8 @@ struct an_ctx {
   size_t lmap_cap;
   uint32_t *gstack;
   size_t gstack_cap;
-  double bytes_per_sample;     /* word_bytes / lambda */
+  double bytes_per_sample;     /* word_bytes / lambda, 0 without sampling */
+  int have_header;             /* set_header done */
 
   an_node *nodes;
   size_t nnodes, nodes_cap;
@@ -395,7 +398,8 @@ static void set_header(an_ctx *c, ti_trace *t)
   c->hdr.command_line = intern(c, c->hdr.command_line);
   c->hdr.runtime_params = intern(c, c->hdr.runtime_params);
   c->hdr.context = intern(c, c->hdr.context);
-  c->bytes_per_sample = c->h->word_bytes / c->h->sampling_rate;
+  c->bytes_per_sample = an_per_rate(c, c->h->word_bytes);
+  c->have_header = 1;
 }
 
 void an_close(an_ctx *c)
@@ -489,11 +493,14 @@ static uint32_t global_loc(an_ctx *c, uint32_t loc)
   return id + 1;
 }
 
+double an_per_rate(const an_ctx *c, double x)
+{ return c->h->sampling_rate > 0 ? x / c->h->sampling_rate : 0; }
+
 double an_bytes(const an_ctx *c, double nsamples)
 { return nsamples * c->bytes_per_sample; }
 
 double an_objects(const an_ctx *c, double nsamples, uint64_t wosize)
-{ return nsamples / (c->h->sampling_rate * (double)(wosize + 1)); }
+{ return an_per_rate(c, nsamples / (double)(wosize + 1)); }
 
 /* ---------------- location matching and naming ---------------- */
 
@@ -972,23 +979,34 @@ static int writer_gone(const ti_header *h)
   return kill((pid_t)h->pid, 0) != 0 && errno != EPERM;
 }
 
-int an_follow_read(an_ctx *c, const char *path, const an_callbacks *cb)
+/* One line, once, when the followed file's path no longer leads to the
+   bytes being read: they are still read from the file opened, until its
+   writer has gone. */
+static void note_file_change(followed *t)
 {
-  followed *t = find_followed(c, path);
-  if (!t) {
-    grow_array((void **)&c->fl, &c->fl_cap, c->nfl + 1, sizeof *c->fl);
-    t = &c->fl[c->nfl++];
-    memset(t, 0, sizeof *t);
-    t->path = xstrdup(path);
-    livetab_init(&t->live);
-  }
+  static const char *const what[] = {
+    [TI_FILE_DELETED] = "was deleted",
+    [TI_FILE_REPLACED] = "was replaced by another file",
+    [TI_FILE_TRUNCATED] = "was truncated below what was read" };
+  ti_file_change_kind k = ti_file_change(t->t);
+  if (t->change_noted || k == TI_FILE_SAME) return;
+  t->change_noted = 1;
+  msg("note: %s %s; reading the file it was until its process (pid %llu) ends\n",
+      t->path, what[k], (unsigned long long)ti_get_header(t->t)->pid);
+}
+
+/* Read what followed trace [t] gained (an_follow_read). */
+static int follow_step(an_ctx *c, followed *t, const an_callbacks *cb)
+{
+  const char *path = t->path;
+  t->visited = 1;
   if (t->done) return 0;
   if (!t->t) {                  /* not open yet: is its header written? */
     char err[512];
     ti_trace *tr = ti_open(path, err, sizeof err);
     if (!tr) return -1;
     const ti_header *h = ti_get_header(tr);
-    if (!c->bytes_per_sample) set_header(c, tr);
+    if (!c->have_header) set_header(c, tr);
     else if (h->sampling_rate != c->h->sampling_rate || h->word_bytes != c->h->word_bytes) {
       msg("warning: skipped %s: sampling rate %g or word size %u differs from the"
           " first trace's (%g, %u)\n", path, h->sampling_rate, h->word_bytes * 8,
@@ -1001,6 +1019,7 @@ int an_follow_read(an_ctx *c, const char *path, const an_callbacks *cb)
     t->t = tr;
     ti_follow(tr, 1);
   }
+  note_file_change(t);
   /* Decided before reading, so that the last read gets everything. */
   int last = writer_gone(ti_get_header(t->t));
   if (last) ti_follow(t->t, 0);
@@ -1025,6 +1044,38 @@ int an_follow_read(an_ctx *c, const char *path, const an_callbacks *cb)
     t->done = 1;
   }
   return rc;
+}
+
+int an_follow_read(an_ctx *c, const char *path, const an_callbacks *cb)
+{
+  followed *t = find_followed(c, path);
+  if (!t) {
+    grow_array((void **)&c->fl, &c->fl_cap, c->nfl + 1, sizeof *c->fl);
+    t = &c->fl[c->nfl++];
+    memset(t, 0, sizeof *t);
+    t->path = xstrdup(path);
+    livetab_init(&t->live);
+  }
+  return follow_step(c, t, cb);
+}
+
+size_t an_follow_rest(an_ctx *c, const an_callbacks *cb)
+{
+  size_t pending = 0;
+  for (size_t i = 0; i < c->nfl; i++) {
+    followed *t = &c->fl[i];
+    if (!t->visited && !t->done) {
+      if (t->t) follow_step(c, t, cb);
+      else {                    /* not selected any more before its header was read */
+        if (access(t->path, F_OK) != 0)
+          msg("note: %s was deleted before its header was written\n", t->path);
+        t->done = 1;
+      }
+    }
+    t->visited = 0;
+    pending += !t->done;
+  }
+  return pending;
 }
 
 int an_follow_done(const an_ctx *c, const char *path)
@@ -1057,7 +1108,11 @@ void an_follow_work(const an_ctx *c, uint64_t *bytes, uint64_t *events)
 void an_print_hints(const an_ctx *c)
 {
   const an_stats *st = &c->st;
-  if (st->samples_total == 0) {
+  if (c->h->sampling_rate == 0) {
+    msg("note: %s heap snapshots only (memprof_rate=0), no allocation samples;"
+        " `ocaml-memprof retainers` analyses the snapshots\n",
+        c->npaths > 1 ? "these traces hold" : "this trace holds");
+  } else if (st->samples_total == 0) {
     msg("note: no sampled block in %s; sample more (a larger"
             " memprof_rate) or trace a longer run\n", c->npaths > 1 ? "these traces" : "this trace");
   } else if (st->samples_kept == 0) {

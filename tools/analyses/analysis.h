@@ -144,6 +144,15 @@ an_ctx *an_follow_open(const an_filter *f);
    or another sampling rate or word size: the trace is dropped, done). */
 int an_follow_read(an_ctx *c, const char *path, const an_callbacks *cb);
 int an_follow_done(const an_ctx *c, const char *path);
+/* At the end of a refresh: read, as an_follow_read would, every trace
+   followed before whose path was not read since the previous call (its
+   file deleted or renamed, or no longer selected: its open file is read
+   until its writer has gone); a trace never opened is dropped (with a
+   note when its file has gone).  When a
+   followed path has been deleted, replaced by another file or truncated,
+   one note says so (the open file is what is read).  Returns how many
+   traces are not done. */
+size_t an_follow_rest(an_ctx *c, const an_callbacks *cb);
 /* Give cb->on_sample the samples still live in the traces not done, as if
    their traces ended now (at their latest event); they stay live, and the
    statistics do not count them. */
@@ -172,7 +181,10 @@ const an_node *an_nodes(const an_ctx *c);
 uint32_t an_location_count(const an_ctx *c);
 const mpt_location *an_location(const an_ctx *c, uint32_t loc);
 
-/* Bytes / objects represented by [nsamples] samples of [wosize] words. */
+/* Bytes / objects represented by [nsamples] samples of [wosize] words;
+   [x] / the sampling rate.  A trace of heap snapshots only (sampling
+   rate 0) has no samples to scale: its estimates are 0, never NaN. */
+double an_per_rate(const an_ctx *c, double x);
 double an_bytes(const an_ctx *c, double nsamples);
 double an_objects(const an_ctx *c, double nsamples, uint64_t wosize);
 

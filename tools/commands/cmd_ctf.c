@@ -239,6 +239,11 @@ int cmd_ctf(int argc, char **argv)
   ti_trace *t = ti_open(path, err, sizeof err);
   if (!t) { msg("%s\n", err); free(kept); an_filter_free(&f); cli_inputs_free(&in); return 1; }
   const ti_header *h = ti_get_header(t);
+  if (h->sampling_rate == 0) {  /* CTF's rate must be positive (memtrace divides by it) */
+    msg("%s: a trace of heap snapshots only (memprof_rate=0) has no samples to export\n", path);
+    ti_close(t); free(kept); an_filter_free(&f); cli_inputs_free(&in);
+    return 1;
+  }
   codes k;
   memset(&k, 0, sizeof k);
   k.t = t;

@@ -490,8 +490,11 @@ static int info_one(const char *path, const an_filter *f, const char *fdesc, int
     if (h->ocaml_version[0]) { printf("OCaml:         "); cli_put_safe(stdout, h->ocaml_version); putchar('\n'); }
     if (h->runtime_params[0]) { printf("runtime params: "); cli_put_safe(stdout, h->runtime_params); putchar('\n'); }
     if (h->context[0]) { printf("context:       "); cli_put_safe(stdout, h->context); putchar('\n'); }
-    printf("sampling rate: %g (one sample per %.0f words)\n", h->sampling_rate,
-           1 / h->sampling_rate);
+    if (h->sampling_rate > 0)
+      printf("sampling rate: %g (one sample per %.0f words)\n", h->sampling_rate,
+             1 / h->sampling_rate);
+    else
+      printf("sampling:      off (heap snapshots only)\n");
     printf("start:         %s\n", start);
     printf("duration:      %.6f s\n", st->end_time / 1e9);
     printf("events:       ");
@@ -511,8 +514,11 @@ static int info_one(const char *path, const an_filter *f, const char *fdesc, int
       printf("%s%s=%llu", s ? ", " : "", ti_source_name(s),
              (unsigned long long)a.samples_by_source[s]);
     printf(")\n");
-    printf("allocated:     %s estimated (%.0f bytes = samples / rate * %u)\n",
-           human_bytes(est, b1, sizeof b1), est, h->word_bytes);
+    if (h->sampling_rate > 0)
+      printf("allocated:     %s estimated (%.0f bytes = samples / rate * %u)\n",
+             human_bytes(est, b1, sizeof b1), est, h->word_bytes);
+    else
+      printf("allocated:     not estimated (no sampling)\n");
     printf("live at end:   %llu sampled blocks\n", (unsigned long long)live_end);
     if (lost) printf("lost samples:  %llu\n", (unsigned long long)lost);
     printf("locations:     %u\n", ti_location_count(an_trace(c)));

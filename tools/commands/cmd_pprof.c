@@ -179,7 +179,6 @@ int cmd_pprof(int argc, char **argv)
   size_t used_cap = 0;
   uint64_t *ids = NULL;
   size_t icap = 0;
-  double rate = h->sampling_rate;
   for (uint32_t i = 0; i < nn; i++) {
     nstat s = nodeagg_get(&agg, i);
     if (!s.blocks) continue;
@@ -197,8 +196,8 @@ int cmd_pprof(int argc, char **argv)
     }
     pb_packed(&tmp, 1, ids, d, &tmp2);
     uint64_t vals[4] = {
-      (uint64_t)llround(s.alloc_objects / rate), (uint64_t)llround(an_bytes(c, s.alloc_samples)),
-      (uint64_t)llround(s.live_objects / rate), (uint64_t)llround(an_bytes(c, s.live_samples)) };
+      (uint64_t)llround(an_per_rate(c, s.alloc_objects)), (uint64_t)llround(an_bytes(c, s.alloc_samples)),
+      (uint64_t)llround(an_per_rate(c, s.live_objects)), (uint64_t)llround(an_bytes(c, s.live_samples)) };
     pb_packed(&tmp, 2, vals, 4, &tmp2);
     pb_msg(&prof, 2, &tmp);
   }

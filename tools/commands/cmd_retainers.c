@@ -29,7 +29,10 @@
      tree, as one JSON object (write_json); the HTML report embeds one per
      snapshot of each trace, with the evolution (retainers_json).
    Module globals are named through the executable's symbol table
-   (elf_symbols.h) when the trace's executable is still there. */
+   (elf_symbols.h) when the trace's executable is still there; it is read
+   once per trace, when a snapshot first has a global root to name, and
+   when it cannot be used one warning says why and the globals keep
+   their addresses. */
 
 #include <math.h>
 #include <stdio.h>
@@ -86,8 +89,15 @@ static const char usage[] =
 static const char *const kind_names[HG_KINDS] = {
   "global", "stack", "local", "c-global", "finaliser", "thread", "memprof" };
 
+/* The executable's module symbols, shared by the snapshots of a trace. */
+typedef struct {
+  int tried, ok;
+  elf_symbols elf;
+} exe_symbols;
+
 typedef struct {
   hg_reader *r;
+  exe_symbols *exe;
   hg_snapshot s;
   dom_tree dom;
   uint64_t *retained;           /* per node, bytes */
@@ -193,23 +203,56 @@ static int stack_matches(hg_reader *r, uint32_t alloc, const regex_t *re)
   return 0;
 }
 
+/* Has [a]'s snapshot a global root labelled by its address? */
+static int has_global_address(const analysis *a)
+{
+  for (uint32_t l = 0; l < a->s.nlabels; l++) {
+    const char *raw = strpool_get(a->r->strs, a->s.label_str[l]);
+    if (a->s.label_kind[l] == MPT_ROOT_GLOBAL && raw[0] == '0' && raw[1] == 'x') return 1;
+  }
+  return 0;
+}
+
+/* The executable's symbols when they can name [a]'s globals, read on
+   first need (a warning if they cannot be read), or NULL. */
+static const elf_symbols *exe_symbols_for(analysis *a)
+{
+  exe_symbols *x = a->exe;
+  if (!x || !a->s.anchor || !has_global_address(a)) return NULL;
+  if (!x->tried) {
+    const char *exe = ti_get_header(a->r->t)->executable;
+    char why[128];
+    x->tried = 1;
+    x->ok = elf_symbols_load(&x->elf, exe, why, sizeof why) == 0;
+    if (!x->ok) {
+      msg("warning: module roots shown as addresses: executable '");
+      cli_put_safe(stderr, exe);
+      fprintf(stderr, "' named by the trace: %s\n", why);
+    }
+  }
+  return x->ok ? &x->elf : NULL;
+}
+
+static void exe_symbols_free(exe_symbols *x)
+{
+  if (x->ok) elf_symbols_free(&x->elf);
+  memset(x, 0, sizeof *x);
+}
+
 static void name_labels(analysis *a)
 {
   hg_snapshot *s = &a->s;
-  elf_symbols elf;
-  const ti_header *h = ti_get_header(a->r->t);
-  int have_elf = s->anchor && elf_symbols_load(&elf, h->executable, s->anchor) == 0;
+  const elf_symbols *elf = exe_symbols_for(a);
   a->label_text = xcalloc(s->nlabels ? s->nlabels : 1, sizeof *a->label_text);
   for (uint32_t l = 0; l < s->nlabels; l++) {
     const char *raw = strpool_get(a->r->strs, s->label_str[l]);
     char buf[512];
-    if (s->label_kind[l] == MPT_ROOT_GLOBAL && have_elf && raw[0] == '0' && raw[1] == 'x'
-        && elf_symbols_module(&elf, strtoull(raw, NULL, 16), buf, sizeof buf))
+    if (s->label_kind[l] == MPT_ROOT_GLOBAL && elf && raw[0] == '0' && raw[1] == 'x'
+        && elf_symbols_module(elf, s->anchor, strtoull(raw, NULL, 16), buf, sizeof buf))
       a->label_text[l] = xstrdup(buf);
     else
       a->label_text[l] = xstrdup(raw);
   }
-  if (have_elf) elf_symbols_free(&elf);
 }
 
 /* Sizes for people ("1.23 MB"), or exact byte counts with --bytes. */
@@ -1029,12 +1072,13 @@ static void json_stacks(FILE *o, analysis *a, const site_table *sites, size_t to
    [evolution], print a line for every snapshot on the way.  0, or 1
    after a message; with [quiet_none], 2 without a message when the trace
    has no snapshot. */
-static int load(hg_reader *r, const char *path, uint64_t which, int evolution,
-                int quiet_none, analysis *a)
+static int load_snapshots(hg_reader *r, const char *path, uint64_t which, int evolution,
+                          int quiet_none, analysis *a, exe_symbols *exe)
 {
   if (hg_open(r, path) != 0) { msg("%s\n", r->error); return 1; }
   memset(a, 0, sizeof *a);
   a->r = r;
+  a->exe = exe;
   a->rate = ti_get_header(r->t)->sampling_rate;
   uint64_t count = 0;
   int have = 0, k;
@@ -1045,7 +1089,7 @@ static int load(hg_reader *r, const char *path, uint64_t which, int evolution,
     a->seen[2 * a->nseen] = s.seq;
     a->seen[2 * a->nseen++ + 1] = s.time_ns;
     if (evolution) {
-      analysis e = { .r = r, .s = s, .rate = a->rate };
+      analysis e = { .r = r, .exe = exe, .s = s, .rate = a->rate };
       if (analyse(&e) != 0) { hg_snapshot_free(&s); return 1; }
       print_evolution_line(&e, count == 1);
       analysis_free(&e);
@@ -1092,6 +1136,16 @@ static int load(hg_reader *r, const char *path, uint64_t which, int evolution,
   return analyse(a) == 0 ? 0 : 1;
 }
 
+static int load(hg_reader *r, const char *path, uint64_t which, int evolution,
+                int quiet_none, analysis *a)
+{
+  exe_symbols exe = { 0 };
+  int rc = load_snapshots(r, path, which, evolution, quiet_none, a, &exe);
+  a->exe = NULL;               /* the labels are named */
+  exe_symbols_free(&exe);
+  return rc;
+}
+
 int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_writer str)
 {
   hg_reader r;
@@ -1106,6 +1160,7 @@ int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_w
   uint64_t *seen = NULL;
   size_t nseen = 0, seen_cap = 0, count = 0;
   hg_snapshot s;
+  exe_symbols exe = { 0 };
   int k, rc = 0;
   while ((k = hg_next(&r, &s)) == 1) {
     grow_array((void **)&seen, &seen_cap, 2 * nseen + 2, sizeof *seen);
@@ -1114,7 +1169,7 @@ int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_w
     if (r.truncated && !s.complete)
       msg("warning: %s is cut short inside snapshot %llu: analysing the blocks written\n",
           trace, (unsigned long long)s.seq);
-    analysis a = { .r = &r, .s = s, .rate = rate };
+    analysis a = { .r = &r, .exe = &exe, .s = s, .rate = rate };
     if (analyse(&a) != 0) { a.seen = NULL; analysis_free(&a); rc = 1; break; }
     a.seen = seen; a.nseen = nseen;
     fprintf(evo, "%s[%llu,%llu,%llu", count ? "," : "", (unsigned long long)s.seq,
@@ -1147,6 +1202,7 @@ int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_w
   }
   for (size_t i = 0; i < max; i++) free(kept[i]);
   free(kept); free(kept_len); free(ev); free(seen);
+  exe_symbols_free(&exe);
   hg_close(&r);
   hiding = NULL;
   return rc;

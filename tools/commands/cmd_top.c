@@ -240,8 +240,8 @@ static void top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, con
               "\"objects\": %.0f, \"live_bytes\": %.0f, \"live_samples\": %.0f, "
               "\"live_objects\": %.0f, \"promoted_bytes\": %.0f}",
               r->line, an_bytes(c, r->s.alloc_samples), r->s.alloc_samples,
-              (unsigned long long)r->s.blocks, r->s.alloc_objects / rate,
-              an_bytes(c, r->s.live_samples), r->s.live_samples, r->s.live_objects / rate,
+              (unsigned long long)r->s.blocks, an_per_rate(c, r->s.alloc_objects),
+              an_bytes(c, r->s.live_samples), r->s.live_samples, an_per_rate(c, r->s.live_objects),
               an_bytes(c, r->s.promoted_samples));
     }
     fprintf(o, "\n]}%s", group ? "" : "\n");
@@ -256,8 +256,8 @@ static void top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, con
       csv_str(o, r->file);
       fprintf(o, ",%u,%.0f,%.0f,%llu,%.0f,%.0f,%.0f,%.0f,%.0f\n", r->line,
               an_bytes(c, r->s.alloc_samples), r->s.alloc_samples,
-              (unsigned long long)r->s.blocks, r->s.alloc_objects / rate,
-              an_bytes(c, r->s.live_samples), r->s.live_samples, r->s.live_objects / rate,
+              (unsigned long long)r->s.blocks, an_per_rate(c, r->s.alloc_objects),
+              an_bytes(c, r->s.live_samples), r->s.live_samples, an_per_rate(c, r->s.live_objects),
               an_bytes(c, r->s.promoted_samples));
     }
   } else {
@@ -360,7 +360,10 @@ static fgroup *fgroup_get(fgroup **gs, size_t *ng, const char *name, topt *t, ui
 /* Read the traces while they are written, refreshing every interval
    (the terminal cleared, or refreshes separated by a line); stop after the
    refresh in which every trace is done (its end record read, or its process
-   gone and the file read to its end). */
+   gone and the file read to its end).  An argument that does not exist yet
+   is waited for; one that existed and has gone (the trace deleted, or
+   renamed away) selects nothing more, and the traces it gave are read from
+   their open files until their processes end (an_follow_rest). */
 static int follow(topt *t, cli_inputs *args, FILE *o)
 {
   an_quiet_truncation = 1;
@@ -372,6 +375,7 @@ static int follow(topt *t, cli_inputs *args, FILE *o)
   uint64_t bytes0 = 0, events0 = 0;
   cli_inputs prev;              /* the previous refresh's, for its headers */
   cli_inputs_init(&prev);
+  char *existed = xcalloc(args->nargs ? args->nargs : 1, 1);   /* per argument */
   for (unsigned n = 0;;) {
     double cpu0 = cpu_ms();
     cli_inputs in;
@@ -379,12 +383,17 @@ static int follow(topt *t, cli_inputs *args, FILE *o)
     in.known = &prev;
     in.have_pid = args->have_pid; in.pid = args->pid;
     in.exe = args->exe; in.group_exe = args->group_exe;
-    for (size_t i = 0; i < args->nargs; i++) cli_inputs_add(&in, args->args[i]);
-    int ready = 1;
-    for (size_t i = 0; i < in.nargs; i++)
-      if (access(in.args[i], R_OK) != 0) ready = 0;
-    /* Read what each selected trace gained. */
-    int done = ready && cli_inputs_resolve(&in) == 0, shown = 0;
+    int waiting = 0;
+    for (size_t i = 0; i < args->nargs; i++) {
+      if (access(args->args[i], R_OK) == 0) {
+        cli_inputs_add(&in, args->args[i]);
+        existed[i] = 1;
+      } else if (!existed[i]) waiting = 1;
+    }
+    /* Read what each selected trace gained.  A selection that fails once
+       traces have been followed (their directory emptied) ends nothing. */
+    int resolved = in.nargs && cli_inputs_resolve(&in) == 0;
+    int done = !waiting && (resolved || ng), shown = 0;
     for (size_t k = 0; k < in.ngroups; k++) {
       cli_group *cg = &in.groups[k];
       fgroup *g = fgroup_get(&gs, &ng, in.group_exe ? cg->name : NULL, t, live_at);
@@ -395,6 +404,10 @@ static int follow(topt *t, cli_inputs *args, FILE *o)
       g->npaths = cg->n;
       free(g->path);
       g->path = cg->n == 1 ? xstrdup(cg->paths[0]) : NULL;
+    }
+    for (size_t k = 0; k < ng; k++) {
+      an_callbacks cb = { &gs[k].agg, NULL, fgroup_sample };
+      if (an_follow_rest(gs[k].c, &cb)) done = 0;
     }
     /* Print every group that has a readable trace. */
     for (size_t k = 0; k < ng; k++) {
@@ -435,11 +448,12 @@ static int follow(topt *t, cli_inputs *args, FILE *o)
     }
     cli_inputs_free(&prev);
     prev = in;
-    if (shown && done) break;
+    if (done) break;            /* shown, or every trace gone before its header */
     struct timespec ts = { (time_t)t->interval, (long)((t->interval - (time_t)t->interval) * 1e9) };
     nanosleep(&ts, NULL);
   }
   cli_inputs_free(&prev);
+  free(existed);
   /* As for a plain read: exit status 1 when no trace could be read. */
   uint64_t read = 0;
   for (size_t k = 0; k < ng; k++) {

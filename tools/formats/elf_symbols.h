@@ -6,7 +6,9 @@
    the executable's symbol table (.symtab, absent if stripped) gives the
    load bias (anchor - value of caml_globals) and the symbol at each
    address, camlFoo__Bar for module Foo.Bar.  Only little-endian ELF64 is
-   read; anything else yields "no symbols" and labels stay addresses. */
+   read; anything else yields "no symbols" and labels stay addresses.
+   The executable's path comes from the trace: only a regular file is
+   read, and at most ELF_SYMBOLS_MAX_MB of symbol and string tables. */
 
 #ifndef OCAML_MEMPROF_ELF_SYMBOLS_H
 #define OCAML_MEMPROF_ELF_SYMBOLS_H
@@ -14,18 +16,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define ELF_SYMBOLS_MAX_MB 256
+
 typedef struct {
   struct { uint64_t value; char *name; } *syms;
   size_t n;
-  uint64_t bias;                /* runtime address - file address */
+  uint64_t globals;             /* file address of caml_globals */
+  int have_globals;
 } elf_symbols;
 
-/* 0 if [path] has a symbol table with caml_globals (bias from [anchor]),
-   else -1 (nothing to free). */
-int elf_symbols_load(elf_symbols *e, const char *path, uint64_t anchor);
+/* 0 if [path] is a regular file with a symbol table holding caml_globals;
+   else -1 with the reason in [why] (nothing to free). */
+int elf_symbols_load(elf_symbols *e, const char *path, char *why, size_t whylen);
 /* The module name ("Foo.Bar") of the global block at runtime address
-   [addr], written into [out]; 0 if no OCaml module symbol is there. */
-int elf_symbols_module(const elf_symbols *e, uint64_t addr, char *out, size_t len);
+   [addr] of a process whose caml_globals was at [anchor], written into
+   [out]; 0 if no OCaml module symbol is there. */
+int elf_symbols_module(const elf_symbols *e, uint64_t anchor, uint64_t addr, char *out,
+                       size_t len);
 void elf_symbols_free(elf_symbols *e);
 
 #endif

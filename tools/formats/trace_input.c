@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ctf_reader.h"
 #include "util.h"
@@ -28,6 +29,9 @@ struct ti_trace {
   const uint8_t *data;
   size_t len;
   int after_end;                /* a second trace follows the first */
+  int have_id;                  /* dev, ino: the file opened (ti_file_change) */
+  dev_t dev;
+  ino_t ino;
   char err[160];
 };
 
@@ -139,6 +143,10 @@ ti_trace *ti_open(const char *path, char *err, size_t errlen)
     long sz = ftell(f);
     if (sz > 0) size = (uint64_t)sz;
   }
+  /* The decoder opens the path again just below: the identity is that of
+     the file sniffed, which it is unless the path changed in between. */
+  struct stat st;
+  int have_id = fstat(fileno(f), &st) == 0;
   fclose(f);
   int fmt = sniff(m, n, err, errlen);
   if (!fmt) { name_error(path, err, errlen); return NULL; }
@@ -146,6 +154,8 @@ ti_trace *ti_open(const char *path, char *err, size_t errlen)
   t->size = size;
   t->path = xstrdup(path);
   t->format = (ti_format)fmt;
+  t->have_id = have_id;
+  if (have_id) { t->dev = st.st_dev; t->ino = st.st_ino; }
   if (fmt == TI_FORMAT_MEMPROF) t->mpt = mpt_reader_open(path, err, errlen);
   else t->ctf = ctf_reader_open(path, err, errlen);
   if (!t->mpt && !t->ctf) { free(t->path); free(t); name_error(path, err, errlen); return NULL; }
@@ -227,6 +237,9 @@ static int lz4_frame_starts_trace(FILE *f, uint64_t off, uint64_t *next)
    trace's END chunk (said in t->err). */
 static int check_after_end(ti_trace *t)
 {
+  /* The check reads the file at the path: not the one decoded when that
+     has been deleted, replaced or truncated since (top --follow). */
+  if (t->path && ti_file_change(t) != TI_FILE_SAME) return 0;
   FILE *f = t->path ? fopen(t->path, "rb") : fmemopen((void *)t->data, t->len, "rb");
   if (!f) return 0;
   uint8_t b[MPT_MAGIC_LEN];
@@ -318,6 +331,16 @@ uint64_t ti_bytes_read(const ti_trace *t)
   uint64_t done, total;
   if (t->ctf) { ctf_reader_progress(t->ctf, &done, &total); return done; }
   return mpt_reader_bytes_read(t->mpt);
+}
+
+ti_file_change_kind ti_file_change(const ti_trace *t)
+{
+  struct stat st;
+  if (!t->path || !t->have_id) return TI_FILE_SAME;
+  if (stat(t->path, &st) != 0) return errno == ENOENT ? TI_FILE_DELETED : TI_FILE_SAME;
+  if (st.st_dev != t->dev || st.st_ino != t->ino) return TI_FILE_REPLACED;
+  if ((uint64_t)st.st_size < ti_bytes_read(t)) return TI_FILE_TRUNCATED;
+  return TI_FILE_SAME;
 }
 
 void ti_follow(ti_trace *t, int on)

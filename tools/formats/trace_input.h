@@ -82,6 +82,15 @@ uint64_t ti_bytes_read(const ti_trace *t);
    its rest).  Set [on] to 0 once the writer has gone: the next calls read
    to the end, a cut there being truncation as usual. */
 void ti_follow(ti_trace *t, int on);
+/* What became of the file at the trace's path since ti_open read it:
+   still the same file; deleted (ENOENT); replaced (another file there,
+   renamed over it); truncated below the bytes already read.  The reader
+   keeps reading the file it opened in every case.  SAME for a trace in
+   memory, or when the path cannot be checked. */
+typedef enum {
+  TI_FILE_SAME, TI_FILE_DELETED, TI_FILE_REPLACED, TI_FILE_TRUNCATED
+} ti_file_change_kind;
+ti_file_change_kind ti_file_change(const ti_trace *t);
 /* Format-specific statistics for `info`: a const ctf_stats * (ctf_reader.h)
    for CTF input, NULL otherwise. */
 const void *ti_ctf_stats(const ti_trace *t);

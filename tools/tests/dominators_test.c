@@ -93,6 +93,7 @@ int main(void)
     return 1;
   }
   dom_free(&t);
+  free(off); free(self); free(ret); free(adj);
   printf("dominators: %d random graphs and a %u-node chain ok\n", graphs, n);
   return 0;
 }

@@ -9,6 +9,13 @@
                                    (walk k, pause k ms): a global holding a
                                    list of k cells of 2 fields (24 bytes
                                    each); the trace ends at END_MS ms
+   options (after the others): --exe PATH, the executable named in the
+   header (default /nonexistent/leak); --anchor ADDR, the runtime address
+   of caml_globals in the snapshot (default 0: no native globals, as
+   bytecode), which makes the tools look the global labels up in the
+   executable's symbol table (the hostile-executable tests); --rate R, the
+   sampling rate (default 0.01; 0, as memprof_rate=0 writes: snapshots
+   only, so no ALLOC and Y carries no sample).
 
    small (words include headers):
      global G (label 0x1000) -> A(2 fields) -> B(1) -> D(3) -> E(1)
@@ -34,6 +41,9 @@ static FILE *out;
 static uint8_t buf[CHUNK + 64 * 1024];
 static mpt_encoder enc;
 static int chunk_type = MPT_CHUNK_EVENTS;
+static const char *executable = "/nonexistent/leak";
+static uint64_t anchor;
+static double rate = 0.01;
 
 static void flush(void)
 {
@@ -55,8 +65,8 @@ static void begin(const char *path)
   if (!out) { perror(path); exit(1); }
   static uint8_t h[MPT_MAGIC_LEN + MPT_CHUNK_HEADER_BYTES + 128 + 4 * (MPT_MAX_STRING + 10)];
   mpt_trace_info info = { .format_version = MPT_FORMAT_VERSION, .word_size = 64,
-    .sampling_rate = 0.01, .max_frames = 16, .time_unit_ns = 1000, .pid = 1,
-    .executable = "/nonexistent/leak", .hostname = "h", .ocaml_version = "5.3.0+memprof",
+    .sampling_rate = rate, .max_frames = 16, .time_unit_ns = 1000, .pid = 1,
+    .executable = executable, .hostname = "h", .ocaml_version = "5.3.0+memprof",
     .command_line = "leak" };
   size_t n = mpt_write_header_chunk(h, sizeof h, &info);
   fwrite(h, 1, n, out);
@@ -70,7 +80,7 @@ static void end(void)
 {
   flush();
   uint8_t e[64];
-  size_t n = mpt_write_end_chunk(e, sizeof e, end_time_us, 1, 0);
+  size_t n = mpt_write_end_chunk(e, sizeof e, end_time_us, rate > 0, 0);
   fwrite(e, 1, n, out);
   fclose(out);
 }
@@ -86,17 +96,19 @@ static uint32_t string(const char *s)
 static void small(const char *path)
 {
   begin(path);
-  /* The ALLOC of Y: location "leaky (leak.ml:7)". */
-  mpt_enc_string(&enc, 1, "leak.ml", 7);
-  mpt_enc_string(&enc, 2, "leaky", 5);
-  mpt_loc_entry_ids loc = { 1, 2, 7, 0, 10 };
-  mpt_enc_location(&enc, 1, 0x4000, &loc, 1);
-  uint32_t st[1] = { 1 };
-  mpt_enc_alloc(&enc, 10, 42, 4, 1, MPT_SRC_MINOR, 0, st, 1);
-  flush();
+  if (rate > 0) {
+    /* The ALLOC of Y: location "leaky (leak.ml:7)". */
+    mpt_enc_string(&enc, 1, "leak.ml", 7);
+    mpt_enc_string(&enc, 2, "leaky", 5);
+    mpt_loc_entry_ids loc = { 1, 2, 7, 0, 10 };
+    mpt_enc_location(&enc, 1, 0x4000, &loc, 1);
+    uint32_t st[1] = { 1 };
+    mpt_enc_alloc(&enc, 10, 42, 4, 1, MPT_SRC_MINOR, 0, st, 1);
+    flush();
+  }
   chunk_type = MPT_CHUNK_SNAPSHOT;
   mpt_snap_encoder s;
-  mpt_enc_snap_begin(&enc, &s, 20, 1, 0, 1);
+  mpt_enc_snap_begin(&enc, &s, 20, 1, anchor, 1);
   /* Ids in discovery order: roots first, then breadth first. */
   enum { A = 1, F, X, Y, B, C, E, D };
   uint32_t g = string("0x1000"), f = string("f (a.ml:3)"), fin = string("finalisers");
@@ -109,7 +121,7 @@ static void small(const char *path)
   mpt_enc_snap_block(&enc, &s, 0, 2, a, 2, UINT64_MAX);          /* A */
   mpt_enc_snap_block(&enc, &s, 0, 1, fe, 1, UINT64_MAX);         /* F */
   mpt_enc_snap_block(&enc, &s, 251, 3, xe, 2, 1);                /* X */
-  mpt_enc_snap_sample(&enc, &s, 42);
+  if (rate > 0) mpt_enc_snap_sample(&enc, &s, 42);
   mpt_enc_snap_block(&enc, &s, 0, 4, NULL, 0, UINT64_MAX);       /* Y */
   mpt_enc_snap_block(&enc, &s, 0, 1, be, 1, UINT64_MAX);         /* B */
   mpt_enc_snap_block(&enc, &s, 252, 10, NULL, 0, UINT64_MAX);    /* C */
@@ -126,7 +138,7 @@ static void chain(long n, const char *path)
   begin(path);
   chunk_type = MPT_CHUNK_SNAPSHOT;
   mpt_snap_encoder s;
-  mpt_enc_snap_begin(&enc, &s, 20, 1, 0, 1);
+  mpt_enc_snap_begin(&enc, &s, 20, 1, anchor, 1);
   mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, string("0x2000"), 0, 1);
   for (long i = 1; i <= n; i++) {
     uint64_t next = (uint64_t)i + 1;
@@ -164,12 +176,21 @@ static void periodic(long n, long every_ms, long end_ms, const char *path)
 
 int main(int argc, char **argv)
 {
-  if (argc == 3 && strcmp(argv[1], "small") == 0) small(argv[2]);
-  else if (argc == 4 && strcmp(argv[1], "chain") == 0) chain(atol(argv[2]), argv[3]);
-  else if (argc == 6 && strcmp(argv[1], "periodic") == 0)
+  int nargs = argc < 2 ? 0 : strcmp(argv[1], "chain") == 0 ? 4
+            : strcmp(argv[1], "periodic") == 0 ? 6 : 3;
+  for (int i = nargs; i < argc; i += 2) {
+    if (i + 1 < argc && strcmp(argv[i], "--exe") == 0) executable = argv[i + 1];
+    else if (i + 1 < argc && strcmp(argv[i], "--anchor") == 0) anchor = strtoull(argv[i + 1], NULL, 0);
+    else if (i + 1 < argc && strcmp(argv[i], "--rate") == 0) rate = atof(argv[i + 1]);
+    else nargs = 0;
+  }
+  if (argc >= 3 && nargs == 3 && strcmp(argv[1], "small") == 0) small(argv[2]);
+  else if (argc >= 4 && nargs == 4) chain(atol(argv[2]), argv[3]);
+  else if (argc >= 6 && nargs == 6)
     periodic(atol(argv[2]), atol(argv[3]), atol(argv[4]), argv[5]);
   else {
-    fprintf(stderr, "usage: gen_snapshot small OUT | chain N OUT | periodic N EVERY_MS END_MS OUT\n");
+    fprintf(stderr, "usage: gen_snapshot small OUT | chain N OUT | periodic N EVERY_MS END_MS OUT"
+            "  [--exe PATH] [--anchor ADDR] [--rate R]\n");
     return 2;
   }
   return 0;

@@ -26,6 +26,7 @@ import os
 import random
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import time
@@ -564,6 +565,14 @@ def test_runtime_trace():
         check("runtime trace -> CTF passes mtctf_check with viewer rules (compress=%s)" % compress,
               r.returncode == 0 and rc == 0 and "viewer rules: ok" in text, r.stderr + text[-300:])
     test_runtime_lwt(ocamlopt, work)
+    trace = os.path.join(work, "leaky-rate0.trace")
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=0,memprof_snapshot_at_exit=1" % trace)
+    r = run([os.path.join(work, "leaky.exe"), "20000"], env=env, cwd=work)
+    check("traced run of leaky.exe at memprof_rate=0 with a snapshot at exit",
+          r.returncode == 0 and os.path.exists(trace), r.stderr[-300:])
+    if r.returncode == 0:
+        rate_zero_checks(trace, "runtime")
+    test_runtime_dune_module(ocamlopt, work)
     test_runtime_domains(ocamlopt, work)
     test_runtime_marshal(ocamlopt, work)
     test_runtime_follow(ocamlopt, work)
@@ -665,6 +674,38 @@ def test_runtime_lwt(ocamlopt, work):
                   r.returncode == 0 and "hint:" not in r.stderr, r.stderr[-300:])
 
 
+DUNE_MAIN = """let table : (int, string) Hashtbl.t = Hashtbl.create 16
+let () = for i = 1 to 5000 do Hashtbl.replace table i (String.make 50 'x') done
+let () = Printf.printf "%d\\n" (Hashtbl.length table)
+"""
+
+
+def test_runtime_dune_module(ocamlopt, work):
+    """A dune executable's main module, compiled as dune does (main.ml to
+    dune__exe__Main.cmx: symbol camlDune__exe__Main), holding 5000 strings
+    in a global table: retainers names that root Main (before: its
+    address)."""
+    d = os.path.join(work, "dune")
+    os.makedirs(d, exist_ok=True)
+    open(os.path.join(d, "main.ml"), "w").write(DUNE_MAIN)
+    r = run([ocamlopt, "-g", "-c", "-o", "dune__exe__Main.cmx", "main.ml"], cwd=d)
+    if r.returncode == 0:
+        r = run([ocamlopt, "-g", "-o", "main.exe", "dune__exe__Main.cmx"], cwd=d)
+    trace = os.path.join(d, "main.trace")
+    if r.returncode == 0:
+        env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=0,memprof_snapshot_at_exit=1" % trace)
+        r = run([os.path.join(d, "main.exe")], env=env, cwd=d)
+    check("dune-style main module: compiled as dune__exe__Main and traced", r.returncode == 0, r.stderr[-300:])
+    if r.returncode != 0:
+        return
+    r = tool("retainers", "--json", trace)
+    j = strict_json(r.stdout)
+    top = j["roots"][0] if j and j["roots"] else {}
+    check("dune-style main module: the top root is global Main (its table, over 250 kB)",
+          top.get("kind") == "global" and top.get("label") == "Main" and top.get("retained", 0) > 250000,
+          "%s %r" % (top, r.stderr[-200:]))
+
+
 def test_runtime_follow(ocamlopt, work):
     """top --follow on a running 4-domain program (tests/follow.ml): several
     refreshes while the trace is written, exit 0 when the program ends, and
@@ -699,6 +740,33 @@ def test_runtime_follow(ocamlopt, work):
     check("top --follow: the first refresh saw part of the run",
           0 <= first["total"]["samples"] < final["total"]["samples"],
           "%s of %s samples" % (first["total"]["samples"], final["total"]["samples"]))
+    # The trace deleted while the program runs: top --follow still ends
+    # when the program does.
+    trace = os.path.join(work, "follow-deleted.trace")
+    if os.path.exists(trace):
+        os.remove(trace)
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-4,memprof_flush_ms=100" % trace)
+    prog = subprocess.Popen([os.path.join(work, "follow.exe"), "2.5"], env=env, cwd=work,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    p = subprocess.Popen([TOOL, "top", "--follow", "--json", "-n", "5", trace],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    os.remove(trace)
+    prog.wait(timeout=120)
+    t_exit = time.time()
+    try:
+        out, err = p.communicate(timeout=10)
+        latency = time.time() - t_exit
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        latency = None
+    check("top --follow on a program whose trace is deleted while it runs: ends within 2 s of"
+          " the program's exit (%s), exit 0, one note 'was deleted'"
+          % ("not within 10 s" if latency is None else "%.2f s" % latency),
+          latency is not None and latency <= 2 and p.returncode == 0
+          and len(err.splitlines()) == 1 and "was deleted" in err, "rc=%s %r" % (p.returncode, err[-300:]))
 
 
 def test_filtered_exports(path, label, settings, version="2"):
@@ -927,6 +995,101 @@ def test_follow_incremental():
           rc == 0 and got is not None and got["rows"] == final["rows"]
           and got["total"] == final["total"] and sum(b for b, _ in work) == cut,
           "rc=%d %s %s" % (rc, str(work), err[-300:]))
+
+
+FILE_CHANGE_NOTES = {"deleted": "was deleted", "replaced": "was replaced by another file",
+                     "truncated": "was truncated below what was read"}
+
+
+def change_followed_file(path, how, writer_file, rest):
+    """Delete, replace (rename another file over it) or truncate the trace
+    at [path]; the writer (open file [writer_file]) then writes [rest] to
+    the file it has open (nothing when truncated)."""
+    if how == "deleted":
+        os.remove(path)
+    elif how == "replaced":
+        other = path + ".other"
+        with open(other, "wb") as f:
+            f.write(b"not the trace followed")
+        os.rename(other, path)
+    else:
+        os.truncate(path, 0)
+        return
+    writer_file.write(rest)
+    writer_file.flush()
+
+
+def test_follow_file_changes():
+    """top --follow ends within 2 s of the writer's exit whatever became of
+    the file: deleted while written (before: it refreshed the same table
+    every second until killed), replaced by another file renamed over it,
+    truncated; one note says what happened, and the table is that of what
+    the writer wrote to the file it had open.  Default interval (1 s)."""
+    src = os.path.join(OUT, "change-src.mpt")
+    for how in ("deleted", "replaced", "truncated"):
+        sleeper = subprocess.Popen(["sleep", "60"])
+        gen("memprof", src, "--steps", "100000", "--pid", str(sleeper.pid), "--compress")
+        data = open(src, "rb").read()
+        path = os.path.join(OUT, "change-%s.mpt" % how)
+        for f in (path, path + ".other"):
+            if os.path.exists(f):
+                os.remove(f)
+        third = len(data) // 3
+        writer_file = open(path, "wb")
+        writer_file.write(data[:third])
+        writer_file.flush()
+        p = subprocess.Popen([TOOL, "top", "--follow", "--json", "-n", "0", path],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.3)
+        change_followed_file(path, how, writer_file, data[third:2 * third])
+        time.sleep(1.3)
+        running = p.poll() is None
+        sleeper.kill()
+        sleeper.wait()
+        writer_file.close()
+        t_exit = time.time()
+        try:
+            out, err = p.communicate(timeout=10)
+            latency = time.time() - t_exit
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            latency = None
+        notes = [l for l in err.splitlines() if FILE_CHANGE_NOTES[how] in l]
+        check("--follow, trace %s while written: still following until the writer exits, then"
+              " ends within 2 s of it (%s), exit 0, one note '%s'"
+              % (how, "not within 10 s" if latency is None else "%.2f s" % latency, FILE_CHANGE_NOTES[how]),
+              running and latency is not None and latency <= 2 and p.returncode == 0
+              and len(err.splitlines()) == 1 and len(notes) == 1, "rc=%s %r" % (p.returncode, err[-300:]))
+        if how != "truncated":
+            written = os.path.join(OUT, "change-%s-written.mpt" % how)
+            open(written, "wb").write(data[:2 * third])
+            docs = out.split("--- refresh ")
+            last = docs[-1].split("\n", 1)[1] if len(docs) > 1 else docs[-1]
+            got = strict_json(last)
+            final = tool_json("top", "--json", "-n", "0", written)
+            check("--follow, trace %s while written: the last refresh = top on what the writer"
+                  " wrote" % how, got is not None and got["rows"] == final["rows"]
+                  and got["total"] == final["total"], str(got)[:200])
+    # Deleted before its header was complete: nothing to follow any more.
+    path = os.path.join(OUT, "change-no-header.mpt")
+    open(path, "wb").write(open(src, "rb").read()[:5])
+    p = subprocess.Popen([TOOL, "top", "--follow", path], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(1.3)
+    os.remove(path)
+    t_gone = time.time()
+    try:
+        out, err = p.communicate(timeout=10)
+        latency = time.time() - t_gone
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        latency = None
+    check("--follow, trace deleted before its header was complete: ends within 2 s (%s), exit 1,"
+          " a note says so" % ("not within 10 s" if latency is None else "%.2f s" % latency),
+          latency is not None and latency <= 2 and p.returncode == 1
+          and "was deleted before its header was written" in err, "rc=%s %r" % (p.returncode, err))
 
 
 def test_runtime_marshal(ocamlopt, work):
@@ -1498,6 +1661,214 @@ def test_info_snapshots(gs, small):
           r.stderr + str(j.get("heap_snapshot_overdue", "missing")))
 
 
+def strict_json(text):
+    """The JSON value of [text], or None: invalid, or with NaN or Infinity
+    (which Python's parser would take)."""
+    def reject(name):
+        raise ValueError(name)
+    try:
+        return json.loads(text, parse_constant=reject)
+    except ValueError:
+        return None
+
+
+RATE_ZERO_COMMANDS = (["info"], ["info", "--json"], ["info", "--top", "3"], ["top"], ["top", "--json"],
+                      ["top", "--csv"], ["leaks"], ["leaks", "--json"], ["timeline"],
+                      ["timeline", "--csv"], ["folded", "--value", "objects"], ["diff", "{trace}"],
+                      ["diff", "--json", "{trace}"], ["flamegraph", "-o", "{out}.html"],
+                      ["report", "-o", "{out}-report.html"], ["pprof", "-o", "{out}.pb.gz"],
+                      ["retainers"], ["retainers", "--json"], ["info", "{trace}"])
+
+
+def rate_zero_checks(trace, label):
+    """A trace written at memprof_rate=0 (heap snapshots only): info says
+    sampling is off and estimates nothing; no subcommand prints NaN or
+    infinity (before: "one sample per inf words", "-nan B allocated", a
+    flame graph with self:[-nan]); JSON outputs are strict JSON; ctf
+    refuses in one line (CTF's rate must be positive)."""
+    r = tool("info", trace)
+    check("memprof_rate=0 (%s): info says 'sampling:      off (heap snapshots only)' and"
+          " 'allocated:     not estimated (no sampling)'" % label,
+          r.returncode == 0 and "sampling:      off (heap snapshots only)\n" in r.stdout
+          and "allocated:     not estimated (no sampling)\n" in r.stdout, r.stdout + r.stderr)
+    bad = []
+    for cmd in RATE_ZERO_COMMANDS:
+        out = os.path.join(OUT, "rate0-%s" % label)
+        args = [a.format(out=out, trace=trace) for a in cmd] + [trace]
+        r = tool(*args)
+        texts = [r.stdout, r.stderr]
+        for a in args:
+            if a.startswith(out) and a.endswith(".html") and os.path.exists(a):
+                texts.append(open(a, encoding="utf-8").read())
+        nan = [m for t in texts for m in re.findall(r"[-+]?\b(?:nan|NaN|inf|Infinity)\b", t)]
+        if r.returncode != 0 or nan:
+            bad.append("%s: rc=%d %s %r" % (" ".join(cmd), r.returncode, nan[:3], r.stderr[-150:]))
+        if "--json" in cmd and strict_json(r.stdout) is None:
+            bad.append("%s: not strict JSON" % " ".join(cmd))
+        if cmd[0] == "report" and r.returncode == 0:
+            m = re.search(r'<script id="data" type="application/json">(.*?)</script>', texts[-1], re.S)
+            if not m or strict_json(m.group(1)) is None:
+                bad.append("report: its data is not strict JSON")
+    check("memprof_rate=0 (%s): %d subcommands exit 0 without NaN or infinity, JSON strict"
+          % (label, len(RATE_ZERO_COMMANDS)), not bad, "; ".join(bad)[:800])
+    r = tool("ctf", "-o", os.path.join(OUT, "rate0-%s.ctf" % label), trace)
+    check("memprof_rate=0 (%s): ctf exits 1 with one line (no samples to export)" % label,
+          r.returncode == 1 and len(r.stderr.splitlines()) == 1 and "memprof_rate=0" in r.stderr,
+          r.stderr)
+
+
+def test_rate_zero():
+    trace = os.path.join(OUT, "snap-rate0.mpt")
+    r = run([os.path.join(BUILD, "gen_snapshot"), "small", trace, "--rate", "0"])
+    check("gen_snapshot small --rate 0", r.returncode == 0, r.stderr)
+    if r.returncode == 0:
+        rate_zero_checks(trace, "synthetic")
+
+
+def timed_tool(args, timeout=10):
+    """(exit status or None when killed at [timeout], stdout, stderr,
+    seconds) of ocaml-memprof [args]."""
+    t0 = time.time()
+    try:
+        r = subprocess.run([TOOL] + args, capture_output=True, text=True, timeout=timeout)
+        return r.returncode, r.stdout, r.stderr, time.time() - t0
+    except subprocess.TimeoutExpired:
+        return None, "", "", time.time() - t0
+
+
+def elf_with_huge_symtab(path, size):
+    """A sparse file of [size] bytes, an ELF64 header whose section table
+    holds a symbol table of 300 MB and its string table, both inside the
+    file (beyond the symbols' size cap of the tools)."""
+    shoff, symoff, symsize = 64, 4096, 300 << 20
+    stroff = symoff + symsize
+    eh = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)
+    eh += struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, 0, 0, shoff, 0, 64, 0, 0, 64, 3, 0)
+    sh = bytes(64)
+    sh += struct.pack("<IIQQQQIIQQ", 0, 2, 0, 0, symoff, symsize, 2, 0, 8, 24)   # SHT_SYMTAB
+    sh += struct.pack("<IIQQQQIIQQ", 0, 3, 0, 0, stroff, 1 << 20, 0, 0, 1, 0)   # SHT_STRTAB
+    with open(path, "wb") as f:
+        f.write(eh + sh)
+    os.truncate(path, size)
+
+
+def elf_with_symbols(path, symbols):
+    """A minimal ELF64 file whose symbol table holds [symbols], (name,
+    value) pairs: the part of an executable the tools read to name module
+    roots."""
+    strtab = b"\0"
+    syms = bytes(24)
+    for name, value in symbols:
+        syms += struct.pack("<IBBHQQ", len(strtab), 0x11, 0, 1, value, 8)   # global data object
+        strtab += name.encode() + b"\0"
+    shoff = 64
+    symoff = shoff + 3 * 64
+    stroff = symoff + len(syms)
+    eh = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)
+    eh += struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, 0, 0, shoff, 0, 64, 0, 0, 64, 3, 0)
+    sh = bytes(64)
+    sh += struct.pack("<IIQQQQIIQQ", 0, 2, 0, 0, symoff, len(syms), 2, 1, 8, 24)   # SHT_SYMTAB
+    sh += struct.pack("<IIQQQQIIQQ", 0, 3, 0, 0, stroff, len(strtab), 0, 0, 1, 0)   # SHT_STRTAB
+    with open(path, "wb") as f:
+        f.write(eh + sh + syms + strtab)
+
+
+# Symbol at the global root's address -> its label in retainers.
+MODULE_SYMBOLS = (("camlFoo", "Foo"), ("camlFoo__Bar", "Foo.Bar"),
+                  ("camlDune__exe__Main", "Main"), ("camlDune__exe__Foo__Bar", "Foo.Bar"),
+                  ("camlFoo__bar_12", None), ("camlFoo__Bar.f_421", None),
+                  ("camlDune__exe__Main__f_123", None), ("camlDune__exe__Main.code_begin", None),
+                  ("camlDune__exe__Main__gc_roots", None), ("camlDune__exe", None),
+                  ("camlDune__exe__", None), ("camlDune__exe__main", None))
+
+
+def test_module_symbols():
+    """Module roots named from the executable's symbol table: module blocks
+    (camlFoo, camlFoo__Bar) are named, dune's executables' modules
+    (camlDune__exe__Main) by the user's module name, and no function or
+    other symbol (camlFoo__bar_12, camlDune__exe__Main.code_begin) is
+    taken for a module.  Before, camlDune__exe__Main was shown as its
+    address."""
+    d = os.path.join(OUT, "modsyms")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    bad = []
+    for sym, want in MODULE_SYMBOLS:
+        exe = os.path.join(d, sym + ".elf")
+        elf_with_symbols(exe, [("caml_globals", 0x2000), (sym, 0x1000)])
+        trace = os.path.join(d, sym + ".mpt")
+        run([os.path.join(BUILD, "gen_snapshot"), "small", trace, "--exe", exe, "--anchor", "0x2000"])
+        r = tool("retainers", "--json", trace)
+        roots = strict_json(r.stdout)
+        got = [x["label"] for x in roots["roots"] if x["kind"] == "global"] if roots else None
+        if r.returncode != 0 or r.stderr or got != [want or "0x1000"]:
+            bad.append("%s: %s (want %s) %r" % (sym, got, want or "0x1000", r.stderr[-100:]))
+    check("module roots from the symbol table: %d symbols named or left as addresses as they"
+          " should (dune's camlDune__exe__Main as Main)" % len(MODULE_SYMBOLS), not bad, "; ".join(bad))
+
+
+HOSTILE_COMMANDS = (["info"], ["top"], ["leaks"], ["timeline"], ["flamegraph", "-o", "{out}.html"],
+                    ["folded"], ["pprof", "-o", "{out}.pb.gz"], ["ctf", "-o", "{out}.ctf"],
+                    ["diff", "{trace}"], ["report", "-o", "{out}-report.html"], ["retainers"],
+                    ["retainers", "--json"], ["retainers", "--heapsnapshot", "{out}.heapsnapshot"])
+
+
+def test_hostile_executable():
+    """The executable a trace names is untrusted: a header naming a FIFO,
+    /dev/zero, a 10 GB sparse file, a directory, a missing file or an ELF
+    file whose symbol table is beyond the size read: every subcommand ends
+    within 2 s; those that name module roots from the executable (retainers,
+    report) warn in one line and keep the roots' addresses.  (Before: a
+    FIFO blocked, /dev/zero and the sparse file were read whole.)"""
+    d = os.path.join(OUT, "hostile")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    fifo, big, sub, elf = (os.path.join(d, n) for n in ("fifo", "sparse-10G", "dir", "huge-symtab.elf"))
+    os.mkfifo(fifo)
+    with open(big, "wb") as f:
+        f.truncate(10 << 30)
+    os.makedirs(sub)
+    elf_with_huge_symtab(elf, 10 << 30)
+    cases = (("a FIFO", fifo, "not a regular file"), ("/dev/zero", "/dev/zero", "not a regular file"),
+             ("a 10 GB sparse file", big, "not a little-endian ELF64 file"),
+             ("a directory", sub, "not a regular file"),
+             ("a missing file", os.path.join(d, "missing"), "No such file"),
+             ("an ELF file with a 300 MB symbol table", elf, "symbol table larger than 256 MB"))
+    gs = os.path.join(BUILD, "gen_snapshot")
+    for label, exe, reason in cases:
+        trace = os.path.join(d, "snap-%s.mpt" % re.sub(r"\W+", "-", label))
+        r = run([gs, "small", trace, "--exe", exe, "--anchor", "0x1000"])
+        if r.returncode != 0:
+            check("gen_snapshot --exe " + label, False, r.stderr)
+            continue
+        slow, bad = [], []
+        for cmd in HOSTILE_COMMANDS:
+            args = [a.format(out=trace, trace=trace) for a in cmd] + [trace]
+            rc, out, err, secs = timed_tool(args)
+            uses_exe = cmd[0] in ("retainers", "report")
+            warned = [l for l in err.splitlines() if "module roots shown as addresses" in l]
+            if rc is None or secs > 2:
+                slow.append("%s %s" % (" ".join(cmd[:2]), "killed after 10 s" if rc is None else "%.2f s" % secs))
+            elif rc != 0 or (uses_exe and (len(err.splitlines()) != 1 or len(warned) != 1
+                                           or reason not in warned[0]))\
+                    or (not uses_exe and warned):
+                bad.append("%s: rc=%s %r" % (" ".join(cmd[:2]), rc, err[-200:]))
+        check("header naming %s as the executable: all %d subcommands end within 2 s"
+              % (label, len(HOSTILE_COMMANDS)), not slow, "; ".join(slow))
+        check("header naming %s: exit 0; retainers and report warn in one line ('%s'), the"
+              " others say nothing of it" % (label, reason), not bad, "; ".join(bad)[:600])
+        rc, out, err, secs = timed_tool(["retainers", "--json", trace])
+        try:
+            roots = json.loads(out)["roots"] if rc == 0 else None
+        except ValueError:
+            roots = None
+        check("header naming %s: the global root keeps its address label" % label,
+              roots is not None and [x["label"] for x in roots if x["kind"] == "global"] == ["0x1000"],
+              "rc=%s %s" % (rc, roots))
+    for f in (big, elf):            # 10 GB each, if only apparently
+        os.remove(f)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for exe in (TOOL, GEN):
@@ -1508,6 +1879,9 @@ def main():
     test_cli()
     test_idtab()
     test_retainers()
+    test_hostile_executable()
+    test_module_symbols()
+    test_rate_zero()
     test_upstream()
     for name in ("memtrace_v0.2.3_test_ocamlopt.v2.ctf",):
         if os.path.isdir(UP):
@@ -1522,6 +1896,7 @@ def main():
     test_html_on_terminal(files["memprof"])
     test_many(files)
     test_follow_incremental()
+    test_follow_file_changes()
     report_tests.test_report(check, tool, tool_json, run, OUT, HERE, gen)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
