@@ -67,8 +67,10 @@ fetch_missing() {
   set -- -o Dir::Etc::sourcelist="$work/sources.list" -o Dir::Etc::sourceparts="$work/parts" \
     -o Dir::State::Lists="$work/lists" -o APT::Sandbox::User="$(id -un)" -o Debug::NoLocking=1 -q
   echo "build-lwt: downloading$missing (Debian source packages) from $mirror"
-  if ! apt-get "$@" update > "$work/log" 2>&1; then
-    rm -rf "$work"; skip "cannot download$missing (apt-get update failed: no network?); cache: $CACHE/dist"
+  # apt-get update can exit 0 having fetched nothing (its failures to
+  # fetch are warnings): the Sources indices tell.
+  if ! apt-get "$@" update > "$work/log" 2>&1 || ! ls "$work/lists/"*Sources* > /dev/null 2>&1; then
+    rm -rf "$work"; skip "cannot download$missing (apt-get update got no Sources index: no network?); cache: $CACHE/dist"
   fi
   echo "$SOURCES" | while read -r pkg ver suite file sum; do
     [ -n "$pkg" ] && [ ! -f "$CACHE/dist/$file" ] || continue
