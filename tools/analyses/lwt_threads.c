@@ -8,7 +8,7 @@
 
 #include "lwt_threads.h"
 
-/* Lwt 5.x's functions that allocate a promise record, and the words (headers
+/* Lwt 5.6.1's functions that allocate a promise record, and the words (headers
    included) each call allocates for it: new_pending a callbacks record (4
    fields), its Pending state and the promise; return and fail a Fulfilled
    or Rejected state and the promise.  Every other constructor (wait, task,
@@ -147,7 +147,8 @@ static uint64_t count_callbacks(const hg_snapshot *s, uint32_t first, uint32_t *
         (*stack)[sp++] = edge(s, b, k);
       }
     } else if (shaped(s, b, 1, 1)) {
-      if (edges(s, b) == 0 || s->tag[edge(s, b, 0) - 1] == 247) n++;
+      uint32_t f = edges(s, b) ? edge(s, b, 0) : 0;
+      if (!edges(s, b) || (f && s->tag[f - 1] == 247)) n++;
     } else if (shaped(s, b, 2, 1) && edges(s, b) == 1) {
       uint32_t ref = edge(s, b, 0);
       if (shaped(s, ref, 0, 1) && edges(s, ref) == 1 && shaped(s, edge(s, ref, 0), 0, 1)) n++;

@@ -16,12 +16,12 @@
    allocates per promise; pending promises none of whose blocks was
    sampled are in the exact total only.
 
-   The layout is Lwt 5.x's (lwt.ml since 5.0: `type ('a,'u,'c) promise =
+   The layout is Lwt 5.6.1's (lwt.ml: `type ('a,'u,'c) promise =
    {mutable state}` and the GADT state Fulfilled | Rejected | Pending |
    Proxy, Pending being the third non-constant constructor, tag 2; the
    constructors Lwt.Pending_promises.new_pending, Lwt.Trivial_promises.return
-   and .fail).  Checked against Lwt 5.6.1's source; another layout counts
-   nothing or miscounts. */
+   and .fail).  Checked against 5.6.1's source only (no other version's
+   source was reachable); another layout counts nothing or miscounts. */
 
 #ifndef OCAML_MEMPROF_LWT_THREADS_H
 #define OCAML_MEMPROF_LWT_THREADS_H

@@ -19,7 +19,7 @@ static const char usage[] =
   "promises created, estimated from the samples at Lwt's promise constructors\n"
   "(+- one standard error), and, from each heap snapshot, the promises still\n"
   "pending (exact) and the callbacks they hold, by creation site (estimated\n"
-  "from their sampled blocks).  Assumes Lwt 5.x's promise layout.\n"
+  "from their sampled blocks).  Assumes Lwt 5.6.1's promise layout.\n"
   "  --hide RE, --preset NAME[,NAME...], --presets-file F\n"
   "                    frames that are not creation sites, besides Lwt's\n"
   "  -n N              sites per table (10; 0 = all)\n"
@@ -64,7 +64,7 @@ static double pending_se(const lt_result *res, double samples)
 
 static void text(FILE *o, const char *trace, const lt_result *res, size_t top)
 {
-  fprintf(o, "%s: rate %g, %llu sampled allocations, %zu heap snapshots; Lwt 5.x promise layout\n\n",
+  fprintf(o, "%s: rate %g, %llu sampled allocations, %zu heap snapshots; Lwt 5.6.1's promise layout\n\n",
           trace, res->rate, (unsigned long long)res->allocs_seen, res->nsnaps);
   double *created = xcalloc(res->nsites ? res->nsites : 1, sizeof *created);
   double total = 0, total_var = 0;
@@ -83,7 +83,7 @@ static void text(FILE *o, const char *trace, const lt_result *res, size_t top)
     cli_put_safe(o, strpool_get(res->names, order[k]));
     fputc('\n', o);
   }
-  if (!n) fputs("  (no sample at Lwt's promise constructors: not an Lwt 5.x program, or too low a rate)\n", o);
+  if (!n) fputs("  (no sample at Lwt's promise constructors: not an Lwt program of 5.6.1's layout, or too low a rate)\n", o);
   free(order);
   free(created);
   if (!res->nsnaps) {
