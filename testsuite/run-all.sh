@@ -25,6 +25,9 @@ suite() { # NAME COMMAND...
 suite build "$here/build-tests.sh" "$PREFIX"
 suite tracer "$here/run.sh" "$PREFIX"
 suite snapshots "$here/snapshots.sh" "$PREFIX"
+# Real Lwt 5.6.1 programs; Lwt's sources are fetched once (about 3 minutes
+# then, 40 s after); skipped without network and cache.
+suite lwt "$here/lwt.sh" "$PREFIX"
 suite tools make -s -C "$top/tools" check PREFIX="$PREFIX"
 suite fuzz make -s -C "$top/tools" fuzz-smoke
 suite upstream-plain "$here/run-upstream.sh" "$SRC" plain

@@ -20,6 +20,7 @@ int cmd_timeline(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_retainers(int argc, char **argv);
+int cmd_lwt(int argc, char **argv);
 
 /* The heap snapshots of [trace] for the HTML report: one JSON object
    {"trace", "count", "evolution": {"kinds", "rows": [[seq, time_ns, live,

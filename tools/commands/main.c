@@ -25,6 +25,7 @@ static const command commands[] = {
   { "pprof", cmd_pprof, "gzip profile.proto for go tool pprof" },
   { "timeline", cmd_timeline, "live heap, allocation rate, GC heap size over time (SVG, CSV)" },
   { "leaks", cmd_leaks, "sites whose live volume grows steadily; survivors of a window" },
+  { "lwt", cmd_lwt, "Lwt's promises by creation site: created, pending per heap snapshot" },
   { "retainers", cmd_retainers, "heap snapshots: what each root retains, retainer paths, .heapsnapshot" },
   { "flamegraph", cmd_flamegraph, "self-contained interactive HTML flame graph" },
   { "report", cmd_report, "one interactive HTML report: timeline, filters, sites, flame, call graph" },

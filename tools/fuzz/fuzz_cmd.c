@@ -109,11 +109,15 @@ static const optset sets_retainers[] = {
   { "--json", "--site", "a", "-n", "3", IN, NULL },
   { "--tree", "--nodes", "40", "--width", "3", "--depth", "5", IN, NULL },
 };
+static const optset sets_lwt[] = {
+  { IN, NULL },
+  { "--json", "-n", "0", "--hide", "^Stdlib", IN, NULL },
+};
 
 #define SETS(n) { #n, sets_##n, sizeof sets_##n / sizeof sets_##n[0] }
 static const struct { const char *name; const optset *sets; size_t n; } all_sets[] = {
   SETS(info), SETS(top), SETS(leaks), SETS(timeline), SETS(flamegraph), SETS(report),
-  SETS(diff), SETS(pprof), SETS(folded), SETS(ctf), SETS(retainers),
+  SETS(diff), SETS(pprof), SETS(folded), SETS(ctf), SETS(retainers), SETS(lwt),
 };
 
 static char dir_path[64], in_path[80], in2_path[80], out_path[64];

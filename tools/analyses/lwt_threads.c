@@ -1,0 +1,237 @@
+/* lwt_threads.c: Lwt's promises per creation site, created (from samples)
+   and pending (from heap snapshots); see lwt_threads.h. */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lwt_threads.h"
+
+/* Lwt 5.6.1's functions that allocate a promise record, and the words (headers
+   included) each call allocates for it: new_pending a callbacks record (4
+   fields), its Pending state and the promise; return and fail a Fulfilled
+   or Rejected state and the promise.  Every other constructor (wait, task,
+   bind's result promises...) goes through new_pending. */
+static const struct { const char *function; double words; } lt_constructors[] = {
+  { "Lwt.Pending_promises.new_pending", LT_PENDING_WORDS },
+  { "Lwt.Trivial_promises.return", 4 },
+  { "Lwt.Trivial_promises.fail", 4 },
+};
+#define NCONSTRUCTORS (sizeof lt_constructors / sizeof *lt_constructors)
+
+double lt_estimate(const lt_result *res, double samples, double words)
+{ return samples / (res->rate * words); }
+
+double lt_estimate_se(const lt_result *res, double samples, double words)
+{ return sqrt(samples) / (res->rate * words); }
+
+typedef struct {
+  hg_reader *r;
+  const an_filter *hiding;
+  lt_result *res;
+  uint32_t *alloc_site;        /* per allocation: site index + 1, 0 not yet */
+  size_t alloc_site_cap;
+  uint8_t *hidden;             /* per location: 1 + hidden, 0 not yet */
+  size_t hidden_cap;
+  size_t counted;              /* allocations already classified */
+} lt_state;
+
+static int loc_hidden(lt_state *st, uint32_t loc)
+{
+  if (loc >= st->hidden_cap) {
+    size_t old = st->hidden_cap;
+    grow_array((void **)&st->hidden, &st->hidden_cap, (size_t)loc + 1, 1);
+    memset(st->hidden + old, 0, st->hidden_cap - old);
+  }
+  if (!st->hidden[loc])
+    st->hidden[loc] = 1 + (st->hiding && an_filter_hides(st->hiding, ti_location(st->r->t, loc)));
+  return st->hidden[loc] == 2;
+}
+
+/* The creation site (index in res->sites) of allocation [i]: its first
+   frame that [hiding] leaves, named "Function (file:line)". */
+static uint32_t site_of(lt_state *st, size_t i)
+{
+  if (i >= st->alloc_site_cap) {
+    size_t old = st->alloc_site_cap;
+    grow_array((void **)&st->alloc_site, &st->alloc_site_cap, i + 1, sizeof *st->alloc_site);
+    memset(st->alloc_site + old, 0, (st->alloc_site_cap - old) * sizeof *st->alloc_site);
+  }
+  if (st->alloc_site[i]) return st->alloc_site[i] - 1;
+  const hg_alloc *a = &st->r->allocs[i];
+  char name[512];
+  snprintf(name, sizeof name, "(no frame outside the hidden ones)");
+  for (uint32_t k = 0; k < a->stack_len; k++) {
+    uint32_t loc = st->r->stacks[a->stack_off + k];
+    if (loc_hidden(st, loc)) continue;
+    const mpt_location *l = ti_location(st->r->t, loc);
+    if (l && l->n > 0)
+      snprintf(name, sizeof name, "%s (%s:%u)", l->entries[0].function, l->entries[0].file,
+               l->entries[0].line);
+    else snprintf(name, sizeof name, "? (no debug information)");
+    break;
+  }
+  lt_result *res = st->res;
+  uint32_t id = strpool_intern(res->names, name, strlen(name));
+  if (id >= res->nsites) {
+    grow_array((void **)&res->sites, &res->sites_cap, (size_t)id + 1, sizeof *res->sites);
+    memset(res->sites + res->nsites, 0, ((size_t)id + 1 - res->nsites) * sizeof *res->sites);
+    for (size_t k = res->nsites; k <= id; k++) res->sites[k].name = (uint32_t)k;
+    res->nsites = (size_t)id + 1;
+  }
+  st->alloc_site[i] = id + 1;
+  return id;
+}
+
+/* The words per promise of the constructor allocating [i], 0 for none. */
+static double constructor_words(lt_state *st, size_t i)
+{
+  const hg_alloc *a = &st->r->allocs[i];
+  if (!a->stack_len) return 0;
+  const mpt_location *l = ti_location(st->r->t, st->r->stacks[a->stack_off]);
+  if (!l || !l->n || !l->entries[0].function) return 0;
+  for (size_t k = 0; k < NCONSTRUCTORS; k++)
+    if (!strcmp(l->entries[0].function, lt_constructors[k].function)) return lt_constructors[k].words;
+  return 0;
+}
+
+/* Count the allocations read since the last call at their creation sites. */
+static void count_created(lt_state *st)
+{
+  for (; st->counted < st->r->nallocs; st->counted++) {
+    double words = constructor_words(st, st->counted);
+    if (!words) continue;
+    uint32_t site = site_of(st, st->counted);   /* may grow res->sites */
+    lt_site *s = &st->res->sites[site];
+    double n = st->r->allocs[st->counted].nsamples;
+    s->created_samples += n;
+    s->created += lt_estimate(st->res, n, words);
+    /* Variances add up over constructors of different sizes. */
+    double se = lt_estimate_se(st->res, n, words);
+    s->created_se = sqrt(s->created_se * s->created_se + se * se);
+  }
+}
+
+/* Node of block b, and back. */
+static inline uint32_t node_of(const hg_snapshot *s, uint32_t b) { return s->base + b - 1; }
+static inline uint32_t block_of(const hg_snapshot *s, uint32_t node)
+{ return node >= s->base && node < s->base + s->nblocks ? node - s->base + 1 : 0; }
+static inline uint64_t edges(const hg_snapshot *s, uint32_t b) { return s->off[node_of(s, b) + 1] - s->off[node_of(s, b)]; }
+static inline uint32_t edge(const hg_snapshot *s, uint32_t b, uint64_t k)
+{ return block_of(s, s->adj[s->off[node_of(s, b)] + k]); }
+static inline int shaped(const hg_snapshot *s, uint32_t b, unsigned tag, uint64_t wosize)
+{ return b && s->tag[b - 1] == tag && s->wosize[b - 1] == wosize; }
+
+/* The regular callbacks under a callbacks record's first pointer field.
+   Edges hold only pointer fields, so an empty regular list (a constant
+   constructor) leaves that edge to the cancel list or how_to_cancel: only
+   the shapes of regular callback leaves are counted, which theirs never
+   have: Regular_callback_list_implicitly_removed_callback (tag 1, one
+   field: the closure, or no edge for a closed one) and
+   _explicitly_removable_callback (tag 2, one field: a ref holding Some f;
+   None is a removed one), under _concat nodes (tag 0, two fields). */
+static uint64_t count_callbacks(const hg_snapshot *s, uint32_t first, uint32_t **stack, size_t *cap)
+{
+  uint64_t n = 0;
+  size_t sp = 0;
+  grow_array((void **)stack, cap, 1, sizeof **stack);
+  (*stack)[sp++] = first;
+  /* A list is a tree of a promise's own nodes; the bound guards against
+     cycles of blocks that only look like one. */
+  for (uint64_t visited = 0; sp && visited < 1u << 20; visited++) {
+    uint32_t b = (*stack)[--sp];
+    if (shaped(s, b, 0, 2)) {
+      for (uint64_t k = 0; k < edges(s, b); k++) {
+        grow_array((void **)stack, cap, sp + 1, sizeof **stack);
+        (*stack)[sp++] = edge(s, b, k);
+      }
+    } else if (shaped(s, b, 1, 1)) {
+      uint32_t f = edges(s, b) ? edge(s, b, 0) : 0;
+      if (!edges(s, b) || (f && s->tag[f - 1] == 247)) n++;
+    } else if (shaped(s, b, 2, 1) && edges(s, b) == 1) {
+      uint32_t ref = edge(s, b, 0);
+      if (shaped(s, ref, 0, 1) && edges(s, ref) == 1 && shaped(s, edge(s, ref, 0), 0, 1)) n++;
+    }
+  }
+  return n;
+}
+
+static void scan_snapshot(lt_state *st, const hg_snapshot *s)
+{
+  lt_result *res = st->res;
+  grow_array((void **)&res->snaps, &res->snaps_cap, res->nsnaps + 1, sizeof *res->snaps);
+  lt_snapshot *out = &res->snaps[res->nsnaps++];
+  memset(out, 0, sizeof *out);
+  out->seq = s->seq;
+  out->time_ns = s->time_ns;
+  out->nby_site = res->nsites;
+  out->by_site = xcalloc(res->nsites ? res->nsites : 1, sizeof *out->by_site);
+  uint32_t *stack = NULL;
+  size_t cap = 0;
+  for (uint32_t p = 1; p <= s->nblocks; p++) {
+    if (!shaped(s, p, 0, 1) || edges(s, p) != 1) continue;
+    uint32_t state = edge(s, p, 0);
+    if (!shaped(s, state, LT_PENDING_TAG, 1) || edges(s, state) != 1) continue;
+    uint32_t cbs = edge(s, state, 0);
+    if (!shaped(s, cbs, 0, 4)) continue;
+    uint64_t ncb = edges(s, cbs) ? count_callbacks(s, edge(s, cbs, 0), &stack, &cap) : 0;
+    out->pending++;
+    out->callbacks += ncb;
+    /* The site is that of new_pending's call; its three blocks were
+       sampled independently, each adding its samples. */
+    const uint32_t parts[3] = { p, state, cbs };
+    int sampled = 0;
+    for (int k = 0; k < 3; k++) {
+      uint32_t a = s->alloc[parts[k] - 1];
+      if (!a) continue;
+      uint32_t site = site_of(st, a - 1);
+      if (site >= out->nby_site) {
+        out->by_site = xrealloc(out->by_site, ((size_t)site + 1) * sizeof *out->by_site);
+        memset(out->by_site + out->nby_site, 0, ((size_t)site + 1 - out->nby_site) * sizeof *out->by_site);
+        out->nby_site = (size_t)site + 1;
+      }
+      double n = st->r->allocs[a - 1].nsamples;
+      out->by_site[site].samples += n;
+      out->by_site[site].callback_samples += n * (double)ncb;
+      out->by_site[site].callback_samples_sq += n * (double)ncb * (double)ncb;
+      sampled = 1;
+    }
+    out->pending_sampled += sampled;
+  }
+  free(stack);
+}
+
+int lt_run(const char *path, const an_filter *hiding, lt_result *res)
+{
+  memset(res, 0, sizeof *res);
+  res->names = strpool_new();
+  hg_reader r;
+  if (hg_open(&r, path) != 0) { msg("%s\n", r.error); return 1; }
+  res->rate = ti_get_header(r.t)->sampling_rate;
+  lt_state st = { .r = &r, .hiding = hiding, .res = res };
+  hg_snapshot s;
+  int k, rc = 0;
+  while ((k = hg_next(&r, &s)) == 1) {
+    count_created(&st);
+    scan_snapshot(&st, &s);
+    hg_snapshot_free(&s);
+  }
+  if (k < 0) { msg("%s\n", r.error); rc = 1; }
+  else count_created(&st);
+  res->allocs_seen = r.nallocs;
+  res->truncated = r.truncated;
+  free(st.alloc_site);
+  free(st.hidden);
+  hg_close(&r);
+  return rc;
+}
+
+void lt_free(lt_result *res)
+{
+  for (size_t i = 0; i < res->nsnaps; i++) free(res->snaps[i].by_site);
+  free(res->snaps);
+  free(res->sites);
+  if (res->names) strpool_free(res->names);
+  memset(res, 0, sizeof *res);
+}
