@@ -95,6 +95,8 @@ typedef struct {
 typedef struct {
   uint64_t events[MPT_EV_LOST + 1];
   uint64_t unknown_promote, unknown_collect, duplicate_alloc;
+  uint64_t snapshot_dead;      /* samples completed at a heap snapshot that
+                                  does not hold them (snapdeath.h) */
   uint64_t samples_total, samples_kept;
   uint64_t samples_no_location;  /* kept, site without debug information */
   uint64_t end_time;           /* latest event time of the trace being
@@ -105,8 +107,10 @@ typedef struct {
 typedef struct an_ctx an_ctx;
 
 /* A sample completed by a collection reaches on_sample right after its
-   COLLECT event reached on_event; the samples still live at the end of a
-   trace come after all its events. */
+   COLLECT event reached on_event; a sample that a complete heap snapshot
+   does not hold (unreachable then, swept later: snapdeath.h) right after
+   that snapshot's END event, with t_collect the snapshot's time; the
+   samples still live at the end of a trace come after all its events. */
 typedef struct {
   void *u;
   void (*on_event)(void *u, an_ctx *c, const mpt_event *ev); /* every event */
