@@ -117,8 +117,8 @@ static int by_through(const void *x, const void *y)
   return (a->root > b->root) - (a->root < b->root);
 }
 
-void hd_find(hd_ctx *c, const uint32_t *blocks, const double *weight, size_t n,
-             hd_text *text, void *u, hd_result *r)
+void hd_find(hd_ctx *c, const uint32_t *blocks, const double *weight, const uint32_t *class,
+             size_t n, hd_text *text, void *u, hd_result *r)
 {
   const hg_snapshot *s = c->s;
   memset(r, 0, sizeof *r);
@@ -159,7 +159,8 @@ void hd_find(hd_ctx *c, const uint32_t *blocks, const double *weight, size_t n,
   /* One forward search per root, through the marked nodes only. */
   shaper sh = { c, r, { 0 }, text, u };
   u64map_init(&sh.step_of, 256);
-  u64map group;                 /* root << 32 | shape -> holder */
+  u64map group;                 /* shape << 32 | class -> holder (a shape
+                                   starts at its root) */
   u64map_init(&group, 64);
   for (size_t k = 0; k < r->examined; k++) {
     uint32_t h = roots[k];
@@ -173,11 +174,11 @@ void hd_find(hd_ctx *c, const uint32_t *blocks, const double *weight, size_t n,
       uint32_t v = c->queue[qh++];
       uint32_t *i = u64map_get(&want, v);
       if (i) {
-        uint64_t key = (uint64_t)h << 32 | c->shape[v];
+        uint64_t key = (uint64_t)c->shape[v] << 32 | class[*i];
         uint32_t *g = u64map_get(&group, key);
         if (!g) {
           grow_array((void **)&r->v, &r->cap, r->n + 1, sizeof *r->v);
-          r->v[r->n] = (hd_holder){ h, c->shape[v], 0, 0, 0, 0 };
+          r->v[r->n] = (hd_holder){ h, c->shape[v], class[*i], 0, 0, 0, 0 };
           u64map_put(&group, key, (uint32_t)r->n++);
           g = u64map_get(&group, key);
         }

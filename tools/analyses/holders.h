@@ -6,11 +6,14 @@
    shows only the stack frame, though the global keeps the list once the
    function returns.  Here every root label (and the weak kind node, for
    blocks reachable only through weak references) that reaches some of
-   the blocks is a holder, in as many groups as the shapes of its paths:
-   a shape is the shortest path from that root to a block, as step texts,
-   a run of identical steps (a list's cells) written once, so that the
-   cells of a list of any length make one shape; a step is marked
-   repeated when it stood for a run in some block's path of the group.
+   the blocks is a holder, in as many groups as the shapes of its paths
+   and the classes of the blocks (the caller's: their allocation sites):
+   a shape is the shortest path from that root to a block, as step texts
+   (the caller's; a block's says what it is, not where it was allocated,
+   or the sampled cells of a list would split it), a run of identical
+   steps written once, so that the cells of a list of any length make one
+   shape; a step is marked repeated when it stood for a run in some
+   block's path of the group.
 
    Shares, for blocks weighted by the caller (estimated bytes):
      through  the weight of the blocks the group's root reaches with that
@@ -55,6 +58,7 @@ typedef struct {
 typedef struct {
   uint32_t root;                /* label node, or the weak kind node */
   uint32_t shape;               /* the path's last step, in hd_result */
+  uint32_t class;               /* the caller's class of its blocks */
   uint64_t repeated;            /* bit k: step k is marked repeated */
   uint64_t blocks;
   double through, alone;
@@ -84,10 +88,11 @@ void hd_free(hd_ctx *c);
 static inline int hd_weak_only(const hd_ctx *c, uint32_t b)
 { return c->owner[c->s->base + b - 1] == 1 + HG_KIND_WEAK; }
 
-/* The holders of blocks [blocks] (ids, 1-based) of weights [weight],
-   largest share first, into *r (free with hd_result_free). */
-void hd_find(hd_ctx *c, const uint32_t *blocks, const double *weight, size_t n,
-             hd_text *text, void *u, hd_result *r);
+/* The holders of blocks [blocks] (ids, 1-based) of weights [weight] and
+   classes [class], largest share first, into *r (free with
+   hd_result_free). */
+void hd_find(hd_ctx *c, const uint32_t *blocks, const double *weight, const uint32_t *class,
+             size_t n, hd_text *text, void *u, hd_result *r);
 void hd_result_free(hd_result *r);
 
 /* The steps of [shape], root first, into [out] (at most [max]); how many. */

@@ -633,37 +633,74 @@ static void print_paths(analysis *a, const site_query *q, size_t npaths)
 
 /* ---- holders: every root holding a site's blocks ---- */
 
-static void holder_step_text(void *u, uint32_t node, char *buf, size_t n)
-{
-  node_text(u, node, buf, n);
-}
-
-/* The holders (holders.h) of the sampled blocks that [match], weighted
-   by their estimated bytes. */
-static void find_holders(analysis *a, path_match *match, const void *arg, hd_result *r)
-{
-  hg_snapshot *s = &a->s;
-  uint32_t *blocks = NULL;
-  double *weight = NULL;
-  size_t n = 0, cap = 0, wcap = 0;
-  for (uint32_t b = 1; b <= s->nblocks; b++) {
-    uint32_t al = s->alloc[b - 1];
-    if (!al || !match(a, b, al, arg)) continue;
-    grow_array((void **)&blocks, &cap, n + 1, sizeof *blocks);
-    grow_array((void **)&weight, &wcap, n + 1, sizeof *weight);
-    blocks[n] = b;
-    weight[n++] = block_estimate(a, b, NULL);
-  }
-  hd_find(&a->holders, blocks, weight, n, holder_step_text, a, r);
-  free(blocks); free(weight);
-}
-
 #define MAX_SHAPE_STEPS 64
 
 static int step_repeated(const hd_result *r, const hd_holder *h, uint32_t step)
 {
   uint32_t d = r->steps[step].depth;
   return (h->repeated >> (d < 63 ? d : 63)) & 1;
+}
+
+/* A step of a holder's path shape: a root, or a block by tag and size
+   (not by site: the sampled cells of a list would cut it into shapes). */
+static void holder_step_text(void *u, uint32_t node, char *buf, size_t n)
+{
+  analysis *a = u;
+  char tb[32];
+  if (node < a->s.base) node_text(a, node, buf, n);
+  else snprintf(buf, n, "%s (%llu words)", tag_name(a->s.tag[node - a->s.base], tb, sizeof tb),
+                (unsigned long long)a->s.wosize[node - a->s.base]);
+}
+
+/* The holders (holders.h) of the sampled blocks that [match], weighted
+   by their estimated bytes, classed by their site's location. */
+static void find_holders(analysis *a, path_match *match, const void *arg, hd_result *r)
+{
+  hg_snapshot *s = &a->s;
+  uint32_t *blocks = NULL, *class = NULL;
+  double *weight = NULL;
+  size_t n = 0, cap = 0, ccap = 0, wcap = 0;
+  for (uint32_t b = 1; b <= s->nblocks; b++) {
+    uint32_t al = s->alloc[b - 1];
+    if (!al || !match(a, b, al, arg)) continue;
+    grow_array((void **)&blocks, &cap, n + 1, sizeof *blocks);
+    grow_array((void **)&class, &ccap, n + 1, sizeof *class);
+    grow_array((void **)&weight, &wcap, n + 1, sizeof *weight);
+    blocks[n] = b;
+    class[n] = al;
+    weight[n++] = block_estimate(a, b, NULL);
+  }
+  /* One class per site, not per allocation: the first allocation seen
+     of each site's location stands for it. */
+  u64map first;
+  u64map_init(&first, 64);
+  for (size_t i = 0; i < n; i++) {
+    uint32_t loc = site_of(a, class[i]), *f = u64map_get(&first, loc);
+    if (f) class[i] = *f;
+    else u64map_put(&first, loc, class[i]);
+  }
+  u64map_free(&first);
+  hd_find(&a->holders, blocks, weight, class, n, holder_step_text, a, r);
+  free(blocks); free(class); free(weight);
+}
+
+/* A holder's path, one string per step, root first; the last names the
+   blocks' site. */
+static size_t holder_steps(analysis *a, const hd_result *r, const hd_holder *h,
+                           char steps[][1200], size_t max)
+{
+  uint32_t ids[MAX_SHAPE_STEPS];
+  size_t ns = hd_shape_steps(r, h->shape, ids, max < MAX_SHAPE_STEPS ? max : MAX_SHAPE_STEPS);
+  for (size_t k = 0; k < ns; k++) {
+    int len = snprintf(steps[k], 1200, "%s%s", strpool_get(r->texts, r->steps[ids[k]].text),
+                       step_repeated(r, h, ids[k]) ? " (repeated)" : "");
+    if (k + 1 == ns && h->root != ids[k] && len > 0 && len < 1200) {
+      char site[512];
+      site_text(a, h->class, site, sizeof site);
+      snprintf(steps[k] + len, (size_t)(1200 - len), " from %s", site);
+    }
+  }
+  return ns;
 }
 
 static void print_holders(analysis *a, const site_query *q)
@@ -684,12 +721,11 @@ static void print_holders(analysis *a, const site_query *q)
            size_text(h->through, b1, sizeof b1), r.total > 0 ? 100 * h->through / r.total : 0,
            size_text(h->alone, b2, sizeof b2), r.total > 0 ? 100 * h->alone / r.total : 0,
            (unsigned long long)h->blocks);
-    uint32_t steps[MAX_SHAPE_STEPS];
-    size_t ns = hd_shape_steps(&r, h->shape, steps, MAX_SHAPE_STEPS);
+    static char steps[MAX_SHAPE_STEPS][1200];
+    size_t ns = holder_steps(a, &r, h, steps, MAX_SHAPE_STEPS);
     for (size_t k = 0; k < ns; k++) {
       fputs(k ? "    -> " : "    ", stdout);
-      cli_put_safe(stdout, strpool_get(r.texts, r.steps[steps[k]].text));
-      if (step_repeated(&r, h, steps[k])) fputs(" (repeated)", stdout);
+      cli_put_safe(stdout, steps[k]);
       putchar('\n');
     }
   }
@@ -719,14 +755,11 @@ static void json_holders(FILE *o, analysis *a, path_match *match, const void *ar
             weak ? kind_names[HG_KIND_WEAK] : kind_names[s->label_kind[l]]);
     str(o, weak ? "weak references only" : a->label_text[l]);
     fputs(",\"steps\":[", o);
-    uint32_t steps[MAX_SHAPE_STEPS];
-    size_t ns = hd_shape_steps(&r, h->shape, steps, MAX_SHAPE_STEPS);
+    static char steps[MAX_SHAPE_STEPS][1200];
+    size_t ns = holder_steps(a, &r, h, steps, MAX_SHAPE_STEPS);
     for (size_t k = 0; k < ns; k++) {
-      char buf[1200];
-      snprintf(buf, sizeof buf, "%s%s", strpool_get(r.texts, r.steps[steps[k]].text),
-               step_repeated(&r, h, steps[k]) ? " (repeated)" : "");
       if (k) fputc(',', o);
-      str(o, buf);
+      str(o, steps[k]);
     }
     fprintf(o, "],\"blocks\":%llu,\"through\":%.0f,\"alone\":%.0f}",
             (unsigned long long)h->blocks, h->through, h->alone);
