@@ -38,7 +38,16 @@
                      -> Z (2 fields, sampled at "cache (w.ml:2)")
      W -(weak)-> K (2 fields, sampled at "cache (w.ml:2)") -> K2 (string, 5)
    live: W 4 + S 4 + Z 3 + K 3 + K2 6 = 20 words = 160 B; the global
-   retains W, S, Z (88 B), the weak references K and K2 (72 B). */
+   retains W, S, Z (88 B), the weak references K and K2 (72 B).
+
+          gen_snapshot dead OUT     three major samples (ids 301-303, 10
+                                    words, at "grow (d.ml:4)", 10 us); a
+                                    snapshot at 20 us holds 301 and 303
+                                    only; no COLLECT follows (the trace
+                                    ends at 1 s as if 302's sweep had not
+                                    come yet): 302 is dead from 20 us.
+          gen_snapshot dead-incomplete OUT  the same, the snapshot flagged
+                                    as missing blocks: proves nothing. */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,6 +227,28 @@ static void weak(const char *path)
   end();
 }
 
+static void dead(const char *path, uint32_t end_flags)
+{
+  begin(path);
+  uint64_t ids[3] = { 301, 302, 303 };
+  allocs_at(1, "d.ml", "grow", 4, ids, 3, 10);
+  flush();
+  chunk_type = MPT_CHUNK_SNAPSHOT;
+  mpt_snap_encoder s;
+  mpt_enc_snap_begin(&enc, &s, 20, 1, 0, 1);
+  uint32_t g = string("0x1000");
+  mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 0, 1);
+  mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 1, 2);
+  mpt_enc_snap_sample(&enc, &s, 301);
+  mpt_enc_snap_block(&enc, &s, 0, 10, NULL, 0, UINT64_MAX);
+  mpt_enc_snap_sample(&enc, &s, 303);
+  mpt_enc_snap_block(&enc, &s, 0, 10, NULL, 0, UINT64_MAX);
+  mpt_enc_snap_end(&enc, &s, 30, 1000, 0, end_flags);
+  flush();
+  chunk_type = MPT_CHUNK_EVENTS;
+  end();
+}
+
 static void chain(long n, const char *path)
 {
   begin(path);
@@ -264,11 +295,14 @@ int main(int argc, char **argv)
   if (argc == 3 && strcmp(argv[1], "small") == 0) small(argv[2]);
   else if (argc == 3 && strcmp(argv[1], "holders") == 0) holders(argv[2]);
   else if (argc == 3 && strcmp(argv[1], "weak") == 0) weak(argv[2]);
+  else if (argc == 3 && strcmp(argv[1], "dead") == 0) dead(argv[2], 0);
+  else if (argc == 3 && strcmp(argv[1], "dead-incomplete") == 0) dead(argv[2], MPT_SNAP_INCOMPLETE);
   else if (argc == 4 && strcmp(argv[1], "chain") == 0) chain(atol(argv[2]), argv[3]);
   else if (argc == 6 && strcmp(argv[1], "periodic") == 0)
     periodic(atol(argv[2]), atol(argv[3]), atol(argv[4]), argv[5]);
   else {
-    fprintf(stderr, "usage: gen_snapshot small OUT | holders OUT | weak OUT | chain N OUT | "
+    fprintf(stderr, "usage: gen_snapshot small OUT | holders OUT | weak OUT | dead[-incomplete] OUT | "
+            "chain N OUT | "
             "periodic N EVERY_MS END_MS OUT\n");
     return 2;
   }
