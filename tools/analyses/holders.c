@@ -162,8 +162,14 @@ void hd_find(hd_ctx *c, const uint32_t *blocks, const double *weight, const uint
   u64map group;                 /* shape << 32 | class -> holder (a shape
                                    starts at its root) */
   u64map_init(&group, 64);
+  /* A root's search costs up to the part of the graph above the blocks,
+     which may be most of the heap (an environment that every frame
+     reaches): after HD_WORK_PASSES graphs' worth, the remaining roots are
+     only counted. */
+  uint64_t work = 0, budget = HD_WORK_PASSES * ((uint64_t)s->n + s->nadj);
   for (size_t k = 0; k < r->examined; k++) {
     uint32_t h = roots[k];
+    if (work > budget) { r->examined = k; break; }
     uint32_t vs = next_stamp(&c->visit_stamp, c->visit, s->n);
     c->visit[h] = vs;
     c->shape[h] = step(&sh, UINT32_MAX, node_text_id(&sh, h));
@@ -188,6 +194,7 @@ void hd_find(hd_ctx *c, const uint32_t *blocks, const double *weight, const uint
         d->through += weight[*i];
         if (c->owner[v] == h) d->alone += weight[*i];
       }
+      work += 1 + (s->off[v + 1] - s->off[v]);
       for (uint64_t e = s->off[v]; e < s->off[v + 1]; e++) {
         uint32_t t = s->adj[e];
         if (c->mark[t] != ms || c->visit[t] == vs) continue;

@@ -27,10 +27,11 @@
    Cost: a reverse breadth-first search from the blocks finds the roots
    that reach them (the reversed graph is built once per context, 4 bytes
    per edge); then one forward search per root, confined to the nodes that
-   reach some block, for at most HD_MAX_ROOTS roots (the nearest first);
-   the others are counted, and their alone shares are still exact.  So a
-   query costs the part of the graph above its blocks, times the roots
-   broken down. */
+   reach some block, for at most HD_MAX_ROOTS roots (the nearest first),
+   and no more once the searches have done HD_WORK_PASSES times the work
+   of a pass over the graph; the others are counted, and their alone
+   shares are still exact.  So a query costs at most a few passes over the
+   graph, usually the part above its blocks a few times. */
 
 #ifndef OCAML_MEMPROF_HOLDERS_H
 #define OCAML_MEMPROF_HOLDERS_H
@@ -42,6 +43,7 @@
 #include "util.h"
 
 #define HD_MAX_ROOTS 64
+#define HD_WORK_PASSES 2
 
 typedef struct {
   const hg_snapshot *s;

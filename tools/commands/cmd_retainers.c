@@ -735,8 +735,9 @@ static void print_holders(analysis *a, const site_query *q)
     }
   }
   if (r.examined < r.roots)
-    printf("  (%zu more roots reach these blocks: only the %zu nearest are broken down)\n",
-           r.roots - r.examined, r.examined);
+    printf("  (%zu more roots reach these blocks: only the %zu nearest are broken down,\n"
+           "   within a work limit of %d passes over the graph)\n",
+           r.roots - r.examined, r.examined, HD_WORK_PASSES);
   if (r.total > 0)
     printf("  shared by several roots: %s (%.1f%%; the alone shares and this add up to 100%%)\n",
            size_text(r.shared, b1, sizeof b1), 100 * r.shared / r.total);

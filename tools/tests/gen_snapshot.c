@@ -47,7 +47,10 @@
                                     ends at 1 s as if 302's sweep had not
                                     come yet): 302 is dead from 20 us.
           gen_snapshot dead-incomplete OUT  the same, the snapshot flagged
-                                    as missing blocks: proves nothing. */
+                                    as missing blocks: proves nothing.
+          gen_snapshot fanin N OUT  N stack frames "f1 (a.ml:1)".. all
+                                    holding one sampled block (id 401 at
+                                    "shared_site (s.ml:1)", 4 words). */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,6 +252,28 @@ static void dead(const char *path, uint32_t end_flags)
   end();
 }
 
+static void fanin(long n, const char *path)
+{
+  begin(path);
+  uint64_t id[1] = { 401 };
+  allocs_at(1, "s.ml", "shared_site", 1, id, 1, 4);
+  flush();
+  chunk_type = MPT_CHUNK_SNAPSHOT;
+  mpt_snap_encoder s;
+  mpt_enc_snap_begin(&enc, &s, 20, 1, 0, 1);
+  for (long i = 1; i <= n; i++) {
+    char label[64];
+    snprintf(label, sizeof label, "f%ld (a.ml:%ld)", i, i);
+    mpt_enc_snap_root(&enc, &s, MPT_ROOT_STACK, 0, string(label), 0, 1);
+  }
+  mpt_enc_snap_sample(&enc, &s, 401);
+  mpt_enc_snap_block(&enc, &s, 252, 4, NULL, 0, UINT64_MAX);
+  mpt_enc_snap_end(&enc, &s, 30, 1000, 0, 0);
+  flush();
+  chunk_type = MPT_CHUNK_EVENTS;
+  end();
+}
+
 static void chain(long n, const char *path)
 {
   begin(path);
@@ -298,11 +323,12 @@ int main(int argc, char **argv)
   else if (argc == 3 && strcmp(argv[1], "dead") == 0) dead(argv[2], 0);
   else if (argc == 3 && strcmp(argv[1], "dead-incomplete") == 0) dead(argv[2], MPT_SNAP_INCOMPLETE);
   else if (argc == 4 && strcmp(argv[1], "chain") == 0) chain(atol(argv[2]), argv[3]);
+  else if (argc == 4 && strcmp(argv[1], "fanin") == 0) fanin(atol(argv[2]), argv[3]);
   else if (argc == 6 && strcmp(argv[1], "periodic") == 0)
     periodic(atol(argv[2]), atol(argv[3]), atol(argv[4]), argv[5]);
   else {
     fprintf(stderr, "usage: gen_snapshot small OUT | holders OUT | weak OUT | dead[-incomplete] OUT | "
-            "chain N OUT | "
+            "fanin N OUT | chain N OUT | "
             "periodic N EVERY_MS END_MS OUT\n");
     return 2;
   }

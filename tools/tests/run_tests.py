@@ -1494,6 +1494,19 @@ def test_holders(gs):
           and hs["list"][1]["steps"] == ["stack f (a.ml:3)", "block tag 0 (2 words) (repeated)",
                                          "string (3 words) from leak_site (h.ml:5)"],
           json.dumps(hs)[:600])
+    fan = os.path.join(OUT, "snap-fanin.mpt")
+    run([gs, "fanin", "100", fan])
+    j = tool_json("retainers", "--json", "--site", "shared_site", fan)
+    hs = j.get("paths", {}).get("holders", {})
+    check("retainers --json: a block held by 100 frames: 100 roots counted, the 64 nearest broken "
+          "down (each through all, alone none), all shared",
+          hs.get("roots") == 100 and hs.get("examined") == 64 and len(hs.get("list", [])) == 64
+          and all(h["through"] == hs["estimate"] and h["alone"] == 0 for h in hs["list"])
+          and hs["shared"] == hs["estimate"] > 0, json.dumps(hs)[:300])
+    r = tool("retainers", "--site", "shared_site", fan)
+    check("retainers --site: a note says 36 more roots reach the blocks, not broken down",
+          r.returncode == 0 and "(36 more roots reach these blocks: only the 64 nearest are broken down" in r.stdout,
+          r.stdout[-400:])
 
 
 def test_weak_kind(gs):
