@@ -20,8 +20,9 @@
    Allocation events met on the way are remembered (id -> stack, samples,
    size), so blocks carrying a sample id know their allocation site.
 
-   Memory: 4 bytes per edge plus 21 bytes per block (custom blocks more); the
-   allocation table grows with the samples of the trace. */
+   Memory: 4 bytes per edge plus 21 bytes per block (custom blocks more),
+   and while the snapshot is read 4 bytes per weak edge; the allocation
+   table grows with the samples of the trace. */
 
 #ifndef OCAML_MEMPROF_HEAPGRAPH_H
 #define OCAML_MEMPROF_HEAPGRAPH_H
