@@ -786,7 +786,6 @@ static void snapshot_deaths(an_ctx *c, const an_callbacks *cb)
     an_sample s = unpack(&r, w.ids[i], c->snap.time_ns);
     complete(c, cb, &s);
     sd_mark_dead(&c->snap, w.ids[i]);
-    c->st.snapshot_dead++;
   }
   free(w.ids);
 }

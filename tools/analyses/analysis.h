@@ -95,8 +95,6 @@ typedef struct {
 typedef struct {
   uint64_t events[MPT_EV_LOST + 1];
   uint64_t unknown_promote, unknown_collect, duplicate_alloc;
-  uint64_t snapshot_dead;      /* samples completed at a heap snapshot that
-                                  does not hold them (snapdeath.h) */
   uint64_t samples_total, samples_kept;
   uint64_t samples_no_location;  /* kept, site without debug information */
   uint64_t end_time;           /* latest event time of the trace being
