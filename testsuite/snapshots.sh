@@ -13,7 +13,8 @@ W=${TEST_WORKDIR:-${MEMPROF_BUILD_DIR:-$top/_build}/tests}/snapshots
 rm -rf "$W"; mkdir -p "$W"
 export PATH="$PREFIX/bin:$PATH"
 unset OCAMLRUNPARAM CAMLRUNPARAM
-MP=$PREFIX/bin/ocaml-memprof
+# OCAML_MEMPROF: the tool to test (default: PREFIX's, else the tree's)
+MP=${OCAML_MEMPROF:-$PREFIX/bin/ocaml-memprof}
 [ -x "$MP" ] || MP=$top/tools/ocaml-memprof
 
 pass=0; fail=0
@@ -34,7 +35,7 @@ within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = 
 cd "$W"
 # (compiled here: the compilers write their .cm* files next to the source)
 cp "$here"/programs/snap_*.ml .
-for p in snap_hashtbl snap_retention snap_domains snap_memprof; do
+for p in snap_hashtbl snap_retention snap_domains snap_memprof snap_holders snap_weak snap_live; do
   ocamlopt -g -o "$p" "$p.ml" > "$p.build" 2>&1 || ko "build $p" "$(head -3 "$p.build")"
 done
 ocamlopt -g -I +unix unix.cmxa -o snap_signal snap_signal.ml > snap_signal.build 2>&1 || ko "build snap_signal"
@@ -89,6 +90,51 @@ weak=$(sed -n 's/.*edges (\([0-9]*\) weak).*/\1/p' r.ret)
 check "retention: the live ephemeron's key edge is weak ($weak weak edges)" [ "${weak:-0}" -ge 1 ]
 live=$(awk '/^heap snapshot/ { for (i = 1; i <= NF; i++) if ($i == "live") { print $(i + 1), $(i + 2); exit } }' r.ret | tr -d ',')
 check "retention: the dead key's ephemeron data (2.4 MB) is gone (live $live)" [ "$(bytes $live)" -lt 3500000 ]
+
+# ---- every holder (issue 33): a list held by a module global and by a
+# local of the running function at the snapshot, and a second list of the
+# same site by the global alone (20000 + 10000 strings).  The shortest
+# path starts at the frame; the global keeps them all once it returns ----
+OCAMLRUNPARAM="memprof=$W/hd.trace,memprof_rate=1e-3,memprof_seed=7" ./snap_holders > hd.out 2> hd.err
+check "holders: runs ($(cat hd.out))" [ "$(cat hd.out)" = "stack_and_global 20000 global_only 10000" -a ! -s hd.err ]
+"$MP" retainers --site make_entry "$W/hd.trace" > hd.ret 2>&1
+# holder_share ROOT: "through% alone%" of the first holder group of ROOT
+holder_share() { awk -v r="$1" '/^Holders/ { on = 1; next } on && /^  through/ { t = $0; next }
+  on && t != "" && index($0, "    " r) == 1 {
+    while (match(t, /[0-9.]+%/)) { printf "%s ", substr(t, RSTART, RLENGTH - 1); t = substr(t, RSTART + RLENGTH) }
+    exit } { t = "" }' hd.ret; }
+shares="$(holder_share "global Snap_holders")$(holder_share "stack Snap_holders.process")"
+set -- $shares - - - -
+# Shares of ~820 sampled strings: one standard error is about 1.6 points.
+check "holders: both listed; the global reaches all (through $1 %) and alone a third (alone $2 %), the frame two thirds (through $3 %, alone $4 %)" \
+  awk -v n="$(echo $shares | wc -w)" -v a="$1" -v b="$2" -v c="$3" -v d="$4" \
+    'BEGIN { exit !(n == 4 && a >= 99 && b >= 26.7 && b <= 40 && c >= 60 && c <= 73.3 && d == 0) }'
+
+# ---- blocks reachable only through weak references (issue 33): 10000
+# strings of 216 bytes held only by a Weak array at the snapshot ----
+OCAMLRUNPARAM="memprof=$W/wk.trace,memprof_rate=1e-3,memprof_seed=7" ./snap_weak > wk.out 2> wk.err
+check "weak: runs ($(cat wk.out))" [ "$(cat wk.out)" = "strong 10000 weak 20000" -a ! -s wk.err ]
+"$MP" retainers --bytes "$W/wk.trace" > wk.ret 2>&1
+sum=$(awk '/^Retained by root kind/ { on = 1; getline; next } on && /^  [a-z]/ { s += $3 } on && /^$/ { exit } END { printf "%.1f", s }' wk.ret)
+check "weak: the kinds add up to 100 % ($sum %)" awk -v s="$sum" 'BEGIN { exit !(s >= 99.7 && s <= 100.3) }'
+got=$(awk '/^Retained by root kind/ { on = 1 } on && $1 == "weak" { print $2; exit }' wk.ret)
+check "weak: the weak kind retains the 10000 weakly reachable strings ($got B, truth 2160000 B, within 5 %)" within "${got:-0}" 2160000 5
+check "weak: the sites table has a row for weakly reachable sampled blocks" grep -q '  (reachable only through weak references)$' wk.ret
+
+# ---- one live figure (issue 33): 40 MB kept, 40 MB dropped just before
+# the snapshot (not swept until after it).  The timeline's estimated live
+# just after the snapshot, while the program idles, must be the
+# snapshot's live bytes within 2 standard errors: the estimate counts
+# samples of word_bytes / rate = 8000 bytes, a Poisson count, so its
+# standard error is sqrt(live * 8000) (0.57 MB here) ----
+OCAMLRUNPARAM="memprof=$W/lv.trace,memprof_rate=1e-3,memprof_seed=1" ./snap_live > lv.out 2> lv.err
+check "live: runs ($(cat lv.out))" [ "$(cat lv.out)" = "kept 40040000 dropped 40040000" -a ! -s lv.err ]
+"$MP" retainers --json "$W/lv.trace" > lv.json 2>&1
+set -- $(python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["snapshot"]; print(s["time_ns"] + s["pause_ns"], s["live_bytes"])' lv.json)
+"$MP" timeline --csv --bins 2000 "$W/lv.trace" > lv.csv 2>&1
+tl=$(awk -F, -v t="$1" 'NR > 1 && $1 * 1e9 >= t + 2e6 { print $2; exit }' lv.csv)
+check "live: the timeline just after the snapshot (${tl:-?} B) = the snapshot's live $2 B within 2 standard errors" \
+  awk -v a="${tl:-0}" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= 2 * sqrt(b * 8000)) }'
 
 # ---- what statmemprof holds: Gc.Memprof's tracker data in 3 domains ----
 # kind_retained OUTPUT KIND: exact retained bytes of a root kind (--bytes)

@@ -33,6 +33,7 @@
 
 #include "livetab.h"
 #include "presets.h"
+#include "snapdeath.h"
 #include "util.h"
 
 #define LF_DONE 1
@@ -52,6 +53,7 @@ typedef struct {
   uint32_t *lmap;
   size_t lmap_cap;
   livetab live;
+  snapdeath snap;
   uint64_t end_time;
   int done;                    /* read to its end, or dropped */
   int visited;                 /* read in this refresh (an_follow_rest) */
@@ -97,6 +99,7 @@ struct an_ctx {
   size_t prev_len, prev_cap;
 
   livetab live;
+  snapdeath snap;              /* samples the trace's heap snapshots prove dead */
   const char *cur_path;        /* the trace being read, for messages */
   uint64_t events_read;
 
@@ -387,6 +390,7 @@ static an_ctx *ctx_new(const an_filter *f)
   c->nnodes = 1;
   u64map_init(&c->children, 16);
   livetab_init(&c->live);
+  sd_init(&c->snap);
   return c;
 }
 
@@ -413,6 +417,7 @@ void an_close(an_ctx *c)
   free(c->links);
   u64map_free(&c->children);
   livetab_free(&c->live);
+  sd_free(&c->snap);
   free(c->locflags);
   for (int k = 0; k < 3; k++) free(c->keys[k]);
   for (size_t i = 0; i < c->nglocs; i++) free(c->glocs[i].e);
@@ -428,6 +433,7 @@ void an_close(an_ctx *c)
     ti_close(t->t);
     free(t->lmap);
     livetab_free(&t->live);
+    sd_free(&t->snap);
     free(t->path);
   }
   free(c->fl);
@@ -764,6 +770,37 @@ static void complete_live(void *u, uint64_t id, const an_live *r)
   complete(w->c, w->cb, &s);
 }
 
+/* A complete heap snapshot has ended: the samples allocated before it,
+   still live and not among its blocks, are completed as dead at its time
+   (snapdeath.h).  Their ids are gathered first: the live table cannot
+   change under livetab_each. */
+typedef struct { uint64_t id; uint32_t domain; } dead_id;
+typedef struct { snapdeath *d; dead_id *ids; size_t n, cap; } dead_walk;
+
+static void gather_dead(void *u, uint64_t id, const an_live *r)
+{
+  dead_walk *w = u;
+  if (an_live_time(r) > w->d->time_ns || an_live_source(r) == MPT_SRC_CUSTOM
+      || sd_in_snapshot(w->d, id))
+    return;
+  grow_array((void **)&w->ids, &w->cap, w->n + 1, sizeof *w->ids);
+  w->ids[w->n++] = (dead_id){ id, an_live_domain(r) };
+}
+
+static void snapshot_deaths(an_ctx *c, const an_callbacks *cb)
+{
+  dead_walk w = { &c->snap, NULL, 0, 0 };
+  livetab_each(&c->live, gather_dead, &w);
+  for (size_t i = 0; i < w.n; i++) {
+    an_live r;
+    livetab_del(&c->live, w.ids[i].id, w.ids[i].domain, &r);
+    an_sample s = unpack(&r, w.ids[i].id, c->snap.time_ns);
+    complete(c, cb, &s);
+    sd_mark_dead(&c->snap, w.ids[i].id);
+  }
+  free(w.ids);
+}
+
 static double now_s(void)
 {
   struct timespec ts;
@@ -832,11 +869,17 @@ static int read_events(an_ctx *c, const an_callbacks *cb, progress *pg)
     }
     case MPT_EV_COLLECT: {
       an_live r;
-      if (!livetab_del(&c->live, ev.id, ev.stream, &r)) { c->st.unknown_collect++; break; }
+      if (!livetab_del(&c->live, ev.id, ev.stream, &r)) {
+        if (!sd_collected(&c->snap, ev.id)) c->st.unknown_collect++;
+        break;
+      }
       an_sample s = unpack(&r, ev.id, ev.time_ns);
       complete(c, cb, &s);
       break;
     }
+    case MPT_EV_SNAP_BEGIN: case MPT_EV_SNAP_BLOCK: case MPT_EV_SNAP_END:
+      if (sd_event(&c->snap, &ev)) snapshot_deaths(c, cb);
+      break;
     default:
       break;
     }
@@ -905,6 +948,8 @@ static int next_trace(an_ctx *c)
     c->prev_len = 0;
     livetab_free(&c->live);
     livetab_init(&c->live);
+    sd_free(&c->snap);
+    sd_init(&c->snap);
     return 0;
   }
   return -1;
@@ -940,6 +985,7 @@ an_ctx *an_follow_open(const an_filter *f)
 {
   an_ctx *c = ctx_new(f);
   livetab_free(&c->live);      /* each followed trace has its own */
+  sd_free(&c->snap);
   return c;
 }
 
@@ -958,6 +1004,7 @@ static void follow_load(an_ctx *c, followed *t)
   c->lmap = t->lmap;
   c->lmap_cap = t->lmap_cap;
   c->live = t->live;
+  c->snap = t->snap;
   c->st.end_time = t->end_time;
   c->cur_path = t->path;
   c->prev_len = 0;
@@ -968,11 +1015,13 @@ static void follow_store(an_ctx *c, followed *t)
   t->lmap = c->lmap;
   t->lmap_cap = c->lmap_cap;
   t->live = c->live;
+  t->snap = c->snap;
   t->end_time = c->st.end_time;
   c->t = NULL;
   c->lmap = NULL;
   c->lmap_cap = 0;
   memset(&c->live, 0, sizeof c->live);
+  memset(&c->snap, 0, sizeof c->snap);
 }
 
 /* Has the process writing [h] gone (checked by pid on this host)? */
@@ -1044,6 +1093,7 @@ static int follow_step(an_ctx *c, followed *t, const an_callbacks *cb)
     t->lmap = NULL;
     t->lmap_cap = 0;
     livetab_free(&t->live);
+    sd_free(&t->snap);
     t->done = 1;
   }
   return rc;
@@ -1058,6 +1108,7 @@ int an_follow_read(an_ctx *c, const char *path, const an_callbacks *cb)
     memset(t, 0, sizeof *t);
     t->path = xstrdup(path);
     livetab_init(&t->live);
+    sd_init(&t->snap);
   }
   return follow_step(c, t, cb);
 }

@@ -106,8 +106,10 @@ typedef struct {
 typedef struct an_ctx an_ctx;
 
 /* A sample completed by a collection reaches on_sample right after its
-   COLLECT event reached on_event; the samples still live at the end of a
-   trace come after all its events. */
+   COLLECT event reached on_event; a sample that a complete heap snapshot
+   does not hold (unreachable then, swept later: snapdeath.h) right after
+   that snapshot's END event, with t_collect the snapshot's time; the
+   samples still live at the end of a trace come after all its events. */
 typedef struct {
   void *u;
   void (*on_event)(void *u, an_ctx *c, const mpt_event *ev); /* every event */

@@ -45,7 +45,7 @@ void hg_close(hg_reader *r)
 void hg_snapshot_free(hg_snapshot *s)
 {
   free(s->label_kind); free(s->label_str); free(s->tag); free(s->wosize);
-  free(s->alloc); free(s->custom); free(s->off); free(s->adj);
+  free(s->alloc); free(s->custom); free(s->off); free(s->adj); free(s->weak_target);
   if (s->custom_of.e) u64map_free(&s->custom_of);
   free(s->roots);
   memset(s, 0, sizeof *s);
@@ -191,6 +191,45 @@ static void held_by_profiler_only(hg_snapshot *s)
   free(seen); free(stack);
 }
 
+/* Hang the blocks reachable only through weak references under the weak
+   kind node (see heapgraph.h): its edges go to the weak targets that the
+   strong graph does not reach, each once.  They are inserted in adj at
+   the weak kind node's place (it has no label, so its range is empty),
+   shifting the edges of the nodes after it. */
+static void weak_only_under_weak_kind(hg_snapshot *s)
+{
+  uint32_t n = s->n, weak = 1 + HG_KIND_WEAK;
+  uint8_t *seen = xcalloc(n, 1);
+  uint32_t *stack = xmalloc((size_t)n * sizeof *stack);
+  size_t sp = 0;
+  seen[0] = 1;
+  stack[sp++] = 0;
+  while (sp) {
+    uint32_t v = stack[--sp];
+    for (uint64_t e = s->off[v]; e < s->off[v + 1]; e++) {
+      uint32_t t = s->adj[e];
+      if (!seen[t]) { seen[t] = 1; stack[sp++] = t; }
+    }
+  }
+  /* Reuse the stack for the targets: the unreached ones, each once. */
+  uint64_t m = 0;
+  for (uint64_t i = 0; i < s->nweak; i++) {
+    uint32_t v = s->base + s->weak_target[i] - 1;
+    if (!seen[v]) { seen[v] = 1; stack[m++] = v; }
+  }
+  if (m) {
+    uint64_t at = s->off[weak + 1];
+    s->adj = xrealloc(s->adj, (s->nadj + m) * sizeof *s->adj);
+    memmove(s->adj + at + m, s->adj + at, (s->nadj - at) * sizeof *s->adj);
+    memcpy(s->adj + at, stack, m * sizeof *s->adj);
+    for (uint32_t v = weak + 1; v <= n; v++) s->off[v] += m;
+    s->nadj += m;
+  }
+  free(s->weak_target);
+  s->weak_target = NULL;
+  free(seen); free(stack);
+}
+
 int hg_next(hg_reader *r, hg_snapshot *s)
 {
   memset(s, 0, sizeof *s);
@@ -201,6 +240,12 @@ int hg_next(hg_reader *r, hg_snapshot *s)
   u64map_init(&b.label_of, 64);
   int open = 0, rc = 0;
   uint32_t cur = 0;                 /* current block id */
+  /* The current block's first weak edge index.  Taken from its BLOCK
+     record for its EDGES records too: the codec's decoder gives those
+     weak_from UINT64_MAX (it forgets the block's after the BLOCK), which
+     made the keys of an ephemeron or Weak array past its first
+     MPT_SNAP_MAX_EDGES fields strong edges. */
+  uint64_t block_weak_from = UINT64_MAX;
   mpt_event ev;
   int k;
   while ((k = ti_next(r->t, &ev)) == TI_OK) {
@@ -254,11 +299,12 @@ int hg_next(hg_reader *r, hg_snapshot *s)
           if (a) s->alloc[cur - 1] = *a + 1;
         }
       }
+      if (ev.kind == MPT_EV_SNAP_BLOCK) block_weak_from = ev.snap.weak_from;
       /* Strong edges, then the weak ones (counted, not graph edges). */
       uint32_t nstrong = ev.snap.nedges;
-      if (ev.snap.weak_from < ev.snap.edge_base + nstrong)
-        nstrong = ev.snap.weak_from > ev.snap.edge_base
-                  ? (uint32_t)(ev.snap.weak_from - ev.snap.edge_base) : 0;
+      if (block_weak_from < ev.snap.edge_base + nstrong)
+        nstrong = block_weak_from > ev.snap.edge_base
+                  ? (uint32_t)(block_weak_from - ev.snap.edge_base) : 0;
       s->nedges_file += ev.snap.nedges;
       s->nweak += ev.snap.nedges - nstrong;
       reserve_adj(&b, nstrong);
@@ -268,6 +314,13 @@ int hg_next(hg_reader *r, hg_snapshot *s)
         uint64_t t = ev.snap.edges[i];
         if (t > max) max = t;
         out[i] = s->base + (uint32_t)t - 1;
+      }
+      if (nstrong < ev.snap.nedges)
+        grow_array((void **)&s->weak_target, &s->weak_cap, s->nweak, sizeof *s->weak_target);
+      for (uint32_t i = nstrong; i < ev.snap.nedges; i++) {
+        uint64_t t = ev.snap.edges[i];
+        if (t > max) max = t;
+        s->weak_target[s->nweak - ev.snap.nedges + i] = (uint32_t)t;
       }
       if (max > UINT32_MAX / 2) { rc = fail(r, "snapshot too large for this tool (2^31 blocks)"); goto done; }
       b.max_target = max;
@@ -309,6 +362,7 @@ int hg_next(hg_reader *r, hg_snapshot *s)
     s->nblocks = nb;
   }
   if (s->nheld_roots) held_by_profiler_only(s);
+  weak_only_under_weak_kind(s);
   rc = 1;
  done:
   u64map_free(&b.label_of);

@@ -3,19 +3,26 @@
    hg_next reads a trace (through the reader API, trace_input.h) up to the
    end of its next heap snapshot and returns it as one rooted graph:
      node 0                     the super root
-     nodes 1..HG_KINDS          one per root kind (enum mpt_root_kind)
+     nodes 1..HG_KINDS          one per root kind (enum mpt_root_kind), and
+                                last the weak kind (HG_KIND_WEAK)
      next nlabels nodes         one per distinct (kind, label) of roots
      nodes base..base+nblocks-1 the blocks, block id b at node base+b-1
    with edges 0 -> kind -> label -> root targets -> strong block edges.
-   Weak edges (ephemeron keys) are counted but not in the graph, so
-   dominators give what is retained.  Non-retaining roots (statmemprof's)
+   Weak edges (ephemeron keys, Weak arrays' fields) are not in the graph,
+   so dominators give what is retained; but the runtime walks them, so the
+   blocks that only weak references reach (not cleared yet) are in the
+   snapshot.  They hang under the weak kind node: it points at every
+   weak target that no strong path reaches, so it dominates exactly the
+   blocks reachable only through weak references, and the kinds' retained
+   sizes plus what no kind alone retains add up to the live bytes.  Non-retaining roots (statmemprof's)
    reach, under the memprof kind node, only the blocks that no other root
    reaches: what is held by the profiler alone.
    Allocation events met on the way are remembered (id -> stack, samples,
    size), so blocks carrying a sample id know their allocation site.
 
-   Memory: 4 bytes per edge plus 21 bytes per block (custom blocks more); the
-   allocation table grows with the samples of the trace. */
+   Memory: 4 bytes per edge plus 21 bytes per block (custom blocks more),
+   and while the snapshot is read 4 bytes per weak edge; the allocation
+   table grows with the samples of the trace. */
 
 #ifndef OCAML_MEMPROF_HEAPGRAPH_H
 #define OCAML_MEMPROF_HEAPGRAPH_H
@@ -25,7 +32,10 @@
 #include "trace_input.h"
 #include "util.h"
 
-#define HG_KINDS MPT_ROOT_KIND_COUNT
+/* The root kinds of the trace format, then one the graph adds: blocks
+   reachable only through weak references (no root has this kind). */
+#define HG_KIND_WEAK MPT_ROOT_KIND_COUNT
+#define HG_KINDS (MPT_ROOT_KIND_COUNT + 1)
 
 typedef struct {
   uint32_t stack_off, stack_len;  /* in hg_reader.stacks, innermost first */
@@ -57,6 +67,8 @@ typedef struct {
   uint64_t *off;                /* n + 1 */
   uint32_t *adj;
   uint64_t nadj, nweak, nedges_file;
+  uint32_t *weak_target;        /* block id of every weak edge, while read */
+  size_t weak_cap;
   hg_root *roots; size_t nroots;
   size_t nheld_roots;           /* of which non-retaining (memprof's) */
 } hg_snapshot;

@@ -46,6 +46,7 @@
 #include "domtree.h"
 #include "elf_symbols.h"
 #include "heapgraph.h"
+#include "holders.h"
 #include "report.h"
 #include "util.h"
 
@@ -55,14 +56,19 @@ static const char usage[] =
   "OCAMLRUNPARAM=memprof=PATH,memprof_snapshot_at_exit=1, _signal=SIG,\n"
   "_every_s=N, _every_cycles=N, or Gc.Memprof_trace.snapshot ()).\n"
   "Retained size of a root or block: the bytes that would be freed if it\n"
-  "alone were gone (dominator tree).  Sites are estimated from the\n"
+  "alone were gone (dominator tree); the kinds table adds 'weak' (reachable\n"
+  "only through weak references) and 'shared' (several kinds reach them,\n"
+  "none alone), so it adds up to the live bytes.  Sites are estimated from the\n"
   "sampled blocks (each weighted by 1 / its sampling probability, with\n"
   "the standard error).\n"
   "  --snapshot N        the Nth snapshot of the trace (default: the last)\n"
   "  -n N                rows per table (default 10)\n"
   "  --site RE           retainer paths to the blocks allocated at sites\n"
   "                      whose stack has a frame whose function or file name\n"
-  "                      matches RE (POSIX extended regex, as --focus)\n"
+  "                      matches RE (POSIX extended regex, as --focus), then\n"
+  "                      every root holding them by path shape: the bytes it\n"
+  "                      reaches (through), those no other root reaches\n"
+  "                      (alone), and those several roots share\n"
   "  --paths N           paths shown with --site (default 5)\n"
   "  --tree              the dominator tree: root kinds, roots, then the blocks\n"
   "                      they retain grouped by tag, size class and allocation\n"
@@ -87,7 +93,30 @@ static const char usage[] =
   "                      and the tree (--depth, --width, --nodes)\n";
 
 static const char *const kind_names[HG_KINDS] = {
-  "global", "stack", "local", "c-global", "finaliser", "thread", "memprof" };
+  "global", "stack", "local", "c-global", "finaliser", "thread", "memprof", "weak" };
+
+/* The kinds table's rows: every root kind that has roots or retains
+   something, the weak kind when it retains something, and last "shared":
+   the blocks that several root kinds reach, which none retains alone (the
+   super root dominates them).  So the rows add up to the live bytes. */
+#define KIND_SHARED HG_KINDS
+typedef struct { uint32_t kind; uint64_t retained; size_t roots; } kind_row;
+
+static size_t kind_rows(const hg_snapshot *s, const uint64_t *retained, uint64_t live,
+                        kind_row rows[HG_KINDS + 1])
+{
+  size_t nroots[HG_KINDS] = { 0 }, n = 0;
+  uint64_t sum = 0;
+  for (size_t i = 0; i < s->nroots; i++) nroots[s->roots[i].kind]++;
+  for (uint32_t k = 0; k < HG_KINDS; k++) {
+    sum += retained[1 + k];
+    if (nroots[k] || retained[1 + k]) rows[n++] = (kind_row){ k, retained[1 + k], nroots[k] };
+  }
+  rows[n++] = (kind_row){ KIND_SHARED, live > sum ? live - sum : 0, 0 };
+  return n;
+}
+
+static const char *kind_row_name(uint32_t k) { return k == KIND_SHARED ? "shared" : kind_names[k]; }
 
 /* The executable's module symbols, shared by the snapshots of a trace. */
 typedef struct {
@@ -100,6 +129,7 @@ typedef struct {
   exe_symbols *exe;
   hg_snapshot s;
   dom_tree dom;
+  hd_ctx holders;               /* who holds a site's blocks; weak-only blocks */
   uint64_t *retained;           /* per node, bytes */
   uint64_t live_bytes, ext_bytes;
   char **label_text;            /* per label node */
@@ -285,6 +315,7 @@ static int analyse(analysis *a)
   advise_huge(a->retained, (size_t)s->n * sizeof *a->retained);
   dom_retained(&a->dom, self, a->retained);
   free(self);
+  hd_init(&a->holders, s, &a->dom);
   name_labels(a);
   if (hiding && hiding->nhide) a->site_loc = site_locations(a->r);
   return 0;
@@ -297,6 +328,7 @@ static void analysis_free(analysis *a)
   free(a->retained);
   free(a->seen);
   free(a->site_loc);
+  hd_free(&a->holders);
   dom_free(&a->dom);
   hg_snapshot_free(&a->s);
 }
@@ -307,8 +339,25 @@ typedef struct {
   char *name;
   double est, var;              /* bytes */
   uint64_t sampled;
-  uint32_t alloc;               /* one of its allocations (for its frames) */
+  uint32_t alloc;               /* one of its allocations (for its frames),
+                                   0 for the weak row */
 } site_row;
+
+/* The sites table's row of the sampled blocks reachable only through weak
+   references, whatever their site: they are live but no root retains
+   them, so they are not counted in their sites' rows. */
+static const char weak_row_name[] = "(reachable only through weak references)";
+
+/* Horvitz-Thompson weight of a sampled block: its bytes / the probability
+   that it was sampled, and the variance term of that estimate. */
+static double block_estimate(const analysis *a, uint32_t b, double *var)
+{
+  double h = (double)(a->s.wosize[b - 1] + 1), bytes = 8 * h;
+  double p = a->rate > 0 ? -expm1(h * log1p(-a->rate)) : 1;
+  if (!(p > 0)) p = 1;
+  if (var) *var = (1 - p) * bytes * bytes / (p * p);
+  return bytes / p;
+}
 
 typedef struct { site_row *rows; size_t n, cap; strpool *keys; } site_table;
 
@@ -327,22 +376,22 @@ static void sites_collect(analysis *a, site_table *t)
   for (uint32_t b = 1; b <= s->nblocks; b++) {
     uint32_t al = s->alloc[b - 1];
     if (!al) continue;
+    int weak = hd_weak_only(&a->holders, b);
     char buf[1024];
-    site_text(a, al, buf, sizeof buf);
+    if (weak) snprintf(buf, sizeof buf, "%s", weak_row_name);
+    else site_text(a, al, buf, sizeof buf);
     uint32_t k = strpool_intern(t->keys, buf, strlen(buf));
     if (k >= t->n) {
       grow_array((void **)&t->rows, &t->cap, k + 1, sizeof *t->rows);
       memset(t->rows + t->n, 0, (k + 1 - t->n) * sizeof *t->rows);
       t->n = k + 1;
       t->rows[k].name = (char *)strpool_get(t->keys, k);
-      t->rows[k].alloc = al;
+      t->rows[k].alloc = weak ? 0 : al;
     }
-    double h = (double)(s->wosize[b - 1] + 1), bytes = 8 * h;
-    double p = a->rate > 0 ? -expm1(h * log1p(-a->rate)) : 1;
-    if (!(p > 0)) p = 1;
+    double var, est = block_estimate(a, b, &var);
     site_row *r = &t->rows[k];
-    r->est += bytes / p;
-    r->var += (1 - p) * bytes * bytes / (p * p);
+    r->est += est;
+    r->var += var;
     r->sampled++;
   }
   if (t->n) qsort(t->rows, t->n, sizeof *t->rows, by_est);
@@ -386,19 +435,28 @@ static void print_header(analysis *a)
 static void print_kinds(analysis *a)
 {
   char b1[32];
-  printf("\nRetained by root kind\n  %-10s %12s %7s %7s\n", "kind", "retained", "%", "roots");
-  size_t nroots[HG_KINDS] = { 0 };
-  for (size_t i = 0; i < a->s.nroots; i++) nroots[a->s.roots[i].kind]++;
-  for (uint32_t k = 0; k < HG_KINDS; k++) {
-    if (!nroots[k] && !a->retained[1 + k]) continue;
-    printf("  %-10s %12s %6.1f%% %7zu\n", kind_names[k],
-           size_text((double)a->retained[1 + k], b1, sizeof b1),
-           a->live_bytes ? 100.0 * (double)a->retained[1 + k] / (double)a->live_bytes : 0,
-           nroots[k]);
+  kind_row rows[HG_KINDS + 1];
+  size_t n = kind_rows(&a->s, a->retained, a->live_bytes, rows);
+  printf("\nRetained by root kind (adds up to the live bytes)\n  %-10s %12s %7s %7s\n",
+         "kind", "retained", "%", "roots");
+  for (size_t i = 0; i < n; i++) {
+    printf("  %-10s %12s %6.1f%% %7zu", kind_row_name(rows[i].kind),
+           size_text((double)rows[i].retained, b1, sizeof b1),
+           a->live_bytes ? 100.0 * (double)rows[i].retained / (double)a->live_bytes : 0,
+           rows[i].roots);
+    if (rows[i].kind == HG_KIND_WEAK) fputs("  reachable only through weak references", stdout);
+    if (rows[i].kind == KIND_SHARED) fputs("  shared by several root kinds, retained by none alone", stdout);
+    putchar('\n');
   }
-  if (nroots[MPT_ROOT_MEMPROF])
+  int memprof_roots = 0;
+  for (size_t i = 0; i < n; i++) memprof_roots |= rows[i].kind == MPT_ROOT_MEMPROF && rows[i].roots;
+  if (memprof_roots)
     printf("  (memprof: Gc.Memprof's tracker data; it retains only what no root of\n"
            "   the program reaches)\n");
+  if (a->retained[1 + HG_KIND_WEAK])
+    printf("  (weak: blocks that only Weak arrays' fields or ephemerons' keys point\n"
+           "   to, not cleared yet: collectable, a coming major cycle frees them\n"
+           "   unless a strong reference to them is made again, as Weak.get does)\n");
 }
 
 static void print_roots(analysis *a, size_t top)
@@ -443,7 +501,8 @@ static void node_text(analysis *a, uint32_t v, char *buf, size_t n)
 {
   hg_snapshot *s = &a->s;
   char tb[32];
-  if (v >= 1 && v <= HG_KINDS) snprintf(buf, n, "%s", kind_names[v - 1]);
+  if (v == 1 + HG_KIND_WEAK) snprintf(buf, n, "weak references only");
+  else if (v >= 1 && v <= HG_KINDS) snprintf(buf, n, "%s", kind_names[v - 1]);
   else if (v < s->base) {
     uint32_t l = v - 1 - HG_KINDS;
     snprintf(buf, n, "%s %s", kind_names[s->label_kind[l]], a->label_text[l]);
@@ -488,7 +547,7 @@ static uint32_t *bfs_parents(const hg_snapshot *s)
 /* The retainer paths of the sampled blocks whose allocation [match]es,
    aggregated by their text (one line per step, from the root label down,
    runs of identical steps collapsed), shortest first. */
-typedef int path_match(analysis *a, uint32_t alloc, const void *arg);
+typedef int path_match(analysis *a, uint32_t block, uint32_t alloc, const void *arg);
 typedef struct { strpool *keys; path_row *rows; size_t nrows, matched; } path_set;
 
 static void collect_paths(analysis *a, const uint32_t *parent, path_match *match,
@@ -503,7 +562,7 @@ static void collect_paths(analysis *a, const uint32_t *parent, path_match *match
   for (uint32_t b = 1; b <= s->nblocks; b++) {
     uint32_t al = s->alloc[b - 1];
     uint32_t v = s->base + b - 1;
-    if (!al || parent[v] == DOM_NONE || !match(a, al, arg)) continue;
+    if (!al || parent[v] == DOM_NONE || !match(a, b, al, arg)) continue;
     ps->matched++;
     size_t len = 0;
     for (uint32_t x = v; x != 0; x = parent[x]) {
@@ -514,7 +573,7 @@ static void collect_paths(analysis *a, const uint32_t *parent, path_match *match
     char prev[1024] = "", cur[1024];
     uint64_t run = 0;
     for (size_t i = len; i-- > 0;) {
-      if (chain[i] >= 1 && chain[i] <= HG_KINDS) continue;
+      if (chain[i] >= 1 && chain[i] <= HG_KINDS && chain[i] != 1 + HG_KIND_WEAK) continue;
       node_text(a, chain[i], cur, sizeof cur);
       if (strcmp(cur, prev) == 0 && i > 0) { run++; continue; }
       if (run) kl += (size_t)snprintf(key + kl, kcap - kl, " (repeated%s)", run >= 9 ? " 10+ times" : "");
@@ -547,8 +606,9 @@ static void path_set_free(path_set *ps)
 /* --site RE: the pattern as given (for messages and JSON) and compiled. */
 typedef struct { const char *text; regex_t re; } site_query;
 
-static int match_pattern(analysis *a, uint32_t alloc, const void *query)
+static int match_pattern(analysis *a, uint32_t block, uint32_t alloc, const void *query)
 {
+  (void)block;
   return stack_matches(a->r, alloc, &((const site_query *)query)->re);
 }
 
@@ -617,6 +677,144 @@ static void print_paths(analysis *a, const site_query *q, size_t npaths)
   }
   path_set_free(&ps);
   free(parent);
+}
+
+/* ---- holders: every root holding a site's blocks ---- */
+
+#define MAX_SHAPE_STEPS 64
+
+static int step_repeated(const hd_result *r, const hd_holder *h, uint32_t step)
+{
+  uint32_t d = r->steps[step].depth;
+  return (h->repeated >> (d < 63 ? d : 63)) & 1;
+}
+
+/* A step of a holder's path shape: a root, or a block by tag and size
+   (not by site: the sampled cells of a list would cut it into shapes). */
+static void holder_step_text(void *u, uint32_t node, char *buf, size_t n)
+{
+  analysis *a = u;
+  char tb[32];
+  if (node < a->s.base) node_text(a, node, buf, n);
+  else snprintf(buf, n, "%s (%llu words)", tag_name(a->s.tag[node - a->s.base], tb, sizeof tb),
+                (unsigned long long)a->s.wosize[node - a->s.base]);
+}
+
+/* The holders (holders.h) of the sampled blocks that [match], weighted
+   by their estimated bytes, classed by their site's location. */
+static void find_holders(analysis *a, path_match *match, const void *arg, hd_result *r)
+{
+  hg_snapshot *s = &a->s;
+  uint32_t *blocks = NULL, *class = NULL;
+  double *weight = NULL;
+  size_t n = 0, cap = 0, ccap = 0, wcap = 0;
+  for (uint32_t b = 1; b <= s->nblocks; b++) {
+    uint32_t al = s->alloc[b - 1];
+    if (!al || !match(a, b, al, arg)) continue;
+    grow_array((void **)&blocks, &cap, n + 1, sizeof *blocks);
+    grow_array((void **)&class, &ccap, n + 1, sizeof *class);
+    grow_array((void **)&weight, &wcap, n + 1, sizeof *weight);
+    blocks[n] = b;
+    class[n] = al;
+    weight[n++] = block_estimate(a, b, NULL);
+  }
+  /* One class per site, not per allocation: the first allocation seen
+     of each site's location stands for it. */
+  u64map first;
+  u64map_init(&first, 64);
+  for (size_t i = 0; i < n; i++) {
+    uint32_t loc = site_of(a, class[i]), *f = u64map_get(&first, loc);
+    if (f) class[i] = *f;
+    else u64map_put(&first, loc, class[i]);
+  }
+  u64map_free(&first);
+  hd_find(&a->holders, blocks, weight, class, n, holder_step_text, a, r);
+  free(blocks); free(class); free(weight);
+}
+
+/* A holder's path, one string per step, root first; the last names the
+   blocks' site. */
+static size_t holder_steps(analysis *a, const hd_result *r, const hd_holder *h,
+                           char steps[][1200], size_t max)
+{
+  uint32_t ids[MAX_SHAPE_STEPS];
+  size_t ns = hd_shape_steps(r, h->shape, ids, max < MAX_SHAPE_STEPS ? max : MAX_SHAPE_STEPS);
+  for (size_t k = 0; k < ns; k++) {
+    int len = snprintf(steps[k], 1200, "%s%s", strpool_get(r->texts, r->steps[ids[k]].text),
+                       step_repeated(r, h, ids[k]) ? " (repeated)" : "");
+    if (k + 1 == ns && h->root != ids[k] && len > 0 && len < 1200) {
+      char site[512];
+      site_text(a, h->class, site, sizeof site);
+      snprintf(steps[k] + len, (size_t)(1200 - len), " from %s", site);
+    }
+  }
+  return ns;
+}
+
+static void print_holders(analysis *a, const site_query *q)
+{
+  hd_result r;
+  find_holders(a, match_pattern, q, &r);
+  char b1[32], b2[32];
+  printf("\nHolders of the sampled blocks of sites matching \"");
+  cli_put_safe(stdout, q->text);
+  printf("\" (estimated %s; %zu root%s reach%s them; largest first)\n"
+         "  through: the bytes of these blocks the root reaches by that path shape;\n"
+         "  alone: of those, the bytes no other root reaches (freed if it alone let go)\n",
+         size_text(r.total, b1, sizeof b1), r.roots, r.roots == 1 ? "" : "s",
+         r.roots == 1 ? "es" : "");
+  for (size_t i = 0; i < r.n; i++) {
+    const hd_holder *h = &r.v[i];
+    printf("  through %s (%.1f%%), alone %s (%.1f%%), %llu sampled blocks:\n",
+           size_text(h->through, b1, sizeof b1), r.total > 0 ? 100 * h->through / r.total : 0,
+           size_text(h->alone, b2, sizeof b2), r.total > 0 ? 100 * h->alone / r.total : 0,
+           (unsigned long long)h->blocks);
+    static char steps[MAX_SHAPE_STEPS][1200];
+    size_t ns = holder_steps(a, &r, h, steps, MAX_SHAPE_STEPS);
+    for (size_t k = 0; k < ns; k++) {
+      fputs(k ? "    -> " : "    ", stdout);
+      cli_put_safe(stdout, steps[k]);
+      putchar('\n');
+    }
+  }
+  if (r.examined < r.roots)
+    printf("  (%zu more roots reach these blocks: only the %zu nearest are broken down,\n"
+           "   within a work limit of %d passes over the graph)\n",
+           r.roots - r.examined, r.examined, HD_WORK_PASSES);
+  if (r.total > 0)
+    printf("  shared by several roots: %s (%.1f%%; the alone shares and this add up to 100%%)\n",
+           size_text(r.shared, b1, sizeof b1), 100 * r.shared / r.total);
+  hd_result_free(&r);
+}
+
+/* The holders as JSON: {"estimate", "shared", "roots", "examined",
+   "list": [{"kind", "root", "steps", "blocks", "through", "alone"}]}. */
+static void json_holders(FILE *o, analysis *a, path_match *match, const void *arg, json_writer str)
+{
+  hd_result r;
+  find_holders(a, match, arg, &r);
+  fprintf(o, "{\"estimate\":%.0f,\"shared\":%.0f,\"roots\":%zu,\"examined\":%zu,\"list\":[",
+          r.total, r.shared, r.roots, r.examined);
+  for (size_t i = 0; i < r.n; i++) {
+    const hd_holder *h = &r.v[i];
+    const hg_snapshot *s = &a->s;
+    int weak = h->root == 1 + HG_KIND_WEAK;
+    uint32_t l = h->root - 1 - HG_KINDS;
+    fprintf(o, "%s{\"kind\":\"%s\",\"root\":", i ? "," : "",
+            weak ? kind_names[HG_KIND_WEAK] : kind_names[s->label_kind[l]]);
+    str(o, weak ? "weak references only" : a->label_text[l]);
+    fputs(",\"steps\":[", o);
+    static char steps[MAX_SHAPE_STEPS][1200];
+    size_t ns = holder_steps(a, &r, h, steps, MAX_SHAPE_STEPS);
+    for (size_t k = 0; k < ns; k++) {
+      if (k) fputc(',', o);
+      str(o, steps[k]);
+    }
+    fprintf(o, "],\"blocks\":%llu,\"through\":%.0f,\"alone\":%.0f}",
+            (unsigned long long)h->blocks, h->through, h->alone);
+  }
+  fputs("]}", o);
+  hd_result_free(&r);
 }
 
 /* ---- dominator tree ---- */
@@ -779,13 +977,16 @@ static void print_evolution_line(analysis *a, int first)
   char b1[32], b2[32];
   if (first) {
     printf("%5s %9s %10s %10s", "snap", "time(s)", "blocks", "live");
-    for (uint32_t k = 0; k < HG_KINDS - 1; k++) printf(" %10s", kind_names[k]);
-    printf("  top root\n");
+    for (uint32_t k = 0; k < HG_KINDS; k++) printf(" %10s", kind_names[k]);
+    printf(" %10s  top root\n", "shared");
   }
   printf("%5llu %9.3f %10u %10s", (unsigned long long)a->s.seq, a->s.time_ns / 1e9,
          a->s.nblocks, size_text((double)a->live_bytes, b1, sizeof b1));
-  for (uint32_t k = 0; k < HG_KINDS - 1; k++)
+  kind_row rows[HG_KINDS + 1];
+  size_t n = kind_rows(&a->s, a->retained, a->live_bytes, rows);
+  for (uint32_t k = 0; k < HG_KINDS; k++)
     printf(" %10s", size_text((double)a->retained[1 + k], b2, sizeof b2));
+  printf(" %10s", size_text((double)rows[n - 1].retained, b2, sizeof b2));
   uint32_t best = DOM_NONE;
   for (uint32_t l = 0; l < a->s.nlabels; l++)
     if (best == DOM_NONE || a->retained[1 + HG_KINDS + l] > a->retained[1 + HG_KINDS + best]) best = l;
@@ -851,8 +1052,11 @@ static void diff_collect(analysis *a, int after, growth **roots, size_t *nr, siz
 
 /* ---- JSON ---- */
 
-static int match_site(analysis *a, uint32_t alloc, const void *site)
+/* A site's row holds its blocks that a root retains; the weak row those
+   reachable only through weak references. */
+static int match_site(analysis *a, uint32_t block, uint32_t alloc, const void *site)
 {
+  if (hd_weak_only(&a->holders, block)) return strcmp(site, weak_row_name) == 0;
   char buf[1024];
   site_text(a, alloc, buf, sizeof buf);
   return strcmp(buf, site) == 0;
@@ -903,15 +1107,11 @@ static void write_json(FILE *o, analysis *a, const char *path, size_t top, size_
     fprintf(o, "%s[%llu,%llu]", i ? "," : "", (unsigned long long)a->seen[2 * i],
             (unsigned long long)a->seen[2 * i + 1]);
   fputs("],\n\"kinds\":[", o);
-  size_t nroots[HG_KINDS] = { 0 };
-  for (size_t i = 0; i < s->nroots; i++) nroots[s->roots[i].kind]++;
-  int first = 1;
-  for (uint32_t k = 0; k < HG_KINDS; k++) {
-    if (!nroots[k] && !a->retained[1 + k]) continue;
-    fprintf(o, "%s{\"kind\":\"%s\",\"retained\":%llu,\"roots\":%zu}", first ? "" : ",",
-            kind_names[k], (unsigned long long)a->retained[1 + k], nroots[k]);
-    first = 0;
-  }
+  kind_row kinds[HG_KINDS + 1];
+  size_t nkinds = kind_rows(s, a->retained, a->live_bytes, kinds);
+  for (size_t i = 0; i < nkinds; i++)
+    fprintf(o, "%s{\"kind\":\"%s\",\"retained\":%llu,\"roots\":%zu}", i ? "," : "",
+            kind_row_name(kinds[i].kind), (unsigned long long)kinds[i].retained, kinds[i].roots);
   fputs("],\n\"roots\":[", o);
   ranked *r = roots_ranked(a);
   for (size_t i = 0; i < s->nlabels && i < top; i++) {
@@ -928,13 +1128,15 @@ static void write_json(FILE *o, analysis *a, const char *path, size_t top, size_
     fprintf(o, "%s\n{\"site\":", i ? "," : "");
     str(o, t.rows[i].name);
     fputs(",\"function\":", o);
-    str(o, site_function(a, t.rows[i].alloc));
+    str(o, t.rows[i].alloc ? site_function(a, t.rows[i].alloc) : "");
     fprintf(o, ",\"estimate\":%.0f,\"stderr\":%.0f,\"sampled\":%llu,\"paths\":", t.rows[i].est,
             sqrt(t.rows[i].var), (unsigned long long)t.rows[i].sampled);
     path_set ps;
     collect_paths(a, parent, match_site, t.rows[i].name, &ps);
     json_paths(o, &ps, npaths, str);
     path_set_free(&ps);
+    fputs(",\"holders\":", o);
+    json_holders(o, a, match_site, t.rows[i].name, str);
     fputc('}', o);
   }
   fputc(']', o);
@@ -949,6 +1151,8 @@ static void write_json(FILE *o, analysis *a, const char *path, size_t top, size_
     str(o, query->text);
     fprintf(o, ",\"blocks\":%zu,\"distinct\":%zu,\"paths\":", ps.matched, ps.nrows);
     json_paths(o, &ps, npaths, str);
+    fputs(",\"holders\":", o);
+    json_holders(o, a, match_pattern, query, str);
     fputc('}', o);
     path_set_free(&ps);
   }
@@ -998,7 +1202,7 @@ static void json_stacks(FILE *o, analysis *a, const site_table *sites, size_t to
   char key[MAX_STACK_FRAMES * 11 + 1];
   for (uint32_t b = 1; b <= s->nblocks; b++) {
     uint32_t al = s->alloc[b - 1];
-    if (!al) continue;
+    if (!al || hd_weak_only(&a->holders, b)) continue;
     uint32_t n = visible_stack(a, al, locs);
     size_t len = 0;
     for (uint32_t k = 0; k < n; k++) len += (size_t)sprintf(key + len, "%x,", locs[k]);
@@ -1009,11 +1213,9 @@ static void json_stacks(FILE *o, analysis *a, const site_table *sites, size_t to
       nrows = (size_t)id + 1;
       rows[id].alloc = al;
     }
-    double h = (double)(s->wosize[b - 1] + 1), bytes = 8 * h;
-    double p = a->rate > 0 ? -expm1(h * log1p(-a->rate)) : 1;
-    if (!(p > 0)) p = 1;
-    rows[id].est += bytes / p;
-    rows[id].var += (1 - p) * bytes * bytes / (p * p);
+    double var;
+    rows[id].est += block_estimate(a, b, &var);
+    rows[id].var += var;
     rows[id].sampled++;
   }
   if (nrows) qsort(rows, nrows, sizeof *rows, by_stack_est);
@@ -1174,7 +1376,10 @@ int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_w
     a.seen = seen; a.nseen = nseen;
     fprintf(evo, "%s[%llu,%llu,%llu", count ? "," : "", (unsigned long long)s.seq,
             (unsigned long long)s.time_ns, (unsigned long long)a.live_bytes);
+    kind_row kinds[HG_KINDS + 1];
+    size_t nkinds = kind_rows(&a.s, a.retained, a.live_bytes, kinds);
     for (uint32_t q = 0; q < HG_KINDS; q++) fprintf(evo, ",%llu", (unsigned long long)a.retained[1 + q]);
+    fprintf(evo, ",%llu", (unsigned long long)kinds[nkinds - 1].retained);
     fputc(']', evo);
     size_t slot = count++ % max;
     free(kept[slot]);
@@ -1191,7 +1396,7 @@ int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_w
     fputs("{\"trace\":", o);
     str(o, trace);
     fprintf(o, ",\"count\":%zu,\"evolution\":{\"kinds\":[", count);
-    for (uint32_t q = 0; q < HG_KINDS; q++) fprintf(o, "%s\"%s\"", q ? "," : "", kind_names[q]);
+    for (uint32_t q = 0; q <= HG_KINDS; q++) fprintf(o, "%s\"%s\"", q ? "," : "", kind_row_name(q));
     fprintf(o, "],\"rows\":[%s]},\n\"list\":[", ev ? ev : "");
     size_t n = count < max ? count : max;
     for (size_t i = 0; i < n; i++) {
@@ -1318,7 +1523,7 @@ static int retainers(int argc, char **argv, an_filter *hidden)
     print_kinds(&a);
     print_roots(&a, top);
     print_sites(&a, top);
-    if (site) print_paths(&a, site, npaths);
+    if (site) { print_paths(&a, site, npaths); print_holders(&a, site); }
     if (tree) print_tree(&a, &topt);
   }
   if (export) rc = write_heapsnapshot(&a, export);

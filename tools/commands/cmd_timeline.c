@@ -179,7 +179,8 @@ static const char usage[] =
   "usage: ocaml-memprof timeline [OPTIONS] TRACE...\n"
   "Plot the estimated live heap (from samples), the allocation rate, and the\n"
   "major heap size reported by the GC (memprof traces), marking compactions\n"
-  "and major cycles.\n"
+  "and major cycles.  A sampled block is live until its collection, or until\n"
+  "a heap snapshot of the trace that does not hold it (it was dead then).\n"
   "  -o FILE      output file (default: stdout)\n"
   "  --csv        CSV instead of SVG: time_s,live_bytes,alloc_bytes_per_s,heap_bytes\n"
   "  --bins N     resolution (200)\n";

@@ -1329,6 +1329,10 @@ function retentionSites(X) {
     g.stderr = Math.sqrt(g.variance);
     var ps = []; g.from.forEach(function (i) { ps = ps.concat(X.sites[i].paths); });
     g.paths = ps.sort(function (a, b) { return a.steps.length - b.steps.length || b.blocks - a.blocks; }).slice(0, 5);
+    // the holders of the sites it merges, each site's own (a root holding two of them is listed twice)
+    g.holders = { list: [], estimate: 0, shared: 0 };
+    g.from.forEach(function (i) { var hs = X.sites[i].holders; if (!hs) return; g.holders.list = g.holders.list.concat(hs.list); g.holders.estimate += hs.estimate; g.holders.shared += hs.shared; });
+    g.holders.list.sort(function (a, b) { return b.through - a.through; });
   });
   return out.sort(function (a, b) { return b.estimate - a.estimate; }).slice(0, X.sites.length);
 }
@@ -1360,6 +1364,7 @@ function drawRetention() {
   var cur = E.list.indexOf(X);
   h.push('snapshot: <select id="rsnap">' + E.list.map(function (x, i) { return '<option value="' + i + '"' + (i === cur ? ' selected' : '') + '>' + x.snapshot.seq + ' at ' + secs(x.snapshot.time_ns) + ', live ' + bytes(x.snapshot.live_bytes) + '</option>'; }).join('') + '</select>' +
     ' <span class="note">' + (E.count > E.list.length ? 'the last ' + E.list.length + ' of ' + E.count + ' snapshots (every one in the evolution)' : E.count + ' snapshot' + (E.count > 1 ? 's' : '')) + '</span></div>');
+  h.push('<div class="note">Live here: every block the snapshot reached (exact bytes, headers included, weakly reachable ones too); the timeline\'s estimated live: the sampled blocks allocated and not yet collected, each worth 1 / rate words, a sampled block a snapshot does not hold being dead from that snapshot on.</div>');
   h.push('<div class="note">Retained bytes of a root: what would be freed if that root alone were cleared (dominator tree). Same figures as <code>ocaml-memprof retainers --json --snapshot ' + (E.count - E.list.length + cur + 1) + hideArgs().map(function (a) { return ' ' + esc(a); }).join('') + ' ' + esc(X.trace) + '</code>; of the filters, only the hidden frames apply here (they name the sites), the others select samples, not heap blocks.</div>');
   if (E.evolution.rows.length > 1) h.push('<h3>Evolution of retained bytes by root kind</h3>' + evolutionSVG(E.evolution, sn.seq));
   var kmax = 0; X.kinds.forEach(function (k) { kmax = Math.max(kmax, k.retained); });
@@ -1387,6 +1392,16 @@ function drawRetention() {
         p.steps.map(function (t, i) { return '<li' + (i === 0 ? ' class="root"' : '') + '>' + esc(t) + '</li>'; }).join('') + '</ol></div>');
     });
     h.push('</div>');
+    var hs = st.holders;
+    if (hs && hs.list.length) {
+      h.push('<h3>Every root holding them <span class="note">(through: the estimated bytes of these blocks the root reaches by that path; alone: of those, what no other root reaches, freed if it alone let go; shared by several roots: ' +
+        bytes(hs.shared) + ' of ' + bytes(hs.estimate) + ')</span></h3><div id="rholders">');
+      hs.list.forEach(function (o) {
+        h.push('<div class="rpath"><div class="note">through ' + bytes(o.through) + ' (' + pct(o.through, hs.estimate) + '), alone ' + bytes(o.alone) + ' (' + pct(o.alone, hs.estimate) + '), ' + num(o.blocks) + ' sampled block' + (o.blocks > 1 ? 's' : '') + '</div><ol>' +
+          o.steps.map(function (t, i) { return '<li' + (i === 0 ? ' class="root"' : '') + '>' + esc(t) + '</li>'; }).join('') + '</ol></div>');
+      });
+      h.push('</div>');
+    }
   }
   h.push('</div></div>');
   h.push('<h3>Dominator tree <span class="note">(a row retains the rows under it; children heaviest first, the rest as "other groups"; ▸ opens, a site selects it everywhere; "…": pruned below)</span></h3>' + treeHTML(X, 'rtree'));
@@ -1628,7 +1643,8 @@ function selftest() {
   function rest(id) { var tr = document.querySelector('#' + id + ' tr.rest'); return tr ? +tr.cells[1].dataset.v : 0; }
   out.retention = { none: !!$('nosnap'), kinds: cells('rkinds'),
                     kindsRest: rest('rkinds'), live: SNAPS.length ? snapOf().snapshot.live_bytes : 0, roots: cells('rroots'), sites: cells('rsites'),
-                    paths: Array.from(document.querySelectorAll('#rpaths ol')).map(function (ol) { return Array.from(ol.children).map(function (li) { return li.textContent; }); }) };
+                    paths: Array.from(document.querySelectorAll('#rpaths ol')).map(function (ol) { return Array.from(ol.children).map(function (li) { return li.textContent; }); }),
+                    holders: Array.from(document.querySelectorAll('#rholders ol')).map(function (ol) { return Array.from(ol.children).map(function (li) { return li.textContent; }); }) };
   // the dominator tree as drawn (row: node index, retained, text), beside
   // the flame graph too; a site clicked in it selected; the first snapshot
   out.retention.tree = Array.from(document.querySelectorAll('#rtree tr[data-t]')).map(function (tr) { return [+tr.dataset.t, +tr.cells[0].dataset.v, tr.cells[3].textContent]; });

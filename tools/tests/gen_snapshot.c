@@ -27,7 +27,37 @@
      memprof (non-retaining) -> Y
    retained: G = A+B+C+D = 3+2+11+4 = 20 words, stack = F = 2 words,
    finaliser = X+Y = 4+5 = 9 words, E (shared) by no single root; live 33
-   words. */
+   words.
+
+          gen_snapshot holders OUT  a list held by two roots at once:
+     global "0x1000" -> L1 -> L2 -> L3   (cells of 2 fields: string, next)
+     stack "f (a.ml:3)" -> L1            (the same list)
+     global "0x1000" -> M1 -> M2         (a second list only the global holds)
+   each cell's head a string of 3 words sampled at "leak_site (h.ml:5)"
+   (S1..S3 in L, T1, T2 in M).  Holders of leak_site's blocks: the global
+   reaches all 5 strings (through the list shape), 2 of them alone (T1,
+   T2); the stack frame reaches S1..S3, none alone; S1..S3 are shared.
+
+          gen_snapshot weak OUT     blocks reachable only through a weak
+                                    reference:
+     global "0x1000" -> W (a Weak array: abstract, 3 fields, all weak keys)
+                     -> S (string, 3 words, sampled at "kept (w.ml:9)")
+                     -> Z (2 fields, sampled at "cache (w.ml:2)")
+     W -(weak)-> K (2 fields, sampled at "cache (w.ml:2)") -> K2 (string, 5)
+   live: W 4 + S 4 + Z 3 + K 3 + K2 6 = 20 words = 160 B; the global
+   retains W, S, Z (88 B), the weak references K and K2 (72 B).
+
+          gen_snapshot dead OUT     three major samples (ids 301-303, 10
+                                    words, at "grow (d.ml:4)", 10 us); a
+                                    snapshot at 20 us holds 301 and 303
+                                    only; no COLLECT follows (the trace
+                                    ends at 1 s as if 302's sweep had not
+                                    come yet): 302 is dead from 20 us.
+          gen_snapshot dead-incomplete OUT  the same, the snapshot flagged
+                                    as missing blocks: proves nothing.
+          gen_snapshot fanin N OUT  N stack frames "f1 (a.ml:1)".. all
+                                    holding one sampled block (id 401 at
+                                    "shared_site (s.ml:1)", 4 words). */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +163,129 @@ static void small(const char *path)
   end();
 }
 
+/* One location, one ALLOC per id of [ids] (blocks of [wosize] words). */
+static void allocs_at(uint32_t loc_id, const char *file, const char *fn, uint32_t line,
+                      const uint64_t *ids, size_t n, uint64_t wosize)
+{
+  mpt_enc_string(&enc, 2 * loc_id - 1, file, strlen(file));
+  mpt_enc_string(&enc, 2 * loc_id, fn, strlen(fn));
+  mpt_loc_entry_ids loc = { 2 * loc_id - 1, 2 * loc_id, line, 0, 10 };
+  mpt_enc_location(&enc, loc_id, 0x4000 + loc_id, &loc, 1);
+  uint32_t st[1] = { loc_id };
+  for (size_t i = 0; i < n; i++) mpt_enc_alloc(&enc, 10, ids[i], wosize, 1, MPT_SRC_MAJOR, 0, st, 1);
+}
+
+static void holders(const char *path)
+{
+  begin(path);
+  uint64_t ids[5] = { 101, 102, 103, 104, 105 };
+  allocs_at(1, "h.ml", "leak_site", 5, ids, 5, 3);
+  flush();
+  chunk_type = MPT_CHUNK_SNAPSHOT;
+  mpt_snap_encoder s;
+  mpt_enc_snap_begin(&enc, &s, 20, 1, 0, 1);
+  /* Ids in discovery order: roots first, then breadth first. */
+  enum { L1 = 1, M1, S1, L2, T1, M2, S2, L3, T2, S3 };
+  uint32_t g = string("0x1000"), f = string("f (a.ml:3)");
+  mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 0, L1);
+  mpt_enc_snap_root(&enc, &s, MPT_ROOT_STACK, 0, f, 0, L1);
+  mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 1, M1);
+  uint64_t l1[2] = { S1, L2 }, m1[2] = { T1, M2 }, l2[2] = { S2, L3 }, m2[1] = { T2 }, l3[1] = { S3 };
+  mpt_enc_snap_block(&enc, &s, 0, 2, l1, 2, UINT64_MAX);        /* L1 */
+  mpt_enc_snap_block(&enc, &s, 0, 2, m1, 2, UINT64_MAX);        /* M1 */
+  mpt_enc_snap_sample(&enc, &s, 101);
+  mpt_enc_snap_block(&enc, &s, 252, 3, NULL, 0, UINT64_MAX);    /* S1 */
+  mpt_enc_snap_block(&enc, &s, 0, 2, l2, 2, UINT64_MAX);        /* L2 */
+  mpt_enc_snap_sample(&enc, &s, 104);
+  mpt_enc_snap_block(&enc, &s, 252, 3, NULL, 0, UINT64_MAX);    /* T1 */
+  mpt_enc_snap_block(&enc, &s, 0, 2, m2, 1, UINT64_MAX);        /* M2 */
+  mpt_enc_snap_sample(&enc, &s, 102);
+  mpt_enc_snap_block(&enc, &s, 252, 3, NULL, 0, UINT64_MAX);    /* S2 */
+  mpt_enc_snap_block(&enc, &s, 0, 2, l3, 1, UINT64_MAX);        /* L3 */
+  mpt_enc_snap_sample(&enc, &s, 105);
+  mpt_enc_snap_block(&enc, &s, 252, 3, NULL, 0, UINT64_MAX);    /* T2 */
+  mpt_enc_snap_sample(&enc, &s, 103);
+  mpt_enc_snap_block(&enc, &s, 252, 3, NULL, 0, UINT64_MAX);    /* S3 */
+  mpt_enc_snap_end(&enc, &s, 30, 1000, 8, 0);
+  flush();
+  chunk_type = MPT_CHUNK_EVENTS;
+  end();
+}
+
+static void weak(const char *path)
+{
+  begin(path);
+  uint64_t kept[1] = { 201 }, cache[2] = { 202, 203 };
+  allocs_at(1, "w.ml", "kept", 9, kept, 1, 3);
+  allocs_at(2, "w.ml", "cache", 2, cache, 2, 2);
+  flush();
+  chunk_type = MPT_CHUNK_SNAPSHOT;
+  mpt_snap_encoder s;
+  mpt_enc_snap_begin(&enc, &s, 20, 1, 0, 1);
+  enum { W = 1, S, Z, K, K2 };
+  uint32_t g = string("0x1000");
+  mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 0, W);
+  mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 1, S);
+  mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 2, Z);
+  uint64_t we[1] = { K }, ke[1] = { K2 };
+  mpt_enc_snap_block(&enc, &s, 251, 3, we, 1, 0);                /* W: its key is weak */
+  mpt_enc_snap_sample(&enc, &s, 201);
+  mpt_enc_snap_block(&enc, &s, 252, 3, NULL, 0, UINT64_MAX);    /* S */
+  mpt_enc_snap_sample(&enc, &s, 202);
+  mpt_enc_snap_block(&enc, &s, 0, 2, NULL, 0, UINT64_MAX);      /* Z */
+  mpt_enc_snap_sample(&enc, &s, 203);
+  mpt_enc_snap_block(&enc, &s, 0, 2, ke, 1, UINT64_MAX);        /* K */
+  mpt_enc_snap_block(&enc, &s, 252, 5, NULL, 0, UINT64_MAX);    /* K2 */
+  mpt_enc_snap_end(&enc, &s, 30, 1000, 2, 0);
+  flush();
+  chunk_type = MPT_CHUNK_EVENTS;
+  end();
+}
+
+static void dead(const char *path, uint32_t end_flags)
+{
+  begin(path);
+  uint64_t ids[3] = { 301, 302, 303 };
+  allocs_at(1, "d.ml", "grow", 4, ids, 3, 10);
+  flush();
+  chunk_type = MPT_CHUNK_SNAPSHOT;
+  mpt_snap_encoder s;
+  mpt_enc_snap_begin(&enc, &s, 20, 1, 0, 1);
+  uint32_t g = string("0x1000");
+  mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 0, 1);
+  mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 1, 2);
+  mpt_enc_snap_sample(&enc, &s, 301);
+  mpt_enc_snap_block(&enc, &s, 0, 10, NULL, 0, UINT64_MAX);
+  mpt_enc_snap_sample(&enc, &s, 303);
+  mpt_enc_snap_block(&enc, &s, 0, 10, NULL, 0, UINT64_MAX);
+  mpt_enc_snap_end(&enc, &s, 30, 1000, 0, end_flags);
+  flush();
+  chunk_type = MPT_CHUNK_EVENTS;
+  end();
+}
+
+static void fanin(long n, const char *path)
+{
+  begin(path);
+  uint64_t id[1] = { 401 };
+  allocs_at(1, "s.ml", "shared_site", 1, id, 1, 4);
+  flush();
+  chunk_type = MPT_CHUNK_SNAPSHOT;
+  mpt_snap_encoder s;
+  mpt_enc_snap_begin(&enc, &s, 20, 1, 0, 1);
+  for (long i = 1; i <= n; i++) {
+    char label[64];
+    snprintf(label, sizeof label, "f%ld (a.ml:%ld)", i, i);
+    mpt_enc_snap_root(&enc, &s, MPT_ROOT_STACK, 0, string(label), 0, 1);
+  }
+  mpt_enc_snap_sample(&enc, &s, 401);
+  mpt_enc_snap_block(&enc, &s, 252, 4, NULL, 0, UINT64_MAX);
+  mpt_enc_snap_end(&enc, &s, 30, 1000, 0, 0);
+  flush();
+  chunk_type = MPT_CHUNK_EVENTS;
+  end();
+}
+
 static void chain(long n, const char *path)
 {
   begin(path);
@@ -176,20 +329,32 @@ static void periodic(long n, long every_ms, long end_ms, const char *path)
 
 int main(int argc, char **argv)
 {
-  int nargs = argc < 2 ? 0 : strcmp(argv[1], "chain") == 0 ? 4
-            : strcmp(argv[1], "periodic") == 0 ? 6 : 3;
-  for (int i = nargs; i < argc; i += 2) {
+  static const struct { const char *mode; int nargs; } modes[] = {
+    { "small", 3 }, { "holders", 3 }, { "weak", 3 }, { "dead", 3 },
+    { "dead-incomplete", 3 }, { "chain", 4 }, { "fanin", 4 }, { "periodic", 6 } };
+  int nargs = 0;
+  for (size_t m = 0; argc >= 2 && m < sizeof modes / sizeof modes[0]; m++)
+    if (strcmp(argv[1], modes[m].mode) == 0) nargs = modes[m].nargs;
+  if (argc < nargs) nargs = 0;
+  for (int i = nargs; nargs && i < argc; i += 2) {
     if (i + 1 < argc && strcmp(argv[i], "--exe") == 0) executable = argv[i + 1];
     else if (i + 1 < argc && strcmp(argv[i], "--anchor") == 0) anchor = strtoull(argv[i + 1], NULL, 0);
     else if (i + 1 < argc && strcmp(argv[i], "--rate") == 0) rate = atof(argv[i + 1]);
     else nargs = 0;
   }
-  if (argc >= 3 && nargs == 3 && strcmp(argv[1], "small") == 0) small(argv[2]);
-  else if (argc >= 4 && nargs == 4) chain(atol(argv[2]), argv[3]);
-  else if (argc >= 6 && nargs == 6)
+  const char *mode = argc >= 2 ? argv[1] : "";
+  if (nargs == 3 && strcmp(mode, "small") == 0) small(argv[2]);
+  else if (nargs == 3 && strcmp(mode, "holders") == 0) holders(argv[2]);
+  else if (nargs == 3 && strcmp(mode, "weak") == 0) weak(argv[2]);
+  else if (nargs == 3 && strcmp(mode, "dead") == 0) dead(argv[2], 0);
+  else if (nargs == 3 && strcmp(mode, "dead-incomplete") == 0) dead(argv[2], MPT_SNAP_INCOMPLETE);
+  else if (nargs == 4 && strcmp(mode, "chain") == 0) chain(atol(argv[2]), argv[3]);
+  else if (nargs == 4 && strcmp(mode, "fanin") == 0) fanin(atol(argv[2]), argv[3]);
+  else if (nargs == 6)
     periodic(atol(argv[2]), atol(argv[3]), atol(argv[4]), argv[5]);
   else {
-    fprintf(stderr, "usage: gen_snapshot small OUT | chain N OUT | periodic N EVERY_MS END_MS OUT"
+    fprintf(stderr, "usage: gen_snapshot small OUT | holders OUT | weak OUT | dead[-incomplete] OUT | "
+            "fanin N OUT | chain N OUT | periodic N EVERY_MS END_MS OUT"
             "  [--exe PATH] [--anchor ADDR] [--rate R]\n");
     return 2;
   }

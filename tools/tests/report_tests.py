@@ -204,16 +204,19 @@ def check_retention(check, tool_json, label, paths, D, ret, truth):
     want = {"kinds": [[k["kind"], k["retained"]] for k in j["kinds"]],
             "roots": [[r["retained"], r["kind"], r["label"]] for r in j["roots"]],
             "sites": [[s["estimate"], s["site"]] for s in j["sites"]],
-            "paths": [p["steps"] for p in j["sites"][0]["paths"]] if j["sites"] else []}
+            "paths": [p["steps"] for p in j["sites"][0]["paths"]] if j["sites"] else [],
+            "holders": [h["steps"] for h in j["sites"][0].get("holders", {}).get("list", [])] if j["sites"] else []}
     got = {"kinds": [[k[0], k[1]] for k in ret["kinds"]],
            "roots": [[r[0], r[2], r[3]] for r in ret["roots"]],
            "sites": [[s[0], s[3]] for s in ret["sites"]],
-           "paths": ret["paths"]}
+           "paths": ret["paths"],
+           "holders": ret.get("holders", [])}
     diffs = ["%s: page %s, retainers %s" % (k, json.dumps(got[k])[:150], json.dumps(want[k])[:150])
              for k in want if got[k] != want[k]]
-    check("report %s: retention view = retainers --json (%d kinds, %d roots, %d sites, %d paths)" %
-          (label, len(want["kinds"]), len(want["roots"]), len(want["sites"]), len(want["paths"])),
-          not ret["none"] and not diffs, "; ".join(diffs))
+    check("report %s: retention view = retainers --json (%d kinds, %d roots, %d sites, %d paths, %d holders)" %
+          (label, len(want["kinds"]), len(want["roots"]), len(want["sites"]), len(want["paths"]),
+           len(want["holders"])),
+          not ret["none"] and not diffs and (want["holders"] or not j["sites"]), "; ".join(diffs))
     # the dominator tree: the embedded one is the tool's, sound, drawn
     # (its rows are tree nodes with their sizes), beside the flame graph
     # too, and a site clicked in it is selected

@@ -1637,8 +1637,108 @@ def test_retainers():
     check("retainers on a trace without snapshots: exit 1, says so",
           r.returncode == 1 and "no heap snapshot" in r.stderr, r.stderr)
     test_info_snapshots(gs, small)
+    test_holders(gs)
+    test_weak_kind(gs)
+    test_snapshot_deaths(gs)
     d = run([os.path.join(BUILD, "dominators_test")])
     check("dominators: " + d.stdout.strip(), d.returncode == 0, d.stdout)
+
+
+def test_holders(gs):
+    """Every root holding a site's blocks (issue 33): a list held by a
+    global and a stack frame at once, and a second list of the same site
+    held by the global alone (gen_snapshot holders: 5 strings of 4 words,
+    3 in the shared list)."""
+    path = os.path.join(OUT, "snap-holders.mpt")
+    run([gs, "holders", path])
+    est = 32 / (1 - 0.99 ** 4)          # one string's estimate
+    r = tool("retainers", "--bytes", "--site", "leak_site", path)
+    out = r.stdout[r.stdout.find("\nHolders"):]
+    check("retainers --site: holders listed, the global first: through all 5 strings, "
+          "alone the 2 only it reaches, then the stack frame: through 3, alone none",
+          r.returncode == 0
+          and "through %.0f (100.0%%), alone %.0f (40.0%%), 5 sampled blocks:\n"
+              "    global 0x1000\n    -> block tag 0 (2 words) (repeated)\n"
+              "    -> string (3 words) from leak_site (h.ml:5)" % (5 * est, 2 * est) in out
+          and "through %.0f (60.0%%), alone 0 (0.0%%), 3 sampled blocks:\n"
+              "    stack f (a.ml:3)\n" % (3 * est) in out
+          and "shared by several roots: %.0f (60.0%%" % (3 * est) in out, out)
+    j = tool_json("retainers", "--json", "--site", "leak_site", path)
+    want = [["global", "0x1000", 5, round(5 * est), round(2 * est)],
+            ["stack", "f (a.ml:3)", 3, round(3 * est), 0]]
+    got = lambda hs: [[h["kind"], h["root"], h["blocks"], h["through"], h["alone"]] for h in hs.get("list", [])]
+    hs = j["sites"][0].get("holders", {})
+    check("retainers --json: the site's holders (kind, root, blocks, through, alone) and "
+          "shared = estimate - the alone shares; --site's the same",
+          got(hs) == want and hs["shared"] == round(3 * est) and hs["estimate"] == round(5 * est)
+          and hs["roots"] == 2 and got(j["paths"].get("holders", {})) == want
+          and hs["list"][1]["steps"] == ["stack f (a.ml:3)", "block tag 0 (2 words) (repeated)",
+                                         "string (3 words) from leak_site (h.ml:5)"],
+          json.dumps(hs)[:600])
+    fan = os.path.join(OUT, "snap-fanin.mpt")
+    run([gs, "fanin", "100", fan])
+    j = tool_json("retainers", "--json", "--site", "shared_site", fan)
+    hs = j.get("paths", {}).get("holders", {})
+    check("retainers --json: a block held by 100 frames: 100 roots counted, the 64 nearest broken "
+          "down (each through all, alone none), all shared",
+          hs.get("roots") == 100 and hs.get("examined") == 64 and len(hs.get("list", [])) == 64
+          and all(h["through"] == hs["estimate"] and h["alone"] == 0 for h in hs["list"])
+          and hs["shared"] == hs["estimate"] > 0, json.dumps(hs)[:300])
+    r = tool("retainers", "--site", "shared_site", fan)
+    check("retainers --site: a note says 36 more roots reach the blocks, not broken down",
+          r.returncode == 0 and "(36 more roots reach these blocks: only the 64 nearest are broken down" in r.stdout,
+          r.stdout[-400:])
+
+
+def test_weak_kind(gs):
+    """Blocks reachable only through weak references (issue 33): their own
+    kind and sites row, and the kinds add up to the live bytes
+    (gen_snapshot weak: live 160 B, the global retains 88 B, the weak
+    references 72 B)."""
+    path = os.path.join(OUT, "snap-weak.mpt")
+    run([gs, "weak", path])
+    r = tool("retainers", "--bytes", path)
+    kinds = re.findall(r"^  (\w+)\s+(\d+)\s+([\d.]+)%", r.stdout[r.stdout.find("Retained by root kind"):
+                                                              r.stdout.find("Top roots")], re.M)
+    check("retainers: kinds global 88 B, weak 72 B, shared 0 B, adding up to the live 160 B (100 %)",
+          [(k, int(b)) for k, b, _ in kinds] == [("global", 88), ("weak", 72), ("shared", 0)]
+          and abs(sum(float(p) for _, _, p in kinds) - 100) < 0.05, r.stdout[:700])
+    est3 = 24 / (1 - 0.99 ** 3)
+    check("retainers: the weakly reachable sampled block in its own sites row, not in its site's",
+          re.search(r"^\s+%d\s+\d+\s+1  \(reachable only through weak references\)$" % round(est3), r.stdout, re.M)
+          and re.search(r"^\s+%d\s+\d+\s+1  cache \(w.ml:2\)$" % round(est3), r.stdout, re.M), r.stdout)
+    j = tool_json("retainers", "--json", path)
+    check("retainers --json: kinds global, weak, shared; their retained bytes add up to live_bytes",
+          [k["kind"] for k in j["kinds"]] == ["global", "weak", "shared"]
+          and sum(k["retained"] for k in j["kinds"]) == j["snapshot"]["live_bytes"] == 160,
+          json.dumps(j["kinds"]))
+    r = tool("retainers", "--tree", path)
+    check("retainers --tree: the weak kind retains its 72 B",
+          re.search(r"^\s+72 B\s+45.0%\s+1\s+weak$", r.stdout, re.M) is not None, r.stdout[-500:])
+
+
+def test_snapshot_deaths(gs):
+    """One live figure (issue 33): a sampled block that a complete heap
+    snapshot does not hold is dead from the snapshot's time, though its
+    COLLECT (its sweep) has not come (gen_snapshot dead: 3 samples of 800
+    estimated bytes, the snapshot at 20 us holds 2)."""
+    path = os.path.join(OUT, "snap-dead.mpt")
+    run([gs, "dead", path])
+    j = tool_json("top", "--json", path)
+    check("top: live at end 1600 B (the snapshot's 2 samples), not 2400 B",
+          j["total"]["live_bytes"] == 1600 and j["total"]["alloc_bytes"] == 2400, json.dumps(j["total"]))
+    r = tool("timeline", "--csv", "--bins", "4", path)
+    lives = [int(l.split(",")[1]) for l in r.stdout.splitlines()[1:]]
+    check("timeline: live 1600 B from the snapshot on (every bin after 20 us)",
+          r.returncode == 0 and lives and set(lives) == {1600}, r.stdout)
+    j = tool_json("top", "--json", "--live-at", "0.000015", path)
+    check("top --live-at 15 us (before the snapshot): the 3 samples live, 2400 B",
+          j["total"]["live_bytes"] == 2400, json.dumps(j["total"]))
+    inc = os.path.join(OUT, "snap-dead-incomplete.mpt")
+    run([gs, "dead-incomplete", inc])
+    j = tool_json("top", "--json", inc)
+    check("top: a snapshot missing blocks (the runtime ran out of memory) proves nothing: 2400 B live",
+          j["total"]["live_bytes"] == 2400, json.dumps(j["total"]))
 
 
 def test_info_snapshots(gs, small):
