@@ -704,7 +704,7 @@ struct mpt_reader {
   struct {                     /* heap snapshot being decoded */
     int open;                  /* between BEGIN and END */
     uint64_t assigned, emitted, last_sample;
-    uint64_t pending_sample, pending_weak, cur_edges, nedges;
+    uint64_t pending_sample, pending_weak, block_weak, cur_edges, nedges;
     char **strs; uint32_t nstrs;           /* this snapshot's string ids */
     char **owned; size_t nowned, owned_cap; /* every label, until close  */
     uint64_t *edges;
@@ -1241,7 +1241,7 @@ static int snap_edges(mpt_reader *r, mpt_event *ev)
   ev->snap.edges = r->snap.edges;
   ev->snap.nedges = (uint32_t)n;
   ev->snap.edge_base = r->snap.cur_edges;
-  ev->snap.weak_from = r->snap.pending_weak;
+  ev->snap.weak_from = r->snap.block_weak;
   r->snap.cur_edges += n;
   r->snap.nedges += n;
   return MPT_OK;
@@ -1305,9 +1305,11 @@ static int snap_record(mpt_reader *r, mpt_event *ev)
     ev->snap.sample_id = r->snap.pending_sample;
     r->snap.pending_sample = 0;
     r->snap.cur_edges = 0;
-    int rc = snap_edges(r, ev);
+    /* The block's first weak edge holds for its EDGES records too (an
+       ephemeron or Weak array of more than MPT_SNAP_MAX_EDGES fields). */
+    r->snap.block_weak = r->snap.pending_weak;
     r->snap.pending_weak = UINT64_MAX;
-    return rc;
+    return snap_edges(r, ev);
   }
   switch (tag) {
   case SNAP_EDGES:
@@ -1354,7 +1356,7 @@ static int snap_record(mpt_reader *r, mpt_event *ev)
     r->snap.open = 1;
     r->snap.assigned = r->snap.emitted = r->snap.last_sample = 0;
     r->snap.pending_sample = r->snap.cur_edges = r->snap.nedges = 0;
-    r->snap.pending_weak = UINT64_MAX;
+    r->snap.pending_weak = r->snap.block_weak = UINT64_MAX;
     return r->failed ? MPT_ERR : MPT_OK;
   case SNAP_END:
     ev->kind = MPT_EV_SNAP_END;

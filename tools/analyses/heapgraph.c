@@ -240,12 +240,6 @@ int hg_next(hg_reader *r, hg_snapshot *s)
   u64map_init(&b.label_of, 64);
   int open = 0, rc = 0;
   uint32_t cur = 0;                 /* current block id */
-  /* The current block's first weak edge index.  Taken from its BLOCK
-     record for its EDGES records too: the codec's decoder gives those
-     weak_from UINT64_MAX (it forgets the block's after the BLOCK), which
-     made the keys of an ephemeron or Weak array past its first
-     MPT_SNAP_MAX_EDGES fields strong edges. */
-  uint64_t block_weak_from = UINT64_MAX;
   mpt_event ev;
   int k;
   while ((k = ti_next(r->t, &ev)) == TI_OK) {
@@ -299,12 +293,12 @@ int hg_next(hg_reader *r, hg_snapshot *s)
           if (a) s->alloc[cur - 1] = *a + 1;
         }
       }
-      if (ev.kind == MPT_EV_SNAP_BLOCK) block_weak_from = ev.snap.weak_from;
       /* Strong edges, then the weak ones (counted, not graph edges). */
+      uint64_t weak_from = ev.snap.weak_from;
       uint32_t nstrong = ev.snap.nedges;
-      if (block_weak_from < ev.snap.edge_base + nstrong)
-        nstrong = block_weak_from > ev.snap.edge_base
-                  ? (uint32_t)(block_weak_from - ev.snap.edge_base) : 0;
+      if (weak_from < ev.snap.edge_base + nstrong)
+        nstrong = weak_from > ev.snap.edge_base
+                  ? (uint32_t)(weak_from - ev.snap.edge_base) : 0;
       s->nedges_file += ev.snap.nedges;
       s->nweak += ev.snap.nedges - nstrong;
       reserve_adj(&b, nstrong);
