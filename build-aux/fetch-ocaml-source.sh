@@ -81,16 +81,7 @@ extract() { # tarball -> $dest, stripping the single top directory
   rm -rf "$dest"; mv "$tmp" "$dest"
 }
 
-# The first Debian archive URI in the system's apt sources (one-line or
-# deb822 format), so that no host name is written down here.
-system_debian_mirror() {
-  {
-    cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
-      sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p'
-    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-      sed -n 's/^deb\(-src\)\{0,1\}[[:space:]]\{1,\}\(\[[^]]*\][[:space:]]\{1,\}\)\{0,1\}\([^[:space:]]*\).*/\3/p'
-  } | grep '/debian/*$' | head -n 1
-}
+. "$here/debian-mirror.sh"   # system_debian_mirror
 
 # Debian sid's orig tarball of `ocaml` $version, into $1.  The mirror serves
 # the orig and debian tarballs but answers 404 for the .dsc, so apt-get

@@ -63,16 +63,7 @@ url_sha256() {
   sed -n 's/.*"sha256=\([0-9a-f]\{64\}\)".*/\1/p' "$1" | head -n 1
 }
 
-# The first Debian archive URI in the system's apt sources (one-line or
-# deb822 format), so that no host name is written down here.
-system_debian_mirror() {
-  {
-    cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
-      sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p'
-    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-      sed -n 's/^deb\(-src\)\{0,1\}[[:space:]]\{1,\}\(\[[^]]*\][[:space:]]\{1,\}\)\{0,1\}\([^[:space:]]*\).*/\3/p'
-  } | grep '/debian/*$' | head -n 1
-}
+. "$here/../build-aux/debian-mirror.sh"   # system_debian_mirror
 
 # Downloads the ocaml-dune source package from Debian 13 (trixie) with a
 # private apt configuration: the system's sources, lists and cache are left

@@ -41,16 +41,7 @@ cppo 1.8.0 trixie cppo_1.8.0.orig.tar.gz 6e62a8ee0217c9cc38d5860110eb18eb8d89c05
 ocplib-endian 1.2 trixie ocplib-endian_1.2.orig.tar.gz 97ae74e8aeead46a0475df14af637ce78e2372c07258619ad8967506f2d4b320
 "
 
-# The first Debian archive URI in the system's apt sources (one-line or
-# deb822 format), so that no host name is written down here.
-system_debian_mirror() {
-  {
-    cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
-      sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p'
-    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-      sed -n 's/^deb\(-src\)\{0,1\}[[:space:]]\{1,\}\(\[[^]]*\][[:space:]]\{1,\}\)\{0,1\}\([^[:space:]]*\).*/\3/p'
-  } | grep '/debian/*$' | head -n 1
-}
+. "$here/../../build-aux/debian-mirror.sh"   # system_debian_mirror
 
 # Download the orig tarballs missing from $CACHE/dist with a private apt
 # configuration (the system's sources untouched).  The mirror may answer
