@@ -9,10 +9,11 @@ SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 # liblz4 (linked into the runtime), rsync/xxd (assembly, digest checks)
 pkgs="gcc libc6-dev make patch autoconf rsync tar xz-utils xxd ca-certificates liblz4-dev zlib1g-dev"
 # tests: lz4 CLI, python3 (memtrace CTF checker), golang-go (go tool pprof),
-# clang (libFuzzer), chromium (flame graph rendering), opam (switch test)
+# clang (libFuzzer), chromium (flame graph rendering), opam (switch test),
+# bzip2 (dune's source for the Lwt suite)
 for opt in "$@"; do
   case "$opt" in
-    --tests) pkgs="$pkgs lz4 python3 golang-go clang chromium opam procps time valgrind";;
+    --tests) pkgs="$pkgs lz4 python3 golang-go clang chromium opam procps time valgrind bzip2";;
     # make tsan: upstream's --enable-tsan links libunwind (the nongnu one:
     # LLVM's libunwind-14-dev lacks -lunwind-x86_64 and conflicts with it)
     --tsan) pkgs="$pkgs libunwind-dev";;
