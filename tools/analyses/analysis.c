@@ -912,9 +912,10 @@ static void finish_trace(an_ctx *c, const an_callbacks *cb)
   /* Lifetimes of blocks live at the end run to this trace's end. */
   if (c->st.end_time > c->st.max_end_time) c->st.max_end_time = c->st.end_time;
   /* Blocks still live at the end, in memory order (ring, then the older
-     ones in id order). */
+     ones in id order); the table is emptied as they go, since nothing
+     reads it after. */
   end_walk w = { c, cb };
-  livetab_each(&c->live, complete_live, &w);
+  livetab_drain(&c->live, complete_live, &w);
 }
 
 /* Make the next trace current; 0, or -1 when none is left.  With several

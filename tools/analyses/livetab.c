@@ -215,7 +215,25 @@ int livetab_del(livetab *t, uint64_t id, uint32_t domain, an_live *out)
   return 1;
 }
 
-void livetab_each(livetab *t, void (*f)(void *u, uint64_t id, const an_live *r), void *u)
+/* Drop the records of [r] before [*head] (passed by livetab_drain) once
+   they are a quarter of the run: the rest moves down and the array
+   shrinks to it, so that the memory of the samples completed at the end
+   of a trace goes back before the completion ends (3 moves per record at
+   most). */
+static void run_release(livetab_run *r, size_t *head)
+{
+  if (*head < 4096 || *head * 4 < r->n) return;
+  r->n -= *head;
+  memmove(r->v, r->v + *head, r->n * sizeof *r->v);
+  r->v = xrealloc(r->v, (r->n ? r->n : 1) * sizeof *r->v);
+  r->cap = r->n;
+  r->holes = 0;                  /* only their count matters: no more deletions */
+  r->first_hole = 0;
+  *head = 0;
+}
+
+static void walk(livetab *t, void (*f)(void *u, uint64_t id, const an_live *r), void *u,
+                 int drain)
 {
   /* Ring slot s holds the id of the window [base, base + WINDOW) that is
      s modulo WINDOW. */
@@ -237,6 +255,7 @@ void livetab_each(livetab *t, void (*f)(void *u, uint64_t id, const an_live *r),
     if (!best) break;
     const an_live_old *e = &best->v[head[bk]++];
     f(u, old_id(e), &e->r);
+    if (drain) run_release(best, &head[bk]);
   }
   free(head);
   /* Stray records in use are those the map points at. */
@@ -244,4 +263,16 @@ void livetab_each(livetab *t, void (*f)(void *u, uint64_t id, const an_live *r),
     if (t->stray_idx.e[i].key != UINT64_MAX)
       f(u, t->stray_idx.e[i].key, &t->stray[t->stray_idx.e[i].val]);
   if (t->stray_idx.has_max) f(u, UINT64_MAX, &t->stray[t->stray_idx.max_val]);
+}
+
+void livetab_each(livetab *t, void (*f)(void *u, uint64_t id, const an_live *r), void *u)
+{
+  walk(t, f, u, 0);
+}
+
+void livetab_drain(livetab *t, void (*f)(void *u, uint64_t id, const an_live *r), void *u)
+{
+  walk(t, f, u, 1);
+  livetab_free(t);
+  livetab_init(t);
 }

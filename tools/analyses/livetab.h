@@ -93,6 +93,10 @@ int livetab_del(livetab *t, uint64_t id, uint32_t domain, an_live *out);
 /* Call [f] on every record with its id: the ring's, then the runs' merged
    in id order, then the strays. */
 void livetab_each(livetab *t, void (*f)(void *u, uint64_t id, const an_live *r), void *u);
+/* As livetab_each, then empty the table; the runs shrink while they are
+   walked, so the records' memory goes back while [f] builds what it
+   builds from them (the report's cells: 1.74 M for 3.67 M live samples). */
+void livetab_drain(livetab *t, void (*f)(void *u, uint64_t id, const an_live *r), void *u);
 
 /* Packing. */
 static inline void an_live_pack(an_live *r, uint32_t node, uint32_t nsamples, uint64_t wosize,
