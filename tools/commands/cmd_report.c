@@ -378,10 +378,12 @@ static int write_data(FILE *o, an_ctx *c, const an_filter *f, acc *a, const cli_
   for (int f = 0; fields[f]; f++) {
     for (size_t i = 0; i < q->n; i++) {
       const lifecube_cell *x = &q->v[i];
-      uint64_t v = f == 0 ? map[x->node] - 1 : f == 1 ? x->abin
-                 : f == 2 ? (x->dbin == q->nbins ? nbins : x->dbin) : f == 3 ? x->dom
-                 : f == 4 ? x->size : f == 5 ? x->life : f == 6 ? x->samples
-                 : f == 7 ? x->blocks : f == 8 ? x->promoted : x->proc;
+      uint32_t dbin = lifecube_dbin(x);
+      uint64_t v = f == 0 ? map[x->node] - 1 : f == 1 ? lifecube_abin(x)
+                 : f == 2 ? (dbin == q->nbins ? nbins : dbin) : f == 3 ? lifecube_dom(x)
+                 : f == 4 ? lifecube_size(x) : f == 5 ? lifecube_life(x)
+                 : f == 6 ? lifecube_count(q, i, LC_SAMPLES) : f == 7 ? lifecube_count(q, i, LC_BLOCKS)
+                 : f == 8 ? lifecube_count(q, i, LC_PROMOTED) : lifecube_proc(x);
       blob_u64(&z, v);
     }
     blob_end(&z, fields[f]);
@@ -485,7 +487,8 @@ static void hint(an_ctx *c, const an_filter *f, const lifecube *q)
 {
   const an_node *nodes = an_nodes(c);
   double *value = xcalloc((size_t)an_location_count(c) + 1, sizeof *value);
-  for (size_t i = 0; i < q->n; i++) value[nodes[q->v[i].node].loc] += (double)q->v[i].samples;
+  for (size_t i = 0; i < q->n; i++)
+    value[nodes[q->v[i].node].loc] += (double)lifecube_count(q, i, LC_SAMPLES);
   presets_hint_by_location(c, f, value);
   free(value);
 }

@@ -1282,6 +1282,12 @@ def test_idtab():
           r.returncode == 0 and r.stdout.startswith("ok"), r.stdout + r.stderr)
 
 
+def test_lifecube():
+    r = run([os.path.join(BUILD, "lifecube_test")], timeout=60)
+    check("lifecube: " + r.stdout.strip(), r.returncode == 0 and r.stdout.startswith("ok"),
+          r.stdout + r.stderr)
+
+
 def test_many(files):
     """Several traces: a directory of three processes (a parent and two
     children of another executable) plus a file that is not a trace."""
@@ -2032,6 +2038,7 @@ def main():
             return 1
     test_cli()
     test_idtab()
+    test_lifecube()
     test_retainers()
     test_hostile_executable()
     test_module_symbols()
