@@ -495,7 +495,7 @@ static int report_option(void *u, int argc, char **argv, int *i)
 {
   report_opts *o = u;
   const char *a = argv[*i], *v;
-  if (!o->flamegraph) return cli_bins_option(&o->bins, 4, 4096, argc, argv, i);
+  if (!o->flamegraph) return cli_bins_option(&o->bins, 4, LIFECUBE_MAXBINS, argc, argv, i);
   if (!strcmp(a, "--value")) {
     if (!(v = cli_value(argc, argv, i))) return -1;
     if (strcmp(v, "alloc") && strcmp(v, "live") && strcmp(v, "samples"))
@@ -509,7 +509,7 @@ static int report_option(void *u, int argc, char **argv, int *i)
         " are those at the end (`ocaml-memprof folded %s` still gives them)\n", a, a);
     return -1;
   }
-  return cli_bins_option(&o->bins, 4, 4096, argc, argv, i);
+  return cli_bins_option(&o->bins, 4, LIFECUBE_MAXBINS, argc, argv, i);
 }
 
 /* The Lwt/Async/Eio hint of `top`, from the allocated bytes per
