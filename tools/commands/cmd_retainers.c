@@ -1296,10 +1296,12 @@ static void write_json(FILE *o, analysis *a, const char *path, size_t top, size_
     str(o, t.rows[i].alloc ? site_function(a, t.rows[i].alloc) : "");
     fprintf(o, ",\"estimate\":%.0f,\"stderr\":%.0f,\"sampled\":%llu,\"paths\":", t.rows[i].est,
             sqrt(t.rows[i].var), (unsigned long long)t.rows[i].sampled);
-    path_set ps;
-    collect_paths(a, match_site, t.rows[i].name, &ps);
-    json_paths(o, a, &ps, npaths, str);
-    path_set_free(&ps);
+    if (npaths) {               /* --paths 0: none asked, none computed */
+      path_set ps;
+      collect_paths(a, match_site, t.rows[i].name, &ps);
+      json_paths(o, a, &ps, npaths, str);
+      path_set_free(&ps);
+    } else fputs("[]", o);
     fputs(",\"holders\":", o);
     json_holders(o, a, match_site, t.rows[i].name, str);
     fputc('}', o);
