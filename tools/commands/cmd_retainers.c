@@ -300,18 +300,17 @@ static const char *size_text(double b, char *buf, size_t n)
 static int analyse(analysis *a)
 {
   hg_snapshot *s = &a->s;
-  uint64_t *self = xcalloc(s->n ? s->n : 1, sizeof *self);
-  advise_huge(self, (size_t)s->n * sizeof *self);
-  for (uint32_t b = 1; b <= s->nblocks; b++) {
-    self[s->base + b - 1] = hg_block_bytes(s, b);
-    a->live_bytes += hg_block_bytes(s, b);
-  }
+  for (uint32_t b = 1; b <= s->nblocks; b++) a->live_bytes += hg_block_bytes(s, b);
   a->ext_bytes = s->ext_total;
   if (dom_compute(s->n, s->off, s->adj, &a->dom) != 0) {
-    free(self);
     msg("out of memory computing dominators (%u nodes)\n", s->n);
     return -1;
   }
+  /* The blocks' own sizes only once dom_compute has freed its arrays:
+     its peak of memory is the command's (8 bytes per block less). */
+  uint64_t *self = xcalloc(s->n ? s->n : 1, sizeof *self);
+  advise_huge(self, (size_t)s->n * sizeof *self);
+  for (uint32_t b = 1; b <= s->nblocks; b++) self[s->base + b - 1] = hg_block_bytes(s, b);
   a->retained = xmalloc((s->n ? s->n : 1) * sizeof *a->retained);
   advise_huge(a->retained, (size_t)s->n * sizeof *a->retained);
   dom_retained(&a->dom, self, a->retained);
