@@ -16,7 +16,9 @@
      of the sites with a frame matching RE (function or file name, as
      the filters' --focus), along the breadth-first (shortest) path tree,
      aggregated by their description (runs of identical steps collapsed),
-     shortest first;
+     shortest first; that tree and the paths' texts are computed once per
+     snapshot and shared by every site (path_tree: linear in the
+     snapshot, however deep its blocks);
    - --tree: the dominator tree aggregated and pruned (domtree.h): root
      kinds, root labels, then the dominated blocks grouped by tag, size
      class and allocation site, heaviest first (also in --json);
@@ -606,14 +608,17 @@ static uint32_t path_next(path_tree *t, uint32_t from, uint32_t text, int last)
     from = *u64map_get(&t->next, (uint64_t)f.prev << 32 | f.text);
     f = t->v[from];
   }
-  uint64_t key = (uint64_t)from << 32 | text | (same && last ? PATH_LAST_STEP : 0);
+  uint32_t len = f.len + run_mark_len(f.run);
+  int cut = !(same && !last) && len + 2100 >= PATH_KEY_CAP;
+  /* A cut is one state whatever the step it cut. */
+  uint64_t key = (uint64_t)from << 32
+                 | (cut ? PATH_CUT : text | (same && last ? PATH_LAST_STEP : 0));
   uint32_t *known = u64map_get(&t->next, key);
   if (known) return *known;
   path_state to;
-  uint32_t len = f.len + run_mark_len(f.run);
   if (same && !last)
     to = (path_state){ f.run ? f.prev : from, text, f.steps, f.len, f.run + 1 };
-  else if (len + 2100 >= PATH_KEY_CAP)
+  else if (cut)
     to = (path_state){ from, PATH_CUT, f.steps, len, 0 };
   else
     to = (path_state){ from, text, f.steps + 1,
