@@ -583,8 +583,11 @@ typedef struct path_tree {
 
 #define PATH_LAST_STEP 0x80000000u
 
-static uint32_t run_mark_len(uint32_t run)
-{ return run == 0 ? 0 : run < PATH_RUN_MAX ? 11 : 21; }   /* " (repeated)", " (repeated 10+ times)" */
+/* What a step folding [run] identical steps after it is marked with. */
+static const char *run_mark(uint32_t run)
+{ return run == 0 ? "" : run < PATH_RUN_MAX ? " (repeated)" : " (repeated 10+ times)"; }
+
+static uint32_t run_mark_len(uint32_t run) { return (uint32_t)strlen(run_mark(run)); }
 
 static uint32_t path_state_new(path_tree *t, path_state st)
 {
@@ -650,7 +653,7 @@ static char *path_text(const path_tree *t, uint32_t st)
     const path_state *c = &t->v[p->prev];
     uint32_t m = run_mark_len(c->run);
     end -= m;
-    memcpy(out + end, c->run < PATH_RUN_MAX ? " (repeated)" : " (repeated 10+ times)", m);
+    memcpy(out + end, run_mark(c->run), m);
     x = p->prev;
   }
   while (x != 0) {
@@ -664,7 +667,7 @@ static char *path_text(const path_tree *t, uint32_t st)
     if (f->steps) out[--end] = '\n';
     uint32_t m = run_mark_len(f->run);
     end -= m;
-    memcpy(out + end, f->run < PATH_RUN_MAX ? " (repeated)" : " (repeated 10+ times)", m);
+    memcpy(out + end, run_mark(f->run), m);
     x = q->prev;
   }
   return out;
