@@ -16,7 +16,9 @@
      of the sites with a frame matching RE (function or file name, as
      the filters' --focus), along the breadth-first (shortest) path tree,
      aggregated by their description (runs of identical steps collapsed),
-     shortest first;
+     shortest first; that tree and the paths' texts are computed once per
+     snapshot and shared by every site (path_tree: linear in the
+     snapshot, however deep its blocks);
    - --tree: the dominator tree aggregated and pruned (domtree.h): root
      kinds, root labels, then the dominated blocks grouped by tag, size
      class and allocation site, heaviest first (also in --json);
@@ -130,6 +132,7 @@ typedef struct {
   hg_snapshot s;
   dom_tree dom;
   hd_ctx holders;               /* who holds a site's blocks; weak-only blocks */
+  struct path_tree *paths;      /* retainer paths, built on first need */
   uint64_t *retained;           /* per node, bytes */
   uint64_t live_bytes, ext_bytes;
   char **label_text;            /* per label node */
@@ -299,18 +302,17 @@ static const char *size_text(double b, char *buf, size_t n)
 static int analyse(analysis *a)
 {
   hg_snapshot *s = &a->s;
-  uint64_t *self = xcalloc(s->n ? s->n : 1, sizeof *self);
-  advise_huge(self, (size_t)s->n * sizeof *self);
-  for (uint32_t b = 1; b <= s->nblocks; b++) {
-    self[s->base + b - 1] = hg_block_bytes(s, b);
-    a->live_bytes += hg_block_bytes(s, b);
-  }
+  for (uint32_t b = 1; b <= s->nblocks; b++) a->live_bytes += hg_block_bytes(s, b);
   a->ext_bytes = s->ext_total;
   if (dom_compute(s->n, s->off, s->adj, &a->dom) != 0) {
-    free(self);
     msg("out of memory computing dominators (%u nodes)\n", s->n);
     return -1;
   }
+  /* The blocks' own sizes only once dom_compute has freed its arrays:
+     its peak of memory is the command's (8 bytes per block less). */
+  uint64_t *self = xcalloc(s->n ? s->n : 1, sizeof *self);
+  advise_huge(self, (size_t)s->n * sizeof *self);
+  for (uint32_t b = 1; b <= s->nblocks; b++) self[s->base + b - 1] = hg_block_bytes(s, b);
   a->retained = xmalloc((s->n ? s->n : 1) * sizeof *a->retained);
   advise_huge(a->retained, (size_t)s->n * sizeof *a->retained);
   dom_retained(&a->dom, self, a->retained);
@@ -321,6 +323,8 @@ static int analyse(analysis *a)
   return 0;
 }
 
+static void paths_release(analysis *a);
+
 static void analysis_free(analysis *a)
 {
   for (uint32_t l = 0; l < a->s.nlabels; l++) free(a->label_text[l]);
@@ -329,6 +333,7 @@ static void analysis_free(analysis *a)
   free(a->seen);
   free(a->site_loc);
   hd_free(&a->holders);
+  paths_release(a);
   dom_free(&a->dom);
   hg_snapshot_free(&a->s);
 }
@@ -526,82 +531,260 @@ static int by_len(const void *x, const void *y)
   return a->count < b->count ? 1 : a->count > b->count ? -1 : 0;
 }
 
-/* Parent of every node in the breadth-first tree from the super root
-   (shortest paths); DOM_NONE for the unreachable. */
-static uint32_t *bfs_parents(const hg_snapshot *s)
+/* Retainer paths, read from one breadth-first tree of shortest paths from
+   the super root, built once per snapshot on first need and shared by all
+   the sites and the --site query (path_tree).
+
+   A block's path text is the steps of its tree path from the root label
+   down (the kind nodes left out, but for the weak one), one line each, a
+   run of identical steps written once with " (repeated)" (" (repeated 10+
+   times)" for 10 or more), the block's own step never folded into a run,
+   and the text cut before a step that would take it past PATH_KEY_CAP
+   bytes.  Walking every block's path to the root costs the depth of the
+   tree per block: quadratic for the sampled cells of a long list, each
+   path as long as the list before it.  Instead a path is a state of an
+   automaton read down the tree: the state of a node is a function of its
+   parent's state and its own step text, so it is computed once per node
+   (memoized in state[], only for the ancestors of the blocks asked about)
+   and the transitions are interned (state, text) -> state, so that two
+   blocks have the same path text exactly when their final states are the
+   same.  A state is the last step written (its text, the number of steps,
+   the length of the text so far) with the length of the current run
+   (capped at 9, all " (repeated 10+ times)" needs), or the cut.  The text
+   is written out only for the paths printed.  So all the paths of a
+   snapshot cost a breadth-first search plus a step text per node on the
+   way: linear in the snapshot. */
+#define PATH_KEY_CAP (1 << 16)
+#define PATH_STEP_MAX 1024      /* a step's text, with its NUL */
+#define PATH_RUN_MAX 9
+#define PATH_CUT UINT32_MAX     /* the text of a cut state */
+#define PATH_NO_TEXT (UINT32_MAX - 1)   /* the text of the empty path */
+
+typedef struct {
+  uint32_t prev;                /* written step: the state it follows; run:
+                                   its step's state; cut: the state cut */
+  uint32_t text;                /* its step's text (texts), PATH_CUT for a cut */
+  uint32_t steps, len;          /* steps and bytes of its text (before
+                                   any run mark) */
+  uint32_t run;                 /* identical steps folded into the last */
+} path_state;
+
+typedef struct path_tree {
+  uint32_t *parent;             /* per node: breadth-first tree parent,
+                                   DOM_NONE for the unreachable */
+  uint32_t *state;              /* per node: 1 + its state, 0 if not yet
+                                   computed */
+  path_state *v;                /* v[0]: the empty path at the super root */
+  size_t n, cap;
+  u64map next;                  /* state << 32 | text -> next state; with
+                                   bit 31 of text, a block's last step */
+  strpool *texts;
+} path_tree;
+
+#define PATH_LAST_STEP 0x80000000u
+
+/* What a step folding [run] identical steps after it is marked with. */
+static const char *run_mark(uint32_t run)
+{ return run == 0 ? "" : run < PATH_RUN_MAX ? " (repeated)" : " (repeated 10+ times)"; }
+
+static uint32_t run_mark_len(uint32_t run) { return (uint32_t)strlen(run_mark(run)); }
+
+static uint32_t path_state_new(path_tree *t, path_state st)
 {
-  uint32_t *parent = xmalloc((s->n ? s->n : 1) * sizeof *parent);
-  uint32_t *queue = xmalloc((s->n ? s->n : 1) * sizeof *queue);
-  for (uint32_t v = 0; v < s->n; v++) parent[v] = DOM_NONE;
+  grow_array((void **)&t->v, &t->cap, t->n + 1, sizeof *t->v);
+  t->v[t->n] = st;
+  return (uint32_t)t->n++;
+}
+
+/* The state after state [from] reads step text [text]; [last]: the block's
+   own step, never folded into a run. */
+static uint32_t path_next(path_tree *t, uint32_t from, uint32_t text, int last)
+{
+  path_state f = t->v[from];
+  if (f.text == PATH_CUT) return from;
+  int same = f.text == text;
+  if (same && !last && f.run == PATH_RUN_MAX) return from;
+  /* Runs of 1 to 8 more steps are written alike: what follows them
+     follows the run of 1. */
+  if (!(same && !last) && f.run && f.run < PATH_RUN_MAX) {
+    from = *u64map_get(&t->next, (uint64_t)f.prev << 32 | f.text);
+    f = t->v[from];
+  }
+  uint32_t len = f.len + run_mark_len(f.run);
+  int cut = !(same && !last) && len + 2100 >= PATH_KEY_CAP;
+  /* A cut is one state whatever the step it cut. */
+  uint64_t key = (uint64_t)from << 32
+                 | (cut ? PATH_CUT : text | (same && last ? PATH_LAST_STEP : 0));
+  uint32_t *known = u64map_get(&t->next, key);
+  if (known) return *known;
+  path_state to;
+  if (same && !last)
+    to = (path_state){ f.run ? f.prev : from, text, f.steps, f.len, f.run + 1 };
+  else if (cut)
+    to = (path_state){ from, PATH_CUT, f.steps, len, 0 };
+  else
+    to = (path_state){ from, text, f.steps + 1,
+                       len + (f.steps ? 1 : 0) + (uint32_t)strlen(strpool_get(t->texts, text)), 0 };
+  uint32_t id = path_state_new(t, to);
+  u64map_put(&t->next, key, id);
+  return id;
+}
+
+/* Two states with the same text: a cut right after a step and that
+   step. */
+static uint32_t path_row_state(const path_tree *t, uint32_t st)
+{
+  const path_state *p = &t->v[st];
+  return p->text == PATH_CUT && t->v[p->prev].run == 0 ? p->prev : st;
+}
+
+/* The text of state [st] (steps separated by newlines); free it. */
+static char *path_text(const path_tree *t, uint32_t st)
+{
+  const path_state *p = &t->v[st];
+  size_t len = p->len;
+  char *out = xmalloc(len + 1);
+  out[len] = 0;
+  /* Written from the end: each written step is preceded by its
+     predecessor's text and run mark. */
+  size_t end = len;
+  uint32_t x = st;
+  if (p->text == PATH_CUT) {
+    const path_state *c = &t->v[p->prev];
+    uint32_t m = run_mark_len(c->run);
+    end -= m;
+    memcpy(out + end, run_mark(c->run), m);
+    x = p->prev;
+  }
+  while (x != 0) {
+    const path_state *q = &t->v[x];
+    if (q->run) { x = q->prev; continue; }
+    const char *text = strpool_get(t->texts, q->text);
+    size_t tl = strlen(text);
+    end -= tl;
+    memcpy(out + end, text, tl);
+    const path_state *f = &t->v[q->prev];
+    if (f->steps) out[--end] = '\n';
+    uint32_t m = run_mark_len(f->run);
+    end -= m;
+    memcpy(out + end, run_mark(f->run), m);
+    x = q->prev;
+  }
+  return out;
+}
+
+static void node_text(analysis *a, uint32_t v, char *buf, size_t n);
+
+static void path_tree_build(analysis *a, path_tree *t)
+{
+  const hg_snapshot *s = &a->s;
+  size_t n = s->n ? s->n : 1;
+  t->parent = xmalloc(n * sizeof *t->parent);
+  uint32_t *queue = xmalloc(n * sizeof *queue);
+  for (uint32_t v = 0; v < s->n; v++) t->parent[v] = DOM_NONE;
   size_t qh = 0, qt = 0;
-  if (s->n) { parent[0] = 0; queue[qt++] = 0; }
+  if (s->n) { t->parent[0] = 0; queue[qt++] = 0; }
   while (qh < qt) {
     uint32_t v = queue[qh++];
     for (uint64_t k = s->off[v]; k < s->off[v + 1]; k++)
-      if (parent[s->adj[k]] == DOM_NONE) { parent[s->adj[k]] = v; queue[qt++] = s->adj[k]; }
+      if (t->parent[s->adj[k]] == DOM_NONE) { t->parent[s->adj[k]] = v; queue[qt++] = s->adj[k]; }
   }
   free(queue);
-  return parent;
+  t->state = xcalloc(n, sizeof *t->state);
+  t->texts = strpool_new();
+  u64map_init(&t->next, 256);
+  path_state_new(t, (path_state){ 0, PATH_NO_TEXT, 0, 0, 0 });
+  t->state[0] = 1;
+}
+
+static void path_tree_free(path_tree *t)
+{
+  free(t->parent); free(t->state); free(t->v);
+  if (t->texts) { u64map_free(&t->next); strpool_free(t->texts); }
+  memset(t, 0, sizeof *t);
+}
+
+static uint32_t step_text_id(analysis *a, path_tree *t, uint32_t v)
+{
+  char cur[PATH_STEP_MAX];
+  node_text(a, v, cur, sizeof cur);
+  return strpool_intern(t->texts, cur, strlen(cur));
+}
+
+/* The state of reachable node [v] as a step of longer paths: its
+   ancestors' states first, from the nearest known one down. */
+static uint32_t path_state_of(analysis *a, path_tree *t, uint32_t v, uint32_t **stack, size_t *cap)
+{
+  size_t depth = 0;
+  for (uint32_t x = v; !t->state[x]; x = t->parent[x]) {
+    grow_array((void **)stack, cap, depth + 1, sizeof **stack);
+    (*stack)[depth++] = x;
+  }
+  while (depth-- > 0) {
+    uint32_t x = (*stack)[depth], from = t->state[t->parent[x]] - 1;
+    int kind = x >= 1 && x <= HG_KINDS && x != 1 + HG_KIND_WEAK;
+    t->state[x] = 1 + (kind ? from : path_next(t, from, step_text_id(a, t, x), 0));
+  }
+  return t->state[v] - 1;
+}
+
+/* The snapshot's path tree, built on first need. */
+static path_tree *paths_of(analysis *a)
+{
+  if (!a->paths) {
+    a->paths = xcalloc(1, sizeof *a->paths);
+    path_tree_build(a, a->paths);
+  }
+  return a->paths;
+}
+
+/* Free the path tree once the paths are written: the holders' searches
+   need as much memory again. */
+static void paths_release(analysis *a)
+{
+  if (a->paths) path_tree_free(a->paths);
+  free(a->paths);
+  a->paths = NULL;
 }
 
 /* The retainer paths of the sampled blocks whose allocation [match]es,
-   aggregated by their text (one line per step, from the root label down,
-   runs of identical steps collapsed), shortest first. */
+   aggregated by their text, shortest first; a row's key is its final
+   state in the path tree. */
 typedef int path_match(analysis *a, uint32_t block, uint32_t alloc, const void *arg);
-typedef struct { strpool *keys; path_row *rows; size_t nrows, matched; } path_set;
+typedef struct { path_row *rows; size_t nrows, matched; } path_set;
 
-static void collect_paths(analysis *a, const uint32_t *parent, path_match *match,
-                          const void *arg, path_set *ps)
+static void collect_paths(analysis *a, path_match *match, const void *arg, path_set *ps)
 {
   hg_snapshot *s = &a->s;
-  size_t cap = 0, kcap = 1 << 16, chain_cap = 0;
-  char *key = xmalloc(kcap);
-  uint32_t *chain = NULL;
+  path_tree *t = paths_of(a);
+  size_t cap = 0, stack_cap = 0;
+  uint32_t *stack = NULL;
+  u64map row_of;                /* final state -> row */
+  u64map_init(&row_of, 64);
   memset(ps, 0, sizeof *ps);
-  ps->keys = strpool_new();
   for (uint32_t b = 1; b <= s->nblocks; b++) {
     uint32_t al = s->alloc[b - 1];
     uint32_t v = s->base + b - 1;
-    if (!al || parent[v] == DOM_NONE || !match(a, b, al, arg)) continue;
+    if (!al || t->parent[v] == DOM_NONE || !match(a, b, al, arg)) continue;
     ps->matched++;
-    size_t len = 0;
-    for (uint32_t x = v; x != 0; x = parent[x]) {
-      grow_array((void **)&chain, &chain_cap, len + 1, sizeof *chain);
-      chain[len++] = x;
+    uint32_t from = path_state_of(a, t, t->parent[v], &stack, &stack_cap);
+    uint32_t st = path_row_state(t, path_next(t, from, step_text_id(a, t, v), 1));
+    uint32_t *k = u64map_get(&row_of, st);
+    if (!k) {
+      grow_array((void **)&ps->rows, &cap, ps->nrows + 1, sizeof *ps->rows);
+      ps->rows[ps->nrows] = (path_row){ st, 0, 0, t->v[st].steps };
+      u64map_put(&row_of, st, (uint32_t)ps->nrows++);
+      k = u64map_get(&row_of, st);
     }
-    size_t kl = 0, steps = 0;
-    char prev[1024] = "", cur[1024];
-    uint64_t run = 0;
-    for (size_t i = len; i-- > 0;) {
-      if (chain[i] >= 1 && chain[i] <= HG_KINDS && chain[i] != 1 + HG_KIND_WEAK) continue;
-      node_text(a, chain[i], cur, sizeof cur);
-      if (strcmp(cur, prev) == 0 && i > 0) { run++; continue; }
-      if (run) kl += (size_t)snprintf(key + kl, kcap - kl, " (repeated%s)", run >= 9 ? " 10+ times" : "");
-      if (kl + 2100 >= kcap) break;
-      kl += (size_t)snprintf(key + kl, kcap - kl, "%s%s", steps ? "\n" : "", cur);
-      steps++;
-      run = 0;
-      strcpy(prev, cur);
-    }
-    uint32_t k = strpool_intern(ps->keys, key, kl);
-    if (k >= ps->nrows) {
-      grow_array((void **)&ps->rows, &cap, k + 1, sizeof *ps->rows);
-      memset(ps->rows + ps->nrows, 0, (k + 1 - ps->nrows) * sizeof *ps->rows);
-      ps->nrows = k + 1;
-      ps->rows[k].key = k; ps->rows[k].len = (uint32_t)steps;
-    }
-    ps->rows[k].count++;
-    ps->rows[k].bytes += hg_block_bytes(s, b);
+    ps->rows[*k].count++;
+    ps->rows[*k].bytes += hg_block_bytes(s, b);
   }
   if (ps->nrows) qsort(ps->rows, ps->nrows, sizeof *ps->rows, by_len);
-  free(key); free(chain);
+  u64map_free(&row_of);
+  free(stack);
 }
 
-static void path_set_free(path_set *ps)
-{
-  free(ps->rows);
-  strpool_free(ps->keys);
-}
+static void path_set_free(path_set *ps) { free(ps->rows); }
 
 /* --site RE: the pattern as given (for messages and JSON) and compiled. */
 typedef struct { const char *text; regex_t re; } site_query;
@@ -654,9 +837,8 @@ static void site_hint(analysis *a, const site_query *q)
 
 static void print_paths(analysis *a, const site_query *q, size_t npaths)
 {
-  uint32_t *parent = bfs_parents(&a->s);
   path_set ps;
-  collect_paths(a, parent, match_pattern, q, &ps);
+  collect_paths(a, match_pattern, q, &ps);
   printf("\nRetainer paths to the sampled blocks of sites matching \"");
   cli_put_safe(stdout, q->text);
   printf("\" (%zu blocks, %zu distinct paths, shortest first)\n", ps.matched, ps.nrows);
@@ -665,7 +847,7 @@ static void print_paths(analysis *a, const site_query *q, size_t npaths)
     printf("  %llu sampled blocks, path of %u steps:\n", (unsigned long long)ps.rows[i].count,
            ps.rows[i].len);
     /* One step per line; each step printed safely (labels come from the trace). */
-    char *text = xstrdup(strpool_get(ps.keys, ps.rows[i].key));
+    char *text = path_text(a->paths, ps.rows[i].key);
     int first = 1;
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
       fputs(first ? "    " : "    -> ", stdout);
@@ -676,7 +858,7 @@ static void print_paths(analysis *a, const site_query *q, size_t npaths)
     free(text);
   }
   path_set_free(&ps);
-  free(parent);
+  paths_release(a);
 }
 
 /* ---- holders: every root holding a site's blocks ---- */
@@ -1062,13 +1244,13 @@ static int match_site(analysis *a, uint32_t block, uint32_t alloc, const void *s
   return strcmp(buf, site) == 0;
 }
 
-static void json_paths(FILE *o, const path_set *ps, size_t npaths, json_writer str)
+static void json_paths(FILE *o, analysis *a, const path_set *ps, size_t npaths, json_writer str)
 {
   fputc('[', o);
   for (size_t i = 0; i < ps->nrows && i < npaths; i++) {
     fprintf(o, "%s{\"blocks\":%llu,\"bytes\":%llu,\"steps\":[", i ? "," : "",
             (unsigned long long)ps->rows[i].count, (unsigned long long)ps->rows[i].bytes);
-    char *text = xstrdup(strpool_get(ps->keys, ps->rows[i].key));
+    char *text = path_text(a->paths, ps->rows[i].key);
     int first = 1;
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
       if (!first) fputc(',', o);
@@ -1123,40 +1305,63 @@ static void write_json(FILE *o, analysis *a, const char *path, size_t top, size_
   fputs("],\n\"sites\":[", o);
   site_table t = { 0 };
   sites_collect(a, &t);
-  uint32_t *parent = bfs_parents(s);
-  for (size_t i = 0; i < t.n && i < top; i++) {
+  /* The paths first, written aside, so that the path tree is freed
+     before the holders' searches allocate theirs (8 bytes per node less
+     at the peak); --paths 0: none asked, none computed. */
+  size_t nsites = t.n < top ? t.n : top;
+  char **site_paths = xcalloc(nsites ? nsites : 1, sizeof *site_paths);
+  for (size_t i = 0; i < nsites && npaths; i++) {
+    path_set ps;
+    size_t len;
+    FILE *m = open_memstream(&site_paths[i], &len);
+    collect_paths(a, match_site, t.rows[i].name, &ps);
+    json_paths(m, a, &ps, npaths, str);
+    path_set_free(&ps);
+    fclose(m);
+  }
+  char *query_paths = NULL;
+  size_t query_blocks = 0, query_distinct = 0;
+  if (query) {
+    path_set ps;
+    size_t len;
+    FILE *m = open_memstream(&query_paths, &len);
+    collect_paths(a, match_pattern, query, &ps);
+    if (!ps.matched) site_hint(a, query);
+    query_blocks = ps.matched;
+    query_distinct = ps.nrows;
+    json_paths(m, a, &ps, npaths, str);
+    path_set_free(&ps);
+    fclose(m);
+  }
+  paths_release(a);
+  for (size_t i = 0; i < nsites; i++) {
     fprintf(o, "%s\n{\"site\":", i ? "," : "");
     str(o, t.rows[i].name);
     fputs(",\"function\":", o);
     str(o, t.rows[i].alloc ? site_function(a, t.rows[i].alloc) : "");
     fprintf(o, ",\"estimate\":%.0f,\"stderr\":%.0f,\"sampled\":%llu,\"paths\":", t.rows[i].est,
             sqrt(t.rows[i].var), (unsigned long long)t.rows[i].sampled);
-    path_set ps;
-    collect_paths(a, parent, match_site, t.rows[i].name, &ps);
-    json_paths(o, &ps, npaths, str);
-    path_set_free(&ps);
+    fputs(site_paths[i] ? site_paths[i] : "[]", o);
+    free(site_paths[i]);
     fputs(",\"holders\":", o);
     json_holders(o, a, match_site, t.rows[i].name, str);
     fputc('}', o);
   }
   fputc(']', o);
+  free(site_paths);
   if (stacks) json_stacks(o, a, &t, top, str);
   free(t.rows);
   strpool_free(t.keys);
   if (query) {
-    path_set ps;
-    collect_paths(a, parent, match_pattern, query, &ps);
-    if (!ps.matched) site_hint(a, query);
     fputs(",\n\"paths\":{\"pattern\":", o);
     str(o, query->text);
-    fprintf(o, ",\"blocks\":%zu,\"distinct\":%zu,\"paths\":", ps.matched, ps.nrows);
-    json_paths(o, &ps, npaths, str);
+    fprintf(o, ",\"blocks\":%zu,\"distinct\":%zu,\"paths\":%s", query_blocks, query_distinct,
+            query_paths);
+    free(query_paths);
     fputs(",\"holders\":", o);
     json_holders(o, a, match_pattern, query, str);
     fputc('}', o);
-    path_set_free(&ps);
   }
-  free(parent);
   json_tree(o, a, topt, str);
   fputs("}\n", o);
 }

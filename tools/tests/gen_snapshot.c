@@ -3,7 +3,12 @@
 
    usage: gen_snapshot small OUT   the graph below, with one sampled block
           gen_snapshot chain N OUT a global holding a list of N cells, in
-                                   SNAPSHOT chunks of 64 KiB (for cuts)
+                                   SNAPSHOT chunks of 64 KiB (for cuts);
+                                   with --sample-every K, every Kth cell
+                                   is sampled at "push (queue.ml:1)", as
+                                   memprof samples a long Queue (each
+                                   sampled cell's retainer path is as
+                                   long as the list before it)
           gen_snapshot periodic N EVERY_MS END_MS OUT
                                    N snapshots, the kth at k * EVERY_MS ms
                                    (walk k, pause k ms): a global holding a
@@ -15,7 +20,7 @@
    bytecode), which makes the tools look the global labels up in the
    executable's symbol table (the hostile-executable tests); --rate R, the
    sampling rate (default 0.01; 0, as memprof_rate=0 writes: snapshots
-   only, so no ALLOC and Y carries no sample).
+   only, so no ALLOC and Y carries no sample); --sample-every K (chain).
 
    small (words include headers):
      global G (label 0x1000) -> A(2 fields) -> B(1) -> D(3) -> E(1)
@@ -74,6 +79,7 @@ static int chunk_type = MPT_CHUNK_EVENTS;
 static const char *executable = "/nonexistent/leak";
 static uint64_t anchor;
 static double rate = 0.01;
+static long sample_every;       /* chain: every Kth cell sampled, 0: none */
 
 static void flush(void)
 {
@@ -289,6 +295,18 @@ static void fanin(long n, const char *path)
 static void chain(long n, const char *path)
 {
   begin(path);
+  if (sample_every > 0) {
+    mpt_enc_string(&enc, 1, "queue.ml", 8);
+    mpt_enc_string(&enc, 2, "push", 4);
+    mpt_loc_entry_ids loc = { 1, 2, 1, 0, 10 };
+    mpt_enc_location(&enc, 1, 0x4001, &loc, 1);
+    uint32_t st[1] = { 1 };
+    for (long i = sample_every; i <= n; i += sample_every) {
+      room(64);
+      mpt_enc_alloc(&enc, 10, (uint64_t)i, 2, 1, MPT_SRC_MAJOR, 0, st, 1);
+    }
+    flush();
+  }
   chunk_type = MPT_CHUNK_SNAPSHOT;
   mpt_snap_encoder s;
   mpt_enc_snap_begin(&enc, &s, 20, 1, anchor, 1);
@@ -296,6 +314,7 @@ static void chain(long n, const char *path)
   for (long i = 1; i <= n; i++) {
     uint64_t next = (uint64_t)i + 1;
     room(64);
+    if (sample_every > 0 && i % sample_every == 0) mpt_enc_snap_sample(&enc, &s, (uint64_t)i);
     mpt_enc_snap_block(&enc, &s, 0, 2, &next, i < n, UINT64_MAX);
   }
   mpt_enc_snap_end(&enc, &s, 30, 1000, (uint64_t)n - 1, 0);
@@ -340,6 +359,7 @@ int main(int argc, char **argv)
     if (i + 1 < argc && strcmp(argv[i], "--exe") == 0) executable = argv[i + 1];
     else if (i + 1 < argc && strcmp(argv[i], "--anchor") == 0) anchor = strtoull(argv[i + 1], NULL, 0);
     else if (i + 1 < argc && strcmp(argv[i], "--rate") == 0) rate = atof(argv[i + 1]);
+    else if (i + 1 < argc && strcmp(argv[i], "--sample-every") == 0) sample_every = atol(argv[i + 1]);
     else nargs = 0;
   }
   const char *mode = argc >= 2 ? argv[1] : "";
@@ -355,7 +375,7 @@ int main(int argc, char **argv)
   else {
     fprintf(stderr, "usage: gen_snapshot small OUT | holders OUT | weak OUT | dead[-incomplete] OUT | "
             "fanin N OUT | chain N OUT | periodic N EVERY_MS END_MS OUT"
-            "  [--exe PATH] [--anchor ADDR] [--rate R]\n");
+            "  [--exe PATH] [--anchor ADDR] [--rate R] [--sample-every K]\n");
     return 2;
   }
   return 0;

@@ -1616,6 +1616,7 @@ def test_retainers():
     r = tool("retainers", "--evolution", small)
     check("retainers --evolution: one line per snapshot, by kind",
           re.search(r"^\s+1\s+0.000\s+8\s+264 B\s+160 B\s+16 B", r.stdout, re.M) is not None, r.stdout)
+    queue_paths_scale(gs)
     data = open(chain, "rb").read()
     check("snapshot encoding: %.2f bytes per block of a list" % (len(data) / 300000.0),
           len(data) / 300000.0 <= 4.1)
@@ -1849,6 +1850,59 @@ def test_rate_zero():
     check("gen_snapshot small --rate 0", r.returncode == 0, r.stderr)
     if r.returncode == 0:
         rate_zero_checks(trace, "synthetic")
+
+
+def cpu_seconds(args):
+    """CPU seconds (user + system) of ocaml-memprof [args], the least of 3
+    runs (robust to a loaded machine, unlike elapsed times)."""
+    best = None
+    for _ in range(3):
+        before = os.times()
+        r = tool(*args)
+        after = os.times()
+        if r.returncode != 0:
+            return None
+        t = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+        best = t if best is None else min(best, t)
+    return best
+
+
+def queue_paths_scale(gs):
+    """Issue 32: a global's list with every 32nd cell sampled (a long
+    Queue under memprof), each sampled cell's retainer path as long as the
+    list before it.  Walking each path to the root was quadratic (200k
+    cells: 11.7 s); the paths are read from one breadth-first tree, so
+    doubling the list about doubles the time: the ratio is bounded, not
+    the times (the machine's speed varies)."""
+    traces = {}
+    for n in (250000, 500000):
+        traces[n] = os.path.join(OUT, "snap-queue-%d.mpt" % n)
+        run([gs, "chain", str(n), traces[n], "--sample-every", "32"])
+    j = tool_json("retainers", "--json", traces[250000])
+    site = j["sites"][0] if j["sites"] else {}
+    first = site.get("paths", [{}])[0]
+    check("retainers --json: a sampled list's first path is the global, a run of cells, the "
+          "sampled cell (%s)" % first.get("steps"),
+          site.get("sampled") == 250000 // 32 and first.get("blocks") == 1
+          and first.get("steps") == ["global 0x2000", "block tag 0 (2 words) (repeated 10+ times)",
+                                     "block tag 0 (2 words) from push (queue.ml:1)"])
+    j0 = tool_json("retainers", "--json", "--paths", "0", traces[250000])
+    check("retainers --json --paths 0: no path",
+          j0["sites"] and all(s["paths"] == [] for s in j0["sites"]))
+    times = {n: cpu_seconds(["retainers", "--json", traces[n]]) for n in traces}
+    ratio = times[500000] / max(times[250000], 0.01) if None not in times.values() else None
+    check("retainers --json on a sampled list: 500k cells %.2f s, 250k %.2f s, ratio %s <= 3 "
+          "(linear; quadratic is 4)" % (times[500000] or -1, times[250000] or -1,
+                                        ratio and "%.2f" % ratio),
+          ratio is not None and ratio <= 3)
+    rt = {}
+    for n in traces:
+        html = os.path.join(OUT, "snap-queue-%d.html" % n)
+        rt[n] = cpu_seconds(["report", traces[n], "-o", html])
+    ratio = rt[500000] / max(rt[250000], 0.01) if None not in rt.values() else None
+    check("report on a sampled list: 500k cells %.2f s, 250k %.2f s, ratio %s <= 3"
+          % (rt[500000] or -1, rt[250000] or -1, ratio and "%.2f" % ratio),
+          ratio is not None and ratio <= 3)
 
 
 def timed_tool(args, timeout=10):
