@@ -154,15 +154,12 @@ static void start_blocks(builder *b)
   free(count);
 }
 
-/* See the comment at the top.  Edges are removed by compacting adj in
-   place; reachability is a bitmap and a stack of nodes. */
-static void held_by_profiler_only(hg_snapshot *s)
+/* Mark in [seen] every node reachable from the root node 0 through the
+   graph's edges, not entering nodes already marked; [stack] has room for
+   every node. */
+static void mark_reachable(const hg_snapshot *s, uint8_t *seen, uint32_t *stack)
 {
-  uint32_t n = s->n, held = 1 + MPT_ROOT_MEMPROF;
-  uint8_t *seen = xcalloc(n, 1);
-  uint32_t *stack = xmalloc((size_t)n * sizeof *stack);
   size_t sp = 0;
-  seen[0] = seen[held] = 1;
   stack[sp++] = 0;
   while (sp) {
     uint32_t v = stack[--sp];
@@ -171,6 +168,17 @@ static void held_by_profiler_only(hg_snapshot *s)
       if (!seen[t]) { seen[t] = 1; stack[sp++] = t; }
     }
   }
+}
+
+/* See the comment at the top.  Edges are removed by compacting adj in
+   place; reachability is a bitmap and a stack of nodes. */
+static void held_by_profiler_only(hg_snapshot *s)
+{
+  uint32_t n = s->n, held = 1 + MPT_ROOT_MEMPROF;
+  uint8_t *seen = xcalloc(n, 1);
+  uint32_t *stack = xmalloc((size_t)n * sizeof *stack);
+  seen[0] = seen[held] = 1;
+  mark_reachable(s, seen, stack);
   /* seen: the retaining roots' closure, plus the memprof kind node.  The
      nodes outside it (the memprof label nodes, which only the memprof
      kind node points to, and the blocks they alone reach) keep only
@@ -201,16 +209,8 @@ static void weak_only_under_weak_kind(hg_snapshot *s)
   uint32_t n = s->n, weak = 1 + HG_KIND_WEAK;
   uint8_t *seen = xcalloc(n, 1);
   uint32_t *stack = xmalloc((size_t)n * sizeof *stack);
-  size_t sp = 0;
   seen[0] = 1;
-  stack[sp++] = 0;
-  while (sp) {
-    uint32_t v = stack[--sp];
-    for (uint64_t e = s->off[v]; e < s->off[v + 1]; e++) {
-      uint32_t t = s->adj[e];
-      if (!seen[t]) { seen[t] = 1; stack[sp++] = t; }
-    }
-  }
+  mark_reachable(s, seen, stack);
   /* Reuse the stack for the targets: the unreached ones, each once. */
   uint64_t m = 0;
   for (uint64_t i = 0; i < s->nweak; i++) {
