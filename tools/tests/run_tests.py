@@ -772,17 +772,10 @@ def test_runtime_follow(ocamlopt, work):
     time.sleep(1)
     os.remove(trace)
     prog.wait(timeout=120)
-    t_exit = time.time()
-    try:
-        out, err = p.communicate(timeout=10)
-        latency = time.time() - t_exit
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        latency = None
+    out, err, latency = end_latency(p, time.time())
     check("top --follow on a program whose trace is deleted while it runs: ends within 2 s of"
           " the program's exit (%s), exit 0, one note 'was deleted'"
-          % ("not within 10 s" if latency is None else "%.2f s" % latency),
+          % (latency_text(latency)),
           latency is not None and latency <= 2 and p.returncode == 0
           and len(err.splitlines()) == 1 and "was deleted" in err, "rc=%s %r" % (p.returncode, err[-300:]))
 
@@ -865,6 +858,23 @@ def lz4_frame_ends(data):
         ends.append(p)
         off = p
     return ends
+
+
+def end_latency(p, since):
+    """Waits at most 10 s for the `top --follow` process [p] to end: its
+    stdout, stderr, and how long after [since] it ended (None: it did not,
+    and was killed)."""
+    try:
+        out, err = p.communicate(timeout=10)
+        return out, err, time.time() - since
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        return out, err, None
+
+
+def latency_text(latency):
+    return "not within 10 s" if latency is None else "%.2f s" % latency
 
 
 def follow_finish(p):
@@ -1065,18 +1075,11 @@ def test_follow_file_changes():
         sleeper.kill()
         sleeper.wait()
         writer_file.close()
-        t_exit = time.time()
-        try:
-            out, err = p.communicate(timeout=10)
-            latency = time.time() - t_exit
-        except subprocess.TimeoutExpired:
-            p.kill()
-            out, err = p.communicate()
-            latency = None
+        out, err, latency = end_latency(p, time.time())
         notes = [l for l in err.splitlines() if FILE_CHANGE_NOTES[how] in l]
         check("--follow, trace %s while written: still following until the writer exits, then"
               " ends within 2 s of it (%s), exit 0, one note '%s'"
-              % (how, "not within 10 s" if latency is None else "%.2f s" % latency, FILE_CHANGE_NOTES[how]),
+              % (how, latency_text(latency), FILE_CHANGE_NOTES[how]),
               running and latency is not None and latency <= 2 and p.returncode == 0
               and len(err.splitlines()) == 1 and len(notes) == 1, "rc=%s %r" % (p.returncode, err[-300:]))
         if how != "truncated":
@@ -1096,16 +1099,9 @@ def test_follow_file_changes():
                          stderr=subprocess.PIPE, text=True)
     time.sleep(1.3)
     os.remove(path)
-    t_gone = time.time()
-    try:
-        out, err = p.communicate(timeout=10)
-        latency = time.time() - t_gone
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        latency = None
+    out, err, latency = end_latency(p, time.time())
     check("--follow, trace deleted before its header was complete: ends within 2 s (%s), exit 1,"
-          " a note says so" % ("not within 10 s" if latency is None else "%.2f s" % latency),
+          " a note says so" % (latency_text(latency)),
           latency is not None and latency <= 2 and p.returncode == 1
           and "was deleted before its header was written" in err, "rc=%s %r" % (p.returncode, err))
 
