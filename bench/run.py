@@ -184,6 +184,11 @@ def build_programs(prefix, outdir, sources=None, bytecode=False):
 
 # ------------------------------------------------------------ configurations
 
+# The callback frames' configuration: 16 frames, what docs/ocaml-memprof.md
+# recommends for Lwt.
+CALLBACK_PARAMS = "memprof_callbacks=16"
+
+
 def rate_str(r):
     return "%g" % r
 
@@ -199,6 +204,11 @@ def make_configs(args, have_memprof):
         for r in args.rates:
             cfgs.append({"name": "memprof@" + rate_str(r), "compiler": "memprof",
                          "tracer": "memprof", "rate": r})
+        # Callback frames (memprof_callbacks, issue 30): their cost per
+        # sample at the highest rate, beside the same rate without them.
+        r = max(args.rates)
+        cfgs.append({"name": "memprof+callbacks@" + rate_str(r), "compiler": "memprof",
+                     "tracer": "memprof", "rate": r, "params": CALLBACK_PARAMS})
     return cfgs
 
 
@@ -218,6 +228,8 @@ def config_env(args, cfg, trace_path, prog_name):
         p = "memprof=%s,memprof_rate=%s" % (trace_path, repr(cfg["rate"]))
         if args.memprof_params:
             p += "," + args.memprof_params
+        if cfg.get("params"):
+            p += "," + cfg["params"]
         if "memprof_seed=" not in p:
             p += ",memprof_seed=%d" % (
                 zlib.crc32(("%s@%r" % (prog_name, cfg["rate"])).encode()) + 1)
@@ -810,7 +822,8 @@ def derive(data):
     # the per-sample figures of a single run.
     d["marginal"] = {}
     for tracer in ("gcmemprof", "memprof"):
-        tc = sorted((c for c in cfgs if c["tracer"] == tracer), key=lambda c: c["rate"])
+        tc = sorted((c for c in cfgs if c["tracer"] == tracer and not c.get("params")),
+                    key=lambda c: c["rate"])
         if len(tc) < 2:
             continue
         lo, hi = tc[-2]["name"], tc[-1]["name"]

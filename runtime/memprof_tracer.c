@@ -109,6 +109,7 @@
 #ifndef NATIVE_CODE
 #include "caml/fix_code.h"
 #endif
+#include "caml/memprof_callbacks.h"
 #include "caml/memprof_callstack.h"
 #include "caml/memprof_trace_codec.h"
 #include "caml/memprof_trace_writer.h"
@@ -127,6 +128,8 @@
 /* The flusher writes every stream's buffered events this often, so a
    process killed at time t keeps what it did up to about t - 200 ms. */
 #define DEFAULT_FLUSH_MS 200
+/* memprof_callbacks=N: at most this many frames scanned for closures. */
+#define MAX_CALLBACK_FRAMES 256
 
 static struct {
   char *path;           /* memprof=PATH: tracing on                        */
@@ -139,7 +142,9 @@ static struct {
   uintnat flush_ms;     /* memprof_flush_ms=N: periodic flush              */
   uintnat verify;       /* memprof_verify=1: check each callstack against
                            upstream's walk (tests)                         */
-} params = { NULL, DEFAULT_RATE, DEFAULT_FRAMES, 1, 0, 0, 0, DEFAULT_FLUSH_MS, 0 };
+  uintnat callbacks;    /* memprof_callbacks=N: callback frames from the
+                           closures the innermost N frames hold, 0: none  */
+} params = { NULL, DEFAULT_RATE, DEFAULT_FRAMES, 1, 0, 0, 0, DEFAULT_FLUSH_MS, 0, 0 };
 
 static void bad_param(const char *key, const char *val, const char *why)
 {
@@ -226,6 +231,9 @@ static void set_param(const char *key, const char *val)
   } else if (strcmp(key, "memprof_verify") == 0) {
     if (parse_uint(val, 0, 1, &u)) params.verify = u;
     else bad_param(key, val, "expected 0 or 1");
+  } else if (strcmp(key, "memprof_callbacks") == 0) {
+    if (parse_uint(val, 0, MAX_CALLBACK_FRAMES, &u)) params.callbacks = u;
+    else bad_param(key, val, "expected a number of frames from 0 to 256 (0: no callback frames)");
   } else if (strcmp(key, "memprof_compress") == 0) {
     if (parse_uint(val, 0, 1, &u)) params.compress = u;
     else bad_param(key, val, "expected 0 or 1");
@@ -256,6 +264,7 @@ static void set_param(const char *key, const char *val)
     fprintf(stderr, "memprof: OCAMLRUNPARAM: unknown key %s ignored (known: "
             "memprof, memprof_rate, memprof_frames, memprof_compress, "
             "memprof_seed, memprof_signal, memprof_flush_ms, memprof_verify, "
+            "memprof_callbacks, "
             "memprof_snapshot_at_exit, memprof_snapshot_signal, "
             "memprof_snapshot_every_s, memprof_snapshot_every_cycles)\n", key);
   }
@@ -310,6 +319,7 @@ atomic_uintnat caml_memprof_tracer_generation; /* one per trace file        */
 static atomic_uintnat code_releases;
 static double lambda, one_log1m;          /* 1 / log(1 - lambda)          */
 static uint32_t max_frames;
+static uint32_t callback_frames;          /* memprof_callbacks, this trace */
 _Atomic uint64_t caml_memprof_tracer_next_id_block = 1; /* see fresh_id */
 static pthread_mutex_t control_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t orphan_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -381,7 +391,7 @@ static inline float log_unit(float u)
 static inline void update_quick_gen(tracer_domain *d)
 {
   d->quick_gen = d->gen == d->geom_gen && d->enc.pack_min_fresh == UINT32_MAX
-    ? d->gen : (uintnat)-1;
+    && callback_frames == 0 ? d->gen : (uintnat)-1;
 }
 
 /* One round of the lanes: a uniform variate in (0, 1) from each, into
@@ -647,6 +657,104 @@ static uint32_t define_location(void *ctx, backtrace_slot slot)
   return location_id((tracer_domain *)ctx, slot);
 }
 
+/* ---- Callback frames (memprof_callbacks=N, memprof_callbacks.c) ---- */
+
+/* The marker that ends a callback frame's location: an entry of its own,
+   outermost, with no file (docs/trace-format.md, "Callback frames"). */
+static const char callback_marker[] = MPT_CALLBACK_MARKER;
+/* A callback's key in the location table: its code pointer, tagged so
+   that it meets no backtrace slot (a frame descriptor or debuginfo
+   address: data, never code, and never with bit 62 set in user space). */
+#define CALLBACK_KEY(code) ((uintnat)(code) | ((uintnat)1 << 62))
+/* How far from a function's entry its first call or allocation point is
+   looked for: the longest OCaml functions are a few kB before their
+   first call; beyond, the callback has no location. */
+#define CALLBACK_SEARCH_BYTES 16384
+/* MAX_CALLBACK_FRAMES (memprof_callbacks' largest value) is defined with
+   the parameters. */
+
+/* The location id of the callback frame for the function at [code]: the
+   function's own debug information (the outermost entry of its first
+   call or allocation point's: the function that holds the point), then
+   the marker.  0 when the function has no such point or on failure (the
+   frame is then left out). */
+static uint32_t callback_location_id(tracer_domain *d, uintnat code)
+{
+  uintnat key = CALLBACK_KEY(code);
+  if (2 * (d->loc_used + 1) > d->loc_cap)
+    REHASH(loc_slot, d->locs, d->loc_cap, d->loc_used, );
+  uintnat h = hash_word(key) & (d->loc_cap - 1);
+  while (d->locs[h].id) {
+    if (d->locs[h].key == key) return d->locs[h].id;
+    h = (h + 1) & (d->loc_cap - 1);
+  }
+  backtrace_slot slot = caml_memprof_callbacks_code_slot(code, CALLBACK_SEARCH_BYTES);
+  struct caml_loc_info outer = { 0 };
+  for (debuginfo dbg = slot ? caml_debuginfo_extract(slot) : NULL; dbg;
+       dbg = caml_debuginfo_next(dbg)) {
+    struct caml_loc_info li;
+    caml_debuginfo_location(dbg, &li);
+    if (!li.loc_valid) break;
+    outer = li;
+  }
+  uint32_t id = 0;
+  if (outer.loc_valid) {
+    mpt_loc_entry_ids en[2];
+    en[0].file = string_id(d, outer.loc_filename);
+    en[0].function = string_id(d, outer.loc_defname);
+    en[0].line = (uint32_t)outer.loc_start_lnum;
+    en[0].start_char = (uint32_t)outer.loc_start_chr;
+    en[0].end_char = (uint32_t)outer.loc_end_chr;
+    en[1].file = string_id(d, "");
+    en[1].function = string_id(d, callback_marker);
+    en[1].line = en[1].start_char = en[1].end_char = 0;
+    if (en[0].file && en[0].function && en[1].function
+        && ensure_space(d, MPT_MAX_DEF_BYTES)) {
+      id = ++d->loc_count;
+      mpt_enc_location(&d->enc, id, (uint64_t)code, en, 2);
+    }
+  }
+  /* A function with no location is remembered too (id 0 is "none"): its
+     search is not done again.  string_id may have rehashed the strings'
+     table, not this one: the slot is still free. */
+  d->loc_used++;
+  d->locs[h].key = key; d->locs[h].id = id ? id : UINT32_MAX;
+  return id;
+}
+
+/* The sample's stack, [n] location ids in d->ids, with the callback
+   frames of the closures its innermost frames hold, each inserted just
+   inside the frame that holds it: into d->cb_ids, returning its length
+   (n alone when none is found or there is no room).  [from_caml]: the
+   sample is an allocation from OCaml, in caml_call_gc (its registers are
+   in Caml_state->gc_regs). */
+static uint32_t add_callback_frames(tracer_domain *d, uint32_t n, int from_caml)
+{
+  caml_memprof_held_closure held[CAML_MEMPROF_MAX_HELD_CLOSURES];
+  uint32_t scanned = n < callback_frames ? n : callback_frames;
+  int m = caml_memprof_callbacks_scan(scanned, from_caml ? Caml_state->gc_regs : NULL,
+                                      held, CAML_MEMPROF_MAX_HELD_CLOSURES);
+  if (m == 0) return n;
+  if (!d->cb_ids && !(d->cb_ids = malloc(MPT_MAX_FRAMES * sizeof(uint32_t))))
+    return n;
+  uint32_t len = 0, i = 0;
+  /* held[] is in frame order; within a frame, a closure comes before the
+     closures of its environment, which go inside it: each frame's group
+     is taken from its end. */
+  for (int g = 0, next; g < m; g = next) {
+    for (next = g + 1; next < m && held[next].frame == held[g].frame; next++) {}
+    for (int j = next - 1; j >= g; j--) {
+      uint32_t loc = callback_location_id(d, held[j].code);
+      if (loc == 0 || loc == UINT32_MAX || held[j].frame >= n) continue;
+      if (n + (len - i) + 1 > MPT_MAX_FRAMES) break;
+      while (i < held[j].frame) d->cb_ids[len++] = d->ids[i++];
+      d->cb_ids[len++] = loc;
+    }
+  }
+  while (i < n) d->cb_ids[len++] = d->ids[i++];
+  return len;
+}
+
 /* memprof_verify=1: the stack just captured must be upstream's.  With
    [common] >= 0 it is d->ids then the encoder's previous stack's outermost
    [common] frames (kept outermost first). */
@@ -700,6 +808,14 @@ static inline void record(tracer_domain *d, value block, uintnat wosize,
   int n = cap.n, truncated = cap.truncated, common = cap.common;
   if (n < 0) { d->lost += nsamples; goto out; }
   if (d->verify) verify_callstack(d, n, common, truncated, alloc_idx);
+  /* With callback frames, every stack goes to the encoder whole (common
+     is -1: see caml_memprof_callstack_not_encoded below). */
+  const uint32_t *stack = d->ids;
+  uint32_t len = (uint32_t)n;
+  if (callback_frames && common < 0 && n > 0) {
+    len = add_callback_frames(d, (uint32_t)n, alloc_idx >= 0);
+    if (len != (uint32_t)n) stack = d->cb_ids;
+  }
   uint64_t id;
   /* An untracked sample would never be collected: drop it instead. */
   if (!ensure_space(d, sample_room(d))
@@ -714,7 +830,10 @@ static inline void record(tracer_domain *d, value block, uintnat wosize,
                          (uint32_t)n, (uint32_t)common);
   else
     mpt_enc_alloc(&d->enc, caml_trace_writer_now(), id, wosize,
-                  (uint32_t)nsamples, src, truncated, d->ids, (uint32_t)n);
+                  (uint32_t)nsamples, src, truncated, stack, len);
+  /* The encoder's previous stack has the callback frames, the capture's
+     previous stack has not: the next capture gives its stack whole. */
+  if (callback_frames) caml_memprof_callstack_not_encoded(&d->frames);
   d->samples += nsamples;
  out:
   stream_unlock(d);
@@ -1479,6 +1598,7 @@ static int start_locked(const char *path, double rate, uintnat frames,
   lambda = rate;
   one_log1m = rate >= 1.0 ? 0.0 : 1.0 / log1p(-rate);
   max_frames = (uint32_t)frames;
+  callback_frames = (uint32_t)params.callbacks;
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   /* The time unit.  An event's time is a varint of the time since its

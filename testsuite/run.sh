@@ -87,7 +87,7 @@ build exits; build forks unix.cmxa; build forever; build params
 build with_gc_memprof; build api
 build keepalive; build orphans; build spawner unix.cmxa; build join_exit
 build stacks unix.cmxa threads.cmxa
-build stack_mix; build signal_window unix.cmxa; build letrec
+build stack_mix; build signal_window unix.cmxa; build letrec; build callbacks
 mkdir -p "$W/byte" && cp "$P/stats.ml" "$W/byte/"
 (cd "$W/byte" && ocamlc -g -o ../stats.byte stats.ml) > "$W/stats.byte.build" 2>&1 || ko "build stats.byte"
 cp "$P/stacks.ml" "$W/byte/"
@@ -472,6 +472,36 @@ print(" ".join("%s:%s:%d" % (r["key"], r["file"], r["line"]) for r in d["rows"] 
 expect "let rec: every live site has a location" "$(echo "$rows" | tr ' ' '\n' | grep -c -e '^<unknown>' -e ':0$')" 0
 check "let rec: the pre-allocated nodes are Letrec.new_node's, line 9 ($rows)" \
   grep -q "Letrec.new_node:letrec.ml:9" <(echo "$rows")
+
+# ---- callback frames (memprof_callbacks=N) ----
+# callbacks.ml's scheduler allocates for each callback after it returned,
+# holding it in a closure of its own (as Lwt's bind does).  With the
+# scheduler's frames hidden, that allocation went to the program's entry;
+# with callback frames, to the callback: handler_a runs twice as often as
+# handler_b, so 2/3 of it (binomial band of 4 standard deviations).  With
+# memprof_verify=1 the capture under the callback frames stays upstream's.
+OCAMLRUNPARAM="memprof=$W/cb0.trace,memprof_rate=1e-3,memprof_seed=5" "$W/callbacks" > /dev/null
+OCAMLRUNPARAM="memprof=$W/cb.trace,memprof_rate=1e-3,memprof_seed=5,memprof_callbacks=8,memprof_verify=1" \
+  "$W/callbacks" > /dev/null 2> "$W/cb.err"
+expect "callback frames: memprof_verify finds no difference" "$(grep -c verify "$W/cb.err")" 0
+cb_share() { # TRACE: "ENTRY_SHARE A_SAMPLES B_SAMPLES" with the scheduler hidden
+  ocaml-memprof top --json -n 20 --hide 'Callbacks\.Sched\.' "$1" | python3 -c '
+import json, sys
+d = json.load(sys.stdin); rows = {r["key"]: r for r in d["rows"]}
+get = lambda k, f: rows[k][f] if k in rows else 0
+print("%.4f %d %d" % (get("Callbacks", "alloc_bytes") / d["total"]["alloc_bytes"],
+  get("callback Callbacks.handler_a", "samples"), get("callback Callbacks.handler_b", "samples")))'
+}
+set -- $(cb_share "$W/cb0.trace")
+check "callback frames: without them the scheduler's allocation is the entry's ($1 of all)" \
+  python3 -c "import sys; sys.exit(not ($1 > 0.95 and $2 == 0))"
+set -- $(cb_share "$W/cb.trace")
+check "callback frames: the entry keeps $1 of all (the scheduler's own closures), under 0.02" \
+  python3 -c "import sys; sys.exit(not $1 < 0.02)"
+check "callback frames: handler_a $2, handler_b $3 samples, 2:1 within 4 sd" python3 -c "
+import math, sys; a, b = $2, $3; n = a + b
+sys.exit(not (n > 5000 and abs(a / n - 2 / 3) <= 4 * math.sqrt(2 / 9 / n)))"
+run_bad "callback frames: a bad memprof_callbacks" "memprof=$W/cbbad.trace,memprof_callbacks=257" "memprof_callbacks"
 
 # ---- %e and the signal toggle ----
 OCAMLRUNPARAM="memprof=$W/%e.trace,memprof_rate=1e-4" "$W/params" > /dev/null

@@ -602,6 +602,10 @@ typedef struct mpt_reader mpt_reader;
 
 /* Function name of the location that ends every cut stack. */
 #define MPT_TRUNCATED_FRAME "<truncated>"
+/* Function name of the last entry (with no file) of a callback frame's
+   location: the frame of a closure that a frame of the stack holds
+   (memprof_callbacks=N; docs/trace-format.md, "Callback frames"). */
+#define MPT_CALLBACK_MARKER "<callback>"
 
 enum { MPT_END = 0, MPT_OK = 1, MPT_ERR = -1 };
 

@@ -81,6 +81,8 @@ typedef struct tracer_domain {
   caml_memprof_capture trap_capture;
   ptrdiff_t trap_alloc_idx;
   uint32_t *ref_ids;              /* memprof_verify=1: upstream's walk's  */
+  uint32_t *cb_ids;               /* memprof_callbacks: the stack with its
+                                     callback frames                     */
   /* The trap's sample in progress, kept here across the capture (inlined
      in the trap, which then needs every register). */
   struct {
@@ -158,7 +160,8 @@ static inline uint64_t fresh_id(tracer_domain *d)
    ordinary path flushes the buffer where the trap (which cannot) stops. */
 static inline size_t sample_room(tracer_domain *d)
 {
-  return MPT_MAX_EVENT_BYTES(d->frames.max);
+  /* + the callback frames (memprof_callbacks.h's 8 at most) */
+  return MPT_MAX_EVENT_BYTES(d->frames.max + 8);
 }
 
 /* Whether the tracer's sample point is the only reason the allocation

@@ -21,10 +21,11 @@ with ocaml-memprof as it is.  Asserts, per program:
            samples' worth, listed as figures), the main
            module retaining less than 1 % of what the leak's does, and no
            pending promise estimated at leak_pending's creation sites.
-Figures (not asserted): the share of all allocation that `top --preset lwt`
-charges to the program entry (the module initialiser calling
-Lwt_main.run; issue 30's target is 5 % or less), the steps of retainer
-paths that carry an allocation site.  Last line: "N passed, N failed"."""
+Traced with callback frames (memprof_callbacks=16), the share of all
+allocation that `top --preset lwt` charges to the program entry (the
+module initialiser calling Lwt_main.run; issue 30's target is 5 % or
+less) is at most ENTRY_SHARE_MAX.  Figures (not asserted): the steps of
+retainer paths that carry an allocation site.  Last line: "N passed, N failed"."""
 import json
 import os
 import re
@@ -35,6 +36,13 @@ progs, src, work, mp = sys.argv[1:5]
 os.makedirs(work, exist_ok=True)
 tests_dir = sys.argv[5] if len(sys.argv) > 5 else None
 RATE, SEED = "1e-2", 1
+# Callback frames (memprof_callbacks): what Lwt allocates for a callback is
+# charged to it, not to the program's entry.  Without them the entry kept
+# 2.9 to 11 % of all allocation here; with them 2.9 to 5.4 % (issue 30's
+# target is 5 %).  The runs are not deterministic (the loopback sockets
+# order the callbacks), so the check allows ENTRY_SHARE_MAX.
+CALLBACK_FRAMES = 16
+ENTRY_SHARE_MAX = 7.0
 passed = failed = 0
 
 
@@ -76,7 +84,8 @@ def marked_lines(name, mark):
 def run(name, mode):
     trace = os.path.join(work, "%s-%s.trace" % (name, mode))
     env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=%s,memprof_seed=%d,"
-               "memprof_snapshot_at_exit=1,memprof_snapshot_every_cycles=3" % (trace, RATE, SEED))
+               "memprof_snapshot_at_exit=1,memprof_snapshot_every_cycles=3,"
+               "memprof_callbacks=%d" % (trace, RATE, SEED, CALLBACK_FRAMES))
     r = subprocess.run([os.path.join(progs, name + ".exe"), mode], env=env, capture_output=True,
                        text=True, timeout=120)
     check("%s %s: runs on loopback and stops by itself" % (name, mode), r.returncode == 0,
@@ -165,8 +174,10 @@ def check_program(name):
                                               100.0 * (live - facts["planted_bytes"]) / facts["planted_bytes"],
                                               root["retained"], facts["holder_bytes"],
                                               100.0 * (root["retained"] - facts["holder_bytes"]) / facts["holder_bytes"]))
-        figure("%s leak: top --preset lwt charges %.1f %% of all allocation to the program entry "
-               "(Dune__exe__%s)" % (name, entry_share(trace, name), mod))
+        share = entry_share(trace, name)
+        check("%s leak: top --preset lwt charges %.1f %% of all allocation to the program entry "
+              "(Dune__exe__%s), at most %.0f %%" % (name, share, mod, ENTRY_SHARE_MAX),
+              share <= ENTRY_SHARE_MAX)
         races = race_flags(trace)
         if races is None:
             print("skip %s leak: race flag (no chromium)" % name)
@@ -199,8 +210,9 @@ def check_program(name):
         ret = tool_json("retainers", "--preset", "lwt", "--json", "-n", "50", trace)
         held = next((r["retained"] for r in ret["roots"] if r["label"] == mod), 0)
         check("%s control: %s retains %d bytes, under 1 %% of the leak's 8 MB" % (name, mod, held), held < 80000)
-        figure("%s control: top --preset lwt charges %.1f %% of all allocation to the program entry"
-               % (name, entry_share(trace, name)))
+        share = entry_share(trace, name)
+        check("%s control: top --preset lwt charges %.1f %% of all allocation to the program entry, "
+              "at most %.0f %%" % (name, share, ENTRY_SHARE_MAX), share <= ENTRY_SHARE_MAX)
         if name == "leak_pending":
             lwt = tool_json("lwt", "--json", trace)
             sites = ["%s.ml:%d)" % (name, marked_lines(name, "(* pending: %s *)" % k)[0]) for k in ("wait", "map")]

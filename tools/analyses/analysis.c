@@ -44,6 +44,8 @@
 typedef struct {
   mpt_location l;
   mpt_loc_entry *e;
+  const char *callback_name;   /* a callback frame's name (see
+                                  drop_redundant_callbacks), else NULL */
 } gloc;
 
 /* A trace followed while it is written: what is kept between reads. */
@@ -496,6 +498,14 @@ static uint32_t global_loc(an_ctx *c, uint32_t loc)
     g->l.address = l ? l->address : 0;
     g->l.n = n;
     g->l.entries = g->e;
+    g->callback_name = NULL;
+    if (an_is_callback_location(&g->l)) {
+      const char *fn = g->e[0].function ? g->e[0].function : "?";
+      char *name = xmalloc(strlen(fn) + sizeof "callback ");
+      sprintf(name, "callback %s", fn);
+      g->callback_name = intern(c, name);
+      free(name);
+    }
     c->nglocs = (size_t)id + 1;
   }
   c->lmap[loc] = id + 1;
@@ -567,6 +577,8 @@ static uint8_t loc_flags(an_ctx *c, uint32_t loc)
 
 const char *an_loc_function(an_ctx *c, uint32_t loc)
 {
+  if (loc >= 1 && loc <= c->nglocs && c->glocs[loc - 1].callback_name)
+    return c->glocs[loc - 1].callback_name;
   const mpt_location *l = an_location(c, loc);
   if (!l || l->n == 0 || !l->entries[0].function || !l->entries[0].function[0])
     return "<unknown>";
@@ -625,6 +637,8 @@ const char *an_loc_key(an_ctx *c, uint32_t loc, an_keykind k)
   } else {
     const mpt_loc_entry *e = &l->entries[0];
     const char *fn = e->function && e->function[0] ? e->function : "??";
+    /* a callback frame is not its function's own frame */
+    if (c->glocs[loc - 1].callback_name) fn = c->glocs[loc - 1].callback_name;
     if (k == AN_BY_FUNCTION) s = fn;
     else if (k == AN_BY_MODULE) s = module_of(e, buf, sizeof buf);
     else {
@@ -675,6 +689,55 @@ static uint32_t child(an_ctx *c, uint32_t parent, uint32_t loc, uint8_t lf)
   c->links[parent].first = id;
   if (c->nodes[parent].flags & NODE_HASHED) u64map_put(&c->children, key, id);
   return id;
+}
+
+int an_is_callback_location(const mpt_location *l)
+{
+  if (!l || l->n < 2) return 0;
+  const mpt_loc_entry *m = &l->entries[l->n - 1];
+  return m->function && strcmp(m->function, MPT_CALLBACK_MARKER) == 0
+         && (!m->file || !m->file[0]);
+}
+
+/* Whether location [loc] has an entry (itself or inlined) of function
+   [fn] (an interned string: compared as a pointer). */
+static int loc_has_function(an_ctx *c, uint32_t loc, const char *fn)
+{
+  const mpt_location *l = an_location(c, loc);
+  for (uint32_t i = 0; l && i < l->n; i++)
+    if (l->entries[i].function == fn) return 1;
+  return 0;
+}
+
+/* Callback frames (memprof_callbacks=N, docs/trace-format.md) that say
+   nothing the stack does not: the callback is running (its function is
+   a frame inside it, or the frame that holds it), or a callback frame of
+   the same function is inside it.  What is left names the callbacks that
+   the frames around them run for: Lwt's bind, once the program's
+   function has returned, holds it while it resolves the promise that
+   function gave.  [s] (innermost first) is compacted in place; returns
+   its new length. */
+static uint32_t drop_redundant_callbacks(an_ctx *c, uint32_t *s, uint32_t len)
+{
+  uint32_t out = 0;
+  for (uint32_t i = 0; i < len; i++) {
+    if (s[i] == 0 || s[i] > c->nglocs || !c->glocs[s[i] - 1].callback_name) {
+      s[out++] = s[i];
+      continue;
+    }
+    const char *fn = c->glocs[s[i] - 1].e[0].function;
+    int redundant = fn == NULL;
+    for (uint32_t j = 0; j < out && !redundant; j++)
+      redundant = loc_has_function(c, s[j], fn);
+    /* the holder: the next frame out that is not a callback frame */
+    for (uint32_t j = i + 1; j < len && !redundant; j++) {
+      if (s[j] >= 1 && s[j] <= c->nglocs && c->glocs[s[j] - 1].callback_name) continue;
+      redundant = loc_has_function(c, s[j], fn);
+      break;
+    }
+    if (!redundant) s[out++] = s[i];
+  }
+  return out;
 }
 
 static uint32_t stack_node(an_ctx *c, const uint32_t *s, uint32_t len)
@@ -851,8 +914,13 @@ static int read_events(an_ctx *c, const an_callbacks *cb, progress *pg)
     switch (cb->on_sample ? ev.kind : 0) {
     case MPT_EV_ALLOC: {
       grow_array((void **)&c->gstack, &c->gstack_cap, ev.stack_len, sizeof *c->gstack);
-      for (uint32_t i = 0; i < ev.stack_len; i++) c->gstack[i] = global_loc(c, ev.stack[i]);
-      uint32_t node = stack_node(c, c->gstack, ev.stack_len);
+      uint32_t len = ev.stack_len, callbacks = 0;
+      for (uint32_t i = 0; i < len; i++) {
+        c->gstack[i] = global_loc(c, ev.stack[i]);
+        callbacks += c->glocs[c->gstack[i] - 1].callback_name != NULL;
+      }
+      if (callbacks) len = drop_redundant_callbacks(c, c->gstack, len);
+      uint32_t node = stack_node(c, c->gstack, len);
       int had;
       an_live *r = livetab_put(&c->live, ev.id, ev.stream, &had);
       /* Same id allocated twice: the first block's fate is unknown; count

@@ -206,6 +206,10 @@ void an_loc_fileline(an_ctx *c, uint32_t loc, const char **file, uint32_t *line)
    reader (retainers' heap snapshots). */
 int an_loc_matches(an_ctx *c, uint32_t loc, const regex_t *re);
 int an_location_matches(const mpt_location *l, const regex_t *re);
+/* Whether [l] is a callback frame's location (its last entry is the
+   MPT_CALLBACK_MARKER entry, docs/trace-format.md): views name it
+   "callback FUNCTION" (an_loc_function), filters match its entries. */
+int an_is_callback_location(const mpt_location *l);
 
 /* Compile [pat] for stack option [opt] as every such option does (--focus,
    --ignore, --hide, top --callers/--callees, retainers --site): a POSIX

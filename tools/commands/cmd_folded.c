@@ -24,10 +24,16 @@ static void put_frame(FILE *o, const char *s)
 static void put_location(FILE *o, an_ctx *c, uint32_t loc, int with_lines, int *first)
 {
   const mpt_location *l = an_location(c, loc);
-  if (!l || l->n == 0) {
+  if (!l || l->n == 0 || an_is_callback_location(l)) {
+    /* a callback frame: one frame, "callback FUNCTION" */
     if (!*first) putc(';', o);
     *first = 0;
     put_frame(o, an_loc_function(c, loc));
+    if (with_lines && l && l->n > 0) {
+      fputs(" (", o);
+      put_frame(o, l->entries[0].file ? l->entries[0].file : "");
+      fprintf(o, ":%u)", l->entries[0].line);
+    }
     return;
   }
   for (uint32_t k = l->n; k-- > 0;) {

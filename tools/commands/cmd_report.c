@@ -136,6 +136,15 @@ static void on_sample(void *u, an_ctx *c, const an_sample *s)
 
 /* A JSON string that may sit inside <script>: as json_str (report.h), with
    '<' escaped too, so that no "</script>" can end the data early. */
+/* Frames the page shows for a location: its entries (inlined functions),
+   one for a location without any, one for a callback frame ("callback
+   FUNCTION", docs/trace-format.md). */
+static uint32_t frame_entries(const mpt_location *L)
+{
+  if (!L || !L->n) return 1;
+  return an_is_callback_location(L) ? 1 : L->n;
+}
+
 static void put_str(FILE *o, const char *s)
 {
   putc('"', o);
@@ -361,8 +370,7 @@ static int write_data(FILE *o, an_ctx *c, const an_filter *f, acc *a, const cli_
   arr_u64(&j, 0);
   arr_u64(&j, 0);                                      /* the root: no frame */
   for (uint32_t l = 1; l < nloc; l++) {
-    const mpt_location *L = an_location(c, loclist[l]);
-    off += L && L->n ? L->n : 1;
+    off += frame_entries(an_location(c, loclist[l]));
     arr_u64(&j, off);
   }
   arr_end(&j);
@@ -371,6 +379,11 @@ static int write_data(FILE *o, an_ctx *c, const an_filter *f, acc *a, const cli_
   for (uint32_t l = 1; l < nloc; l++) {
     const mpt_location *L = an_location(c, loclist[l]);
     if (!L || !L->n) { arr_u64(&j, strpool_intern(sp, "<unknown>", 9)); continue; }
+    if (an_is_callback_location(L)) {
+      const char *fn = an_loc_function(c, loclist[l]);
+      arr_u64(&j, strpool_intern(sp, fn, strlen(fn)));
+      continue;
+    }
     for (uint32_t k = 0; k < L->n; k++) {
       const char *fn = L->entries[k].function && L->entries[k].function[0]
                        ? L->entries[k].function : "??";
@@ -382,7 +395,7 @@ static int write_data(FILE *o, an_ctx *c, const an_filter *f, acc *a, const cli_
   for (uint32_t l = 1; l < nloc; l++) {
     const mpt_location *L = an_location(c, loclist[l]);
     if (!L || !L->n) { arr_u64(&jf, 0); continue; }
-    for (uint32_t k = 0; k < L->n; k++) {
+    for (uint32_t k = 0; k < frame_entries(L); k++) {
       const char *f = L->entries[k].file ? L->entries[k].file : "";
       arr_u64(&jf, strpool_intern(sp, f, strlen(f)));
     }
@@ -392,7 +405,7 @@ static int write_data(FILE *o, an_ctx *c, const an_filter *f, acc *a, const cli_
   for (uint32_t l = 1; l < nloc; l++) {
     const mpt_location *L = an_location(c, loclist[l]);
     if (!L || !L->n) { arr_u64(&jl, 0); continue; }
-    for (uint32_t k = 0; k < L->n; k++) arr_u64(&jl, L->entries[k].line);
+    for (uint32_t k = 0; k < frame_entries(L); k++) arr_u64(&jl, L->entries[k].line);
   }
   arr_end(&jl);
   fprintf(o, ",\n\"strings\":[");
