@@ -1,7 +1,10 @@
 /* cmd_lwt.c: `ocaml-memprof lwt`: Lwt's promises ("Lwt threads") per
    creation site: how many were created (from the samples at Lwt's promise
    constructors) and how many are pending in each heap snapshot, with the
-   callbacks they hold.  The analysis is lwt_threads.c's. */
+   callbacks they hold, and each site's pending promises over the
+   snapshots (a series per site: rows are snapshots, columns the sites with
+   the most at any snapshot).  The analysis is lwt_threads.c's; a trace
+   in which it finds no promise at all is refused with a message. */
 
 #include <math.h>
 #include <stdlib.h>
@@ -19,12 +22,15 @@ static const char usage[] =
   "promises created, estimated from the samples at Lwt's promise constructors\n"
   "(+- one standard error), and, from each heap snapshot, the promises still\n"
   "pending (exact) and the callbacks they hold, by creation site (estimated\n"
-  "from their sampled blocks).  Assumes Lwt 5.6.1's promise layout.\n"
+  "from their sampled blocks), over the snapshots and at the last one.\n"
+  "Assumes Lwt 5.6.1's promise layout; a trace without any Lwt promise is\n"
+  "an error (exit 1).\n"
   "  --hide RE, --preset NAME[,NAME...], --presets-file F\n"
   "                    frames that are not creation sites, besides Lwt's\n"
   "  -n N              sites per table (10; 0 = all)\n"
-  "  --json            one JSON object: created sites, and per snapshot the\n"
-  "                    pending totals and sites\n"
+  "  --json            one JSON object: created sites, per snapshot the\n"
+  "                    pending totals and sites, and per site its series\n"
+  "                    over the snapshots\n"
   "  -o FILE           write to FILE\n";
 
 /* Sites in decreasing order of [value]. */
@@ -61,6 +67,50 @@ static double pending_est(const lt_result *res, double samples)
 { return lt_estimate(res, samples, LT_PENDING_WORDS); }
 static double pending_se(const lt_result *res, double samples)
 { return lt_estimate_se(res, samples, LT_PENDING_WORDS); }
+
+/* The series: per site, the most pending samples at any snapshot. */
+static double *series_peak(const lt_result *res)
+{
+  double *peak = xcalloc(res->nsites ? res->nsites : 1, sizeof *peak);
+  for (size_t i = 0; i < res->nsnaps; i++)
+    for (size_t k = 0; k < res->snaps[i].nby_site && k < res->nsites; k++)
+      if (res->snaps[i].by_site[k].samples > peak[k]) peak[k] = res->snaps[i].by_site[k].samples;
+  return peak;
+}
+
+static double snap_samples(const lt_snapshot *sn, uint32_t site)
+{ return site < sn->nby_site ? sn->by_site[site].samples : 0; }
+
+/* Rows: snapshots; columns: the [cols] sites with the most pending at any
+   snapshot (estimated), named below the table. */
+#define SERIES_COLUMNS 6
+static void text_series(FILE *o, const lt_result *res, size_t top)
+{
+  double *peak = series_peak(res);
+  size_t n;
+  uint32_t *order = ranked(res, peak, &n);
+  size_t cols = n < SERIES_COLUMNS ? n : SERIES_COLUMNS;
+  if (top && cols > top) cols = top;
+  fprintf(o, "\nPending promises by creation site over time (estimated; the %zu site%s with the most at any snapshot, of %zu)\n",
+          cols, cols == 1 ? "" : "s", n);
+  if (!cols) { fputs("  (no sampled block in any pending promise)\n", o); free(order); free(peak); return; }
+  fprintf(o, "%8s %10s", "snapshot", "time (s)");
+  for (size_t c = 0; c < cols; c++) fprintf(o, " %9s%zu", "S", c + 1);
+  fputc('\n', o);
+  for (size_t i = 0; i < res->nsnaps; i++) {
+    const lt_snapshot *sn = &res->snaps[i];
+    fprintf(o, "%8llu %10.3f", (unsigned long long)sn->seq, sn->time_ns / 1e9);
+    for (size_t c = 0; c < cols; c++) fprintf(o, " %10.0f", pending_est(res, snap_samples(sn, order[c])));
+    fputc('\n', o);
+  }
+  for (size_t c = 0; c < cols; c++) {
+    fprintf(o, "  S%zu  ", c + 1);
+    cli_put_safe(o, strpool_get(res->names, order[c]));
+    fputc('\n', o);
+  }
+  free(order);
+  free(peak);
+}
 
 static void text(FILE *o, const char *trace, const lt_result *res, size_t top)
 {
@@ -108,6 +158,7 @@ static void text(FILE *o, const char *trace, const lt_result *res, size_t top)
     fputc('\n', o);
     free(ord); free(v);
   }
+  text_series(o, res, top);
   const lt_snapshot *last = &res->snaps[res->nsnaps - 1];
   double *v = pending_samples(res, last);
   uint32_t *ord = ranked(res, v, &n);
@@ -159,6 +210,28 @@ static void json(FILE *o, const char *trace, const lt_result *res)
     }
     fputs("]}", o);
   }
+  /* The series: every site pending at some snapshot, most first. */
+  fputs("],\"series\":[", o);
+  double *peak = series_peak(res);
+  size_t n;
+  uint32_t *order = ranked(res, peak, &n);
+  for (size_t k = 0; k < n; k++) {
+    fputs(k ? ",{\"site\":" : "{\"site\":", o);
+    json_str(o, strpool_get(res->names, order[k]));
+    static const char *const fields[] = { "samples", "pending", "se" };
+    for (int f = 0; f < 3; f++) {
+      fprintf(o, ",\"%s\":[", fields[f]);
+      for (size_t i = 0; i < res->nsnaps; i++) {
+        double v = snap_samples(&res->snaps[i], order[k]);
+        fprintf(o, f == 0 ? "%s%.0f" : "%s%.3f", i ? "," : "",
+                f == 0 ? v : f == 1 ? pending_est(res, v) : pending_se(res, v));
+      }
+      fputc(']', o);
+    }
+    fputc('}', o);
+  }
+  free(order);
+  free(peak);
   fputs("]}\n", o);
 }
 
@@ -190,8 +263,17 @@ int cmd_lwt(int argc, char **argv)
   }
   if (!trace) { rc = cli_usage_error("a TRACE is needed"); goto done; }
   lt_result res;
-  if (lt_run(trace, &hidden, &res) != 0) { lt_free(&res); rc = 1; goto done; }
+  if (lt_run(trace, &hidden, 0, &res) != 0) { lt_free(&res); rc = 1; goto done; }
   if (res.truncated) msg("%s: truncated trace; what was read is shown\n", trace);
+  if (!lt_found(&res)) {
+    msg("%s: no Lwt promise in this trace: no sample at Lwt's promise constructors "
+        "(Lwt.Pending_promises.new_pending, Lwt.Trivial_promises.return, .fail) and no pending "
+        "promise in its %zu heap snapshot%s; not an Lwt program (or not Lwt 5.6.1's layout, "
+        "or too low a sampling rate)\n", trace, res.nsnaps, res.nsnaps == 1 ? "" : "s");
+    lt_free(&res);
+    rc = 1;
+    goto done;
+  }
   FILE *o = out_open(out);
   if (!o) { lt_free(&res); rc = 1; goto done; }
   if (as_json) json(o, trace, &res);
