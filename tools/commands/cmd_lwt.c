@@ -4,7 +4,9 @@
    callbacks they hold, and each site's pending promises over the
    snapshots (a series per site: rows are snapshots, columns the sites with
    the most at any snapshot).  The analysis is lwt_threads.c's; a trace
-   in which it finds no promise at all is refused with a message. */
+   in which it finds no promise at all is refused with a message.  The
+   report's Lwt view gets the same pending promises by stack
+   (lwt_report_json), to name their sites with its own hidden frames. */
 
 #include <math.h>
 #include <stdlib.h>
@@ -233,6 +235,106 @@ static void json(FILE *o, const char *trace, const lt_result *res)
   free(order);
   free(peak);
   fputs("]}\n", o);
+}
+
+/* The stacks' locations as the report writes them (see commands.h). */
+static void report_locs(FILE *o, const lt_result *res, const int32_t *loc_index, json_writer str)
+{
+  fputs(",\"locs\":[", o);
+  int first = 1;
+  for (size_t l = 0; l < res->nlocs; l++) {
+    if (loc_index[l] < 0) continue;
+    fputs(first ? "[" : ",[", o); first = 0;
+    const lt_loc *L = &res->locs[l];
+    for (uint32_t k = 0; k < L->n; k++) {
+      fputs(k ? ",[" : "[", o);
+      str(o, L->frames[k].function);
+      fputc(',', o);
+      str(o, L->frames[k].file);
+      fprintf(o, ",%u]", L->frames[k].line);
+    }
+    fputc(']', o);
+  }
+  fputc(']', o);
+}
+
+/* Stack [site]'s number in the report's data, numbering it (and marking
+   its locations) on first use. */
+static int32_t stack_number(const lt_result *res, uint32_t site, int32_t *stack_index, int32_t *loc_index,
+                            uint32_t *order, int32_t *nstacks)
+{
+  if (stack_index[site] >= 0) return stack_index[site];
+  uint32_t stack[LT_STACK_FRAMES];
+  size_t n = lt_stack(res, site, stack);
+  for (size_t j = 0; j < n; j++) loc_index[stack[j]] = 0;
+  order[*nstacks] = site;
+  return stack_index[site] = (*nstacks)++;
+}
+
+int lwt_report_json(FILE *o, const char *trace, int created, json_writer str)
+{
+  lt_result res;
+  if (lt_run(trace, NULL, 1, &res) != 0) { lt_free(&res); return 1; }
+  if (!res.nsnaps && !created) { lt_free(&res); return 2; }
+  /* Only the stacks written are numbered, in order of first use, and only
+     their locations. */
+  int32_t *stack_index = xmalloc((res.nsites ? res.nsites : 1) * sizeof *stack_index);
+  int32_t *loc_index = xmalloc((res.nlocs ? res.nlocs : 1) * sizeof *loc_index);
+  for (size_t i = 0; i < res.nsites; i++) stack_index[i] = -1;
+  for (size_t i = 0; i < res.nlocs; i++) loc_index[i] = -1;
+  uint32_t *order = xmalloc((res.nsites ? res.nsites : 1) * sizeof *order);
+  int32_t nstacks = 0, nlocs = 0;
+  fputs("{\"trace\":", o);
+  str(o, trace);
+  if (created) {
+    fputs(",\"created\":[", o);
+    int first = 1;
+    for (size_t k = 0; k < res.nsites; k++) {
+      const lt_site *c = &res.sites[k];
+      if (!c->created_samples) continue;
+      fprintf(o, "%s[%d,%.0f,%.17g,%.17g]", first ? "" : ",",
+              stack_number(&res, (uint32_t)k, stack_index, loc_index, order, &nstacks),
+              c->created_samples, c->created, c->created_se);
+      first = 0;
+    }
+    fputc(']', o);
+  }
+  fputs(",\"snapshots\":[", o);
+  for (size_t i = 0; i < res.nsnaps; i++) {
+    const lt_snapshot *sn = &res.snaps[i];
+    fprintf(o, "%s{\"seq\":%llu,\"time_ns\":%llu,\"pending\":%llu,\"callbacks\":%llu,\"pending_sampled\":%llu,\"rows\":[",
+            i ? "," : "", (unsigned long long)sn->seq, (unsigned long long)sn->time_ns,
+            (unsigned long long)sn->pending, (unsigned long long)sn->callbacks,
+            (unsigned long long)sn->pending_sampled);
+    int first = 1;
+    for (size_t k = 0; k < sn->nby_site && k < res.nsites; k++) {
+      const lt_pending_site *p = &sn->by_site[k];
+      if (!p->samples) continue;
+      fprintf(o, "%s[%d,%.0f,%.17g,%.17g]", first ? "" : ",",
+              stack_number(&res, (uint32_t)k, stack_index, loc_index, order, &nstacks),
+              p->samples, p->callback_samples, p->callback_samples_sq);
+      first = 0;
+    }
+    fputs("]}", o);
+  }
+  /* Locations in trace order, then the stacks naming them. */
+  for (size_t l = 0; l < res.nlocs; l++) if (loc_index[l] == 0) loc_index[l] = nlocs++;
+  fputs("],\"stacks\":[", o);
+  uint32_t stack[LT_STACK_FRAMES];
+  for (int32_t s = 0; s < nstacks; s++) {
+    size_t n = lt_stack(&res, order[s], stack);
+    fputs(s ? ",[" : "[", o);
+    for (size_t j = 0; j < n; j++) fprintf(o, j ? ",%d" : "%d", loc_index[stack[j]]);
+    fputc(']', o);
+  }
+  fputc(']', o);
+  report_locs(o, &res, loc_index, str);
+  fputc('}', o);
+  free(order);
+  free(stack_index);
+  free(loc_index);
+  lt_free(&res);
+  return 0;
 }
 
 int cmd_lwt(int argc, char **argv)
