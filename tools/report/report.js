@@ -1567,11 +1567,12 @@ function lwtData() {
            traces: LWT.traces.map(function (T) { return T && T.snapshots.length ? lwtPending(T, pats) : null; }) };
 }
 var LWT_ROWS = 50;   // rows of the created table
-var LWT_COLOURS = ['#36c', '#c33', '#393', '#d80', '#909', '#099', '#963', '#666'];
-// Pending promises per site over the snapshots: one line per site (the
-// first LWT_COLOURS.length of the series).
+// The series drawn and tabulated: the first LWT_SERIES sites (the most
+// pending at any snapshot), as the CLI's over-time table.
+var LWT_SERIES = 6, LWT_COLOURS = ['#36c', '#c33', '#393', '#d80', '#909', '#099'];
+// Pending promises per site over the snapshots: one line per site.
 function lwtSeriesSVG(P, id) {
-  var W = 560, H = 170, x0 = 64, x1 = W - 20, y0 = 10, y1 = H - 22, tmax = 0, vmax = 0, shown = P.series.slice(0, LWT_COLOURS.length);
+  var W = 560, H = 170, x0 = 64, x1 = W - 20, y0 = 10, y1 = H - 22, tmax = 0, vmax = 0, shown = P.series.slice(0, LWT_SERIES);
   P.snapshots.forEach(function (sn) { tmax = Math.max(tmax, sn.time_ns); });
   shown.forEach(function (s) { s.pending.forEach(function (v) { vmax = Math.max(vmax, v); }); });
   var st = step125(vmax || 1, 4), top = Math.max(st, Math.ceil(vmax / st) * st);
@@ -1588,8 +1589,8 @@ function lwtSeriesSVG(P, id) {
   return h.join('');
 }
 function lwtPendingHTML(P, t, many) {
-  var h = [], last = P.snapshots[P.snapshots.length - 1], cols = P.series.slice(0, 6);
-  h.push('<h3>Pending promises by creation site over time' + (many ? ' — ' + esc(P.trace) : '') + ' <span class="note">(estimated from their sampled blocks: samples / (rate × ' + LWT.pending_words + ' words); one line per site, the ' + Math.min(P.series.length, LWT_COLOURS.length) + ' with the most at any snapshot)</span></h3>');
+  var h = [], last = P.snapshots[P.snapshots.length - 1], cols = P.series.slice(0, LWT_SERIES);
+  h.push('<h3>Pending promises by creation site over time' + (many ? ' — ' + esc(P.trace) : '') + ' <span class="note">(estimated from their sampled blocks: samples / (rate × ' + LWT.pending_words + ' words); one line per site, the ' + cols.length + ' with the most at any snapshot)</span></h3>');
   if (!P.series.length) h.push('<div class="note">No sampled block in any pending promise' + (S.focus || S.ignore ? ' the stack filters keep' : '') + '.</div>');
   else h.push(lwtSeriesSVG(P, 'lwtchart' + t));
   h.push('<table class="lwtseries" id="lwtseries' + t + '"><tr><th>snapshot</th><th>time</th><th>pending (exact)</th><th>callbacks (exact)</th><th title="pending promises one of whose blocks was sampled">sampled</th>' +
