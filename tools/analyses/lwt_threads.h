@@ -43,7 +43,8 @@
 #define LT_STACK_FRAMES 64     /* locations kept per stack, by stack */
 
 typedef struct {
-  uint32_t name;               /* string id in lt_result.names: "Fn (file:line)" */
+  uint32_t name;               /* string id in lt_result.names: "Fn (file:line)",
+                                  or by stack its location ids */
   double created_samples;      /* samples at promise constructors */
   double created;              /* estimated promises created */
   double created_se;

@@ -25,7 +25,9 @@
 // arrays of millions of entries are pooled (see pooled), and the data is
 // inflated by the page's own inflate.  The retention view and the
 // dominator tree beside the flame graph draw D.snapshots (retainers
-// --json per snapshot), independent of the filters.
+// --json per snapshot), independent of the filters.  The Lwt view (D.lwt,
+// Lwt programs only) counts promises from the cells at Lwt's constructors
+// and from the pending promises' stacks (see its section).
 'use strict';
 var D = JSON.parse(document.getElementById('data').textContent);
 var $ = function (id) { return document.getElementById(id); };
