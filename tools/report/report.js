@@ -1592,10 +1592,10 @@ function lwtSeriesSVG(P, id) {
 }
 function lwtPendingHTML(P, t, many) {
   var h = [], last = P.snapshots[P.snapshots.length - 1], cols = P.series.slice(0, LWT_SERIES);
-  h.push('<h3>Pending promises by creation site over time' + (many ? ' — ' + esc(P.trace) : '') + ' <span class="note">(estimated from their sampled blocks: samples / (rate × ' + LWT.pending_words + ' words); one line per site, the ' + cols.length + ' with the most at any snapshot)</span></h3>');
+  h.push('<h3>Pending promises by creation site over time' + (many ? ' — ' + esc(P.trace) : '') + ' <span class="note">(pending, callbacks and sampled: exact, every pending promise of the snapshot; S1...: estimated from their sampled blocks, samples / (rate × ' + LWT.pending_words + ' words); one line per site, the ' + cols.length + ' with the most at any snapshot)</span></h3>');
   if (!P.series.length) h.push('<div class="note">No sampled block in any pending promise' + (S.focus || S.ignore ? ' the stack filters keep' : '') + '.</div>');
   else h.push(lwtSeriesSVG(P, 'lwtchart' + t));
-  h.push('<table class="lwtseries" id="lwtseries' + t + '"><tr><th>snapshot</th><th>time</th><th>pending (exact)</th><th>callbacks (exact)</th><th title="pending promises one of whose blocks was sampled">sampled</th>' +
+  h.push('<table class="lwtseries" id="lwtseries' + t + '"><tr><th>snapshot</th><th>time</th><th title="pending promises in the snapshot (exact)">pending</th><th title="the regular callbacks they hold (exact)">callbacks</th><th title="pending promises one of whose blocks was sampled">sampled</th>' +
     cols.map(function (s, k) { return '<th title="' + esc(s.site) + '"><span class="bar" style="width:10px;background:' + LWT_COLOURS[k] + '"></span> S' + (k + 1) + '</th>'; }).join('') + '</tr>' +
     P.snapshots.map(function (sn, i) {
       return '<tr><td>' + sn.seq + '</td><td>' + secs(sn.time_ns) + '</td><td>' + num(sn.pending) + '</td><td>' + num(sn.callbacks) + '</td><td>' + num(sn.pending_sampled) + '</td>' +
