@@ -1,5 +1,8 @@
 /* lwt_threads.c: Lwt's promises per creation site, created (from samples)
-   and pending (from heap snapshots); see lwt_threads.h. */
+   and pending (from heap snapshots); see lwt_threads.h.  Sites are
+   interned in res->names as they are met (an allocation's site is
+   computed once, alloc_site caching it), by name or, by stack, by their
+   location ids. */
 
 #include <math.h>
 #include <stdio.h>
@@ -49,8 +52,58 @@ static int loc_hidden(lt_state *st, uint32_t loc)
   return st->hidden[loc] == 2;
 }
 
-/* The creation site (index in res->sites) of allocation [i]: its first
-   frame that [hiding] leaves, named "Function (file:line)". */
+/* By stack: copy location [loc]'s frames into res->locs, once. */
+static void keep_location(lt_state *st, uint32_t loc)
+{
+  lt_result *res = st->res;
+  if (loc >= res->nlocs) {
+    size_t cap = res->nlocs;
+    grow_array((void **)&res->locs, &cap, (size_t)loc + 1, sizeof *res->locs);
+    memset(res->locs + res->nlocs, 0, (cap - res->nlocs) * sizeof *res->locs);
+    res->nlocs = cap;
+  }
+  lt_loc *d = &res->locs[loc];
+  if (d->used) return;
+  d->used = 1;
+  const mpt_location *l = ti_location(st->r->t, loc);
+  if (!l || !l->n) return;
+  d->frames = xcalloc(l->n, sizeof *d->frames);
+  d->n = l->n;
+  for (uint32_t k = 0; k < l->n; k++) {
+    const mpt_loc_entry *e = &l->entries[k];
+    d->frames[k] = (lt_frame){ xstrdup(e->function ? e->function : ""), xstrdup(e->file ? e->file : ""), e->line };
+  }
+}
+
+/* The key of allocation [a]'s site into [key] (its length returned): by
+   stack its first locations' ids, else its first frame that [hiding]
+   leaves, named "Function (file:line)". */
+static size_t site_key(lt_state *st, const hg_alloc *a, char key[512])
+{
+  if (st->res->by_stack) {
+    uint32_t n = a->stack_len < LT_STACK_FRAMES ? a->stack_len : LT_STACK_FRAMES;
+    for (uint32_t k = 0; k < n; k++) {
+      uint32_t loc = st->r->stacks[a->stack_off + k];
+      keep_location(st, loc);
+      memcpy(key + 4 * k, &loc, 4);
+    }
+    return 4 * (size_t)n;
+  }
+  snprintf(key, 512, "(no frame outside the hidden ones)");
+  for (uint32_t k = 0; k < a->stack_len; k++) {
+    uint32_t loc = st->r->stacks[a->stack_off + k];
+    if (loc_hidden(st, loc)) continue;
+    const mpt_location *l = ti_location(st->r->t, loc);
+    if (l && l->n > 0)
+      snprintf(key, 512, "%s (%s:%u)", l->entries[0].function, l->entries[0].file,
+               l->entries[0].line);
+    else snprintf(key, 512, "? (no debug information)");
+    break;
+  }
+  return strlen(key);
+}
+
+/* The creation site (index in res->sites) of allocation [i]. */
 static uint32_t site_of(lt_state *st, size_t i)
 {
   if (i >= st->alloc_site_cap) {
@@ -59,21 +112,10 @@ static uint32_t site_of(lt_state *st, size_t i)
     memset(st->alloc_site + old, 0, (st->alloc_site_cap - old) * sizeof *st->alloc_site);
   }
   if (st->alloc_site[i]) return st->alloc_site[i] - 1;
-  const hg_alloc *a = &st->r->allocs[i];
-  char name[512];
-  snprintf(name, sizeof name, "(no frame outside the hidden ones)");
-  for (uint32_t k = 0; k < a->stack_len; k++) {
-    uint32_t loc = st->r->stacks[a->stack_off + k];
-    if (loc_hidden(st, loc)) continue;
-    const mpt_location *l = ti_location(st->r->t, loc);
-    if (l && l->n > 0)
-      snprintf(name, sizeof name, "%s (%s:%u)", l->entries[0].function, l->entries[0].file,
-               l->entries[0].line);
-    else snprintf(name, sizeof name, "? (no debug information)");
-    break;
-  }
+  char key[512];
+  size_t len = site_key(st, &st->r->allocs[i], key);
   lt_result *res = st->res;
-  uint32_t id = strpool_intern(res->names, name, strlen(name));
+  uint32_t id = strpool_intern(res->names, key, len);
   if (id >= res->nsites) {
     grow_array((void **)&res->sites, &res->sites_cap, (size_t)id + 1, sizeof *res->sites);
     memset(res->sites + res->nsites, 0, ((size_t)id + 1 - res->nsites) * sizeof *res->sites);
@@ -84,16 +126,19 @@ static uint32_t site_of(lt_state *st, size_t i)
   return id;
 }
 
-/* The words per promise of the constructor allocating [i], 0 for none. */
-static double constructor_words(lt_state *st, size_t i)
+double lt_constructor_words(const mpt_location *l)
 {
-  const hg_alloc *a = &st->r->allocs[i];
-  if (!a->stack_len) return 0;
-  const mpt_location *l = ti_location(st->r->t, st->r->stacks[a->stack_off]);
   if (!l || !l->n || !l->entries[0].function) return 0;
   for (size_t k = 0; k < NCONSTRUCTORS; k++)
     if (!strcmp(l->entries[0].function, lt_constructors[k].function)) return lt_constructors[k].words;
   return 0;
+}
+
+/* The words per promise of the constructor allocating [i], 0 for none. */
+static double constructor_words(lt_state *st, size_t i)
+{
+  const hg_alloc *a = &st->r->allocs[i];
+  return a->stack_len ? lt_constructor_words(ti_location(st->r->t, st->r->stacks[a->stack_off])) : 0;
 }
 
 /* Count the allocations read since the last call at their creation sites. */
@@ -202,9 +247,10 @@ static void scan_snapshot(lt_state *st, const hg_snapshot *s)
   free(stack);
 }
 
-int lt_run(const char *path, const an_filter *hiding, lt_result *res)
+int lt_run(const char *path, const an_filter *hiding, int by_stack, lt_result *res)
 {
   memset(res, 0, sizeof *res);
+  res->by_stack = by_stack;
   res->names = strpool_new();
   hg_reader r;
   if (hg_open(&r, path) != 0) { msg("%s\n", r.error); return 1; }
@@ -227,8 +273,29 @@ int lt_run(const char *path, const an_filter *hiding, lt_result *res)
   return rc;
 }
 
+int lt_found(const lt_result *res)
+{
+  for (size_t i = 0; i < res->nsites; i++) if (res->sites[i].created_samples) return 1;
+  for (size_t i = 0; i < res->nsnaps; i++) if (res->snaps[i].pending) return 1;
+  return 0;
+}
+
+size_t lt_stack(const lt_result *res, uint32_t site, uint32_t out[LT_STACK_FRAMES])
+{
+  const char *key = strpool_get(res->names, site);
+  size_t n = strpool_len(res->names, site) / 4;
+  if (n > LT_STACK_FRAMES) n = LT_STACK_FRAMES;
+  memcpy(out, key, 4 * n);
+  return n;
+}
+
 void lt_free(lt_result *res)
 {
+  for (size_t i = 0; i < res->nlocs; i++) {
+    for (uint32_t k = 0; k < res->locs[i].n; k++) { free(res->locs[i].frames[k].function); free(res->locs[i].frames[k].file); }
+    free(res->locs[i].frames);
+  }
+  free(res->locs);
   for (size_t i = 0; i < res->nsnaps; i++) free(res->snaps[i].by_site);
   free(res->snaps);
   free(res->sites);

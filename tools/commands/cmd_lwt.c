@@ -1,7 +1,12 @@
 /* cmd_lwt.c: `ocaml-memprof lwt`: Lwt's promises ("Lwt threads") per
    creation site: how many were created (from the samples at Lwt's promise
    constructors) and how many are pending in each heap snapshot, with the
-   callbacks they hold.  The analysis is lwt_threads.c's. */
+   callbacks they hold, and each site's pending promises over the
+   snapshots (a series per site: rows are snapshots, columns the sites with
+   the most at any snapshot).  The analysis is lwt_threads.c's; a trace
+   in which it finds no promise at all is refused with a message.  The
+   report's Lwt view gets the same pending promises by stack
+   (lwt_report_json), to name their sites with its own hidden frames. */
 
 #include <math.h>
 #include <stdlib.h>
@@ -19,12 +24,15 @@ static const char usage[] =
   "promises created, estimated from the samples at Lwt's promise constructors\n"
   "(+- one standard error), and, from each heap snapshot, the promises still\n"
   "pending (exact) and the callbacks they hold, by creation site (estimated\n"
-  "from their sampled blocks).  Assumes Lwt 5.6.1's promise layout.\n"
+  "from their sampled blocks), over the snapshots and at the last one.\n"
+  "Assumes Lwt 5.6.1's promise layout; a trace without any Lwt promise is\n"
+  "an error (exit 1).\n"
   "  --hide RE, --preset NAME[,NAME...], --presets-file F\n"
   "                    frames that are not creation sites, besides Lwt's\n"
   "  -n N              sites per table (10; 0 = all)\n"
-  "  --json            one JSON object: created sites, and per snapshot the\n"
-  "                    pending totals and sites\n"
+  "  --json            one JSON object: created sites, per snapshot the\n"
+  "                    pending totals and sites, and per site its series\n"
+  "                    over the snapshots\n"
   "  -o FILE           write to FILE\n";
 
 /* Sites in decreasing order of [value]. */
@@ -61,6 +69,50 @@ static double pending_est(const lt_result *res, double samples)
 { return lt_estimate(res, samples, LT_PENDING_WORDS); }
 static double pending_se(const lt_result *res, double samples)
 { return lt_estimate_se(res, samples, LT_PENDING_WORDS); }
+
+/* The series: per site, the most pending samples at any snapshot. */
+static double *series_peak(const lt_result *res)
+{
+  double *peak = xcalloc(res->nsites ? res->nsites : 1, sizeof *peak);
+  for (size_t i = 0; i < res->nsnaps; i++)
+    for (size_t k = 0; k < res->snaps[i].nby_site && k < res->nsites; k++)
+      if (res->snaps[i].by_site[k].samples > peak[k]) peak[k] = res->snaps[i].by_site[k].samples;
+  return peak;
+}
+
+static double snap_samples(const lt_snapshot *sn, uint32_t site)
+{ return site < sn->nby_site ? sn->by_site[site].samples : 0; }
+
+/* Rows: snapshots; columns: the [cols] sites with the most pending at any
+   snapshot (estimated), named below the table. */
+#define SERIES_COLUMNS 6
+static void text_series(FILE *o, const lt_result *res, size_t top)
+{
+  double *peak = series_peak(res);
+  size_t n;
+  uint32_t *order = ranked(res, peak, &n);
+  size_t cols = n < SERIES_COLUMNS ? n : SERIES_COLUMNS;
+  if (top && cols > top) cols = top;
+  fprintf(o, "\nPending promises by creation site over time (estimated; the %zu site%s with the most at any snapshot, of %zu)\n",
+          cols, cols == 1 ? "" : "s", n);
+  if (!cols) { fputs("  (no sampled block in any pending promise)\n", o); free(order); free(peak); return; }
+  fprintf(o, "%8s %10s", "snapshot", "time (s)");
+  for (size_t c = 0; c < cols; c++) fprintf(o, " %9s%zu", "S", c + 1);
+  fputc('\n', o);
+  for (size_t i = 0; i < res->nsnaps; i++) {
+    const lt_snapshot *sn = &res->snaps[i];
+    fprintf(o, "%8llu %10.3f", (unsigned long long)sn->seq, sn->time_ns / 1e9);
+    for (size_t c = 0; c < cols; c++) fprintf(o, " %10.0f", pending_est(res, snap_samples(sn, order[c])));
+    fputc('\n', o);
+  }
+  for (size_t c = 0; c < cols; c++) {
+    fprintf(o, "  S%zu  ", c + 1);
+    cli_put_safe(o, strpool_get(res->names, order[c]));
+    fputc('\n', o);
+  }
+  free(order);
+  free(peak);
+}
 
 static void text(FILE *o, const char *trace, const lt_result *res, size_t top)
 {
@@ -108,6 +160,7 @@ static void text(FILE *o, const char *trace, const lt_result *res, size_t top)
     fputc('\n', o);
     free(ord); free(v);
   }
+  text_series(o, res, top);
   const lt_snapshot *last = &res->snaps[res->nsnaps - 1];
   double *v = pending_samples(res, last);
   uint32_t *ord = ranked(res, v, &n);
@@ -159,7 +212,129 @@ static void json(FILE *o, const char *trace, const lt_result *res)
     }
     fputs("]}", o);
   }
+  /* The series: every site pending at some snapshot, most first. */
+  fputs("],\"series\":[", o);
+  double *peak = series_peak(res);
+  size_t n;
+  uint32_t *order = ranked(res, peak, &n);
+  for (size_t k = 0; k < n; k++) {
+    fputs(k ? ",{\"site\":" : "{\"site\":", o);
+    json_str(o, strpool_get(res->names, order[k]));
+    static const char *const fields[] = { "samples", "pending", "se" };
+    for (int f = 0; f < 3; f++) {
+      fprintf(o, ",\"%s\":[", fields[f]);
+      for (size_t i = 0; i < res->nsnaps; i++) {
+        double v = snap_samples(&res->snaps[i], order[k]);
+        fprintf(o, f == 0 ? "%s%.0f" : "%s%.3f", i ? "," : "",
+                f == 0 ? v : f == 1 ? pending_est(res, v) : pending_se(res, v));
+      }
+      fputc(']', o);
+    }
+    fputc('}', o);
+  }
+  free(order);
+  free(peak);
   fputs("]}\n", o);
+}
+
+/* The stacks' locations as the report writes them (see commands.h). */
+static void report_locs(FILE *o, const lt_result *res, const int32_t *loc_index, json_writer str)
+{
+  fputs(",\"locs\":[", o);
+  int first = 1;
+  for (size_t l = 0; l < res->nlocs; l++) {
+    if (loc_index[l] < 0) continue;
+    fputs(first ? "[" : ",[", o); first = 0;
+    const lt_loc *L = &res->locs[l];
+    for (uint32_t k = 0; k < L->n; k++) {
+      fputs(k ? ",[" : "[", o);
+      str(o, L->frames[k].function);
+      fputc(',', o);
+      str(o, L->frames[k].file);
+      fprintf(o, ",%u]", L->frames[k].line);
+    }
+    fputc(']', o);
+  }
+  fputc(']', o);
+}
+
+/* Stack [site]'s number in the report's data, numbering it (and marking
+   its locations) on first use. */
+static int32_t stack_number(const lt_result *res, uint32_t site, int32_t *stack_index, int32_t *loc_index,
+                            uint32_t *order, int32_t *nstacks)
+{
+  if (stack_index[site] >= 0) return stack_index[site];
+  uint32_t stack[LT_STACK_FRAMES];
+  size_t n = lt_stack(res, site, stack);
+  for (size_t j = 0; j < n; j++) loc_index[stack[j]] = 0;
+  order[*nstacks] = site;
+  return stack_index[site] = (*nstacks)++;
+}
+
+int lwt_report_json(FILE *o, const char *trace, int created, json_writer str)
+{
+  lt_result res;
+  if (lt_run(trace, NULL, 1, &res) != 0) { lt_free(&res); return 1; }
+  if (!res.nsnaps && !created) { lt_free(&res); return 2; }
+  /* Only the stacks written are numbered, in order of first use, and only
+     their locations. */
+  int32_t *stack_index = xmalloc((res.nsites ? res.nsites : 1) * sizeof *stack_index);
+  int32_t *loc_index = xmalloc((res.nlocs ? res.nlocs : 1) * sizeof *loc_index);
+  for (size_t i = 0; i < res.nsites; i++) stack_index[i] = -1;
+  for (size_t i = 0; i < res.nlocs; i++) loc_index[i] = -1;
+  uint32_t *order = xmalloc((res.nsites ? res.nsites : 1) * sizeof *order);
+  int32_t nstacks = 0, nlocs = 0;
+  fputs("{\"trace\":", o);
+  str(o, trace);
+  if (created) {
+    fputs(",\"created\":[", o);
+    int first = 1;
+    for (size_t k = 0; k < res.nsites; k++) {
+      const lt_site *c = &res.sites[k];
+      if (!c->created_samples) continue;
+      fprintf(o, "%s[%d,%.0f,%.17g,%.17g]", first ? "" : ",",
+              stack_number(&res, (uint32_t)k, stack_index, loc_index, order, &nstacks),
+              c->created_samples, c->created, c->created_se);
+      first = 0;
+    }
+    fputc(']', o);
+  }
+  fputs(",\"snapshots\":[", o);
+  for (size_t i = 0; i < res.nsnaps; i++) {
+    const lt_snapshot *sn = &res.snaps[i];
+    fprintf(o, "%s{\"seq\":%llu,\"time_ns\":%llu,\"pending\":%llu,\"callbacks\":%llu,\"pending_sampled\":%llu,\"rows\":[",
+            i ? "," : "", (unsigned long long)sn->seq, (unsigned long long)sn->time_ns,
+            (unsigned long long)sn->pending, (unsigned long long)sn->callbacks,
+            (unsigned long long)sn->pending_sampled);
+    int first = 1;
+    for (size_t k = 0; k < sn->nby_site && k < res.nsites; k++) {
+      const lt_pending_site *p = &sn->by_site[k];
+      if (!p->samples) continue;
+      fprintf(o, "%s[%d,%.0f,%.17g,%.17g]", first ? "" : ",",
+              stack_number(&res, (uint32_t)k, stack_index, loc_index, order, &nstacks),
+              p->samples, p->callback_samples, p->callback_samples_sq);
+      first = 0;
+    }
+    fputs("]}", o);
+  }
+  /* Locations in trace order, then the stacks naming them. */
+  for (size_t l = 0; l < res.nlocs; l++) if (loc_index[l] == 0) loc_index[l] = nlocs++;
+  fputs("],\"stacks\":[", o);
+  uint32_t stack[LT_STACK_FRAMES];
+  for (int32_t s = 0; s < nstacks; s++) {
+    size_t n = lt_stack(&res, order[s], stack);
+    fputs(s ? ",[" : "[", o);
+    for (size_t j = 0; j < n; j++) fprintf(o, j ? ",%d" : "%d", loc_index[stack[j]]);
+    fputc(']', o);
+  }
+  fputc(']', o);
+  report_locs(o, &res, loc_index, str);
+  fputc('}', o);
+  free(order);
+  free(stack_index);
+  free(loc_index);
+  lt_free(&res);
+  return 0;
 }
 
 int cmd_lwt(int argc, char **argv)
@@ -190,8 +365,17 @@ int cmd_lwt(int argc, char **argv)
   }
   if (!trace) { rc = cli_usage_error("a TRACE is needed"); goto done; }
   lt_result res;
-  if (lt_run(trace, &hidden, &res) != 0) { lt_free(&res); rc = 1; goto done; }
+  if (lt_run(trace, &hidden, 0, &res) != 0) { lt_free(&res); rc = 1; goto done; }
   if (res.truncated) msg("%s: truncated trace; what was read is shown\n", trace);
+  if (!lt_found(&res)) {
+    msg("%s: no Lwt promise in this trace: no sample at Lwt's promise constructors "
+        "(Lwt.Pending_promises.new_pending, Lwt.Trivial_promises.return, .fail) and no pending "
+        "promise in its %zu heap snapshot%s; not an Lwt program (or not Lwt 5.6.1's layout, "
+        "or too low a sampling rate)\n", trace, res.nsnaps, res.nsnaps == 1 ? "" : "s");
+    lt_free(&res);
+    rc = 1;
+    goto done;
+  }
   FILE *o = out_open(out);
   if (!o) { lt_free(&res); rc = 1; goto done; }
   if (as_json) json(o, trace, &res);

@@ -19,6 +19,13 @@
      root and site, retainer paths, the dominator tree pruned) and the
      evolution of retained sizes by root kind, or null: the retention
      view and the dominator tree beside the flame graph.
+   - when the trace is an Lwt program (a location of Lwt's promise
+     constructors), "lwt": the page's locations of those constructors
+     with the words each allocates per promise (the page counts the
+     promises created per site from the cells, under its filters) and per
+     trace the pending promises of its heap snapshots by stack
+     (lwt_report_json, cmd_lwt.c; another read of the trace, only then);
+     else null.
    The large arrays (nodes and cells) are written as unsigned LEB128
    varints, one array after the other, deflated with zlib and base64
    encoded ("blob"; "blob_arrays" names them with their lengths): deep
@@ -38,6 +45,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "lifecube.h"
+#include "lwt_threads.h"
 #include "presets.h"
 #include "report.h"
 #include "util.h"
@@ -295,6 +303,37 @@ static void put_presets(FILE *o, int argc, char **argv)
   presets_free(&t);
 }
 
+/* "lwt" (see the top): null unless a location of the trace is one of
+   Lwt's promise constructors.  [loclist]: the page's locations.  When the
+   report's own hidden frames (--hide, --preset lwt) took them out of
+   every stack, the page counts the promises created from the stacks that
+   lwt_report_json gives ("created_from": "stacks"), else from the cells
+   ("cells"). */
+static int put_lwt(FILE *o, an_ctx *c, const uint32_t *loclist, uint32_t nloc,
+                   const cli_inputs *in, uint64_t snapshots)
+{
+  int in_trace = 0, in_cells = 0;
+  for (uint32_t l = 1; l <= an_location_count(c) && !in_trace; l++)
+    in_trace = lt_constructor_words(an_location(c, l)) > 0;
+  fputs(",\n\"lwt\":", o);
+  if (!in_trace) { fputs("null", o); return 0; }
+  fprintf(o, "{\"pending_words\":%d,\"constructors\":[", LT_PENDING_WORDS);
+  for (uint32_t l = 1; l < nloc; l++) {
+    double w = lt_constructor_words(an_location(c, loclist[l]));
+    if (w > 0) fprintf(o, "%s[%u,%g]", in_cells++ ? "," : "", l, w);
+  }
+  fprintf(o, "],\"created_from\":\"%s\",\"traces\":[", in_cells ? "cells" : "stacks");
+  int rc = 0;
+  for (size_t i = 0; i < in->npaths && !rc; i++) {
+    if (i) fputc(',', o);
+    int k = snapshots || !in_cells ? lwt_report_json(o, in->paths[i], !in_cells, put_str) : 2;
+    if (k == 2) fputs("null", o);
+    else if (k) rc = 1;
+  }
+  fputs("]}", o);
+  return rc;
+}
+
 static int write_data(FILE *o, an_ctx *c, const an_filter *f, acc *a, const cli_inputs *in,
                       uint64_t end, uint32_t nbins, int argc, char **argv, const report_opts *ro)
 {
@@ -468,7 +507,9 @@ static int write_data(FILE *o, an_ctx *c, const an_filter *f, acc *a, const cli_
     if (k == 2) fputs("null", o);
     else if (k) rc = 1;
   }
-  fputs("]}", o);
+  fputc(']', o);
+  if (!rc) rc = put_lwt(o, c, loclist, nloc, in, a->snapshots);
+  fputc('}', o);
 
   strpool_free(sp);
   u64map_free(&locs);
@@ -486,7 +527,8 @@ static const char usage[] =
   "contain, hidden frames), a search field on every view, sortable sites\n"
   "table with callers and callees, flame graph and icicle, call graph,\n"
   "lifetime histograms with leak and allocation-race flags, retention from\n"
-  "the last heap snapshot of each trace (as retainers --json).  Bytes are in\n"
+  "the last heap snapshot of each trace (as retainers --json), and for an\n"
+  "Lwt program an Lwt view (promises by creation site, as lwt).  Bytes are in\n"
   "decimal units (1 kB = 1000 B, 1 MB = 10^6 B), as everywhere in the tool.\n"
   "Filter options given here restrict what the report embeds.\n"
   "  --bins N          time bins of the timeline and time filters (256;\n"

@@ -40,4 +40,18 @@ typedef struct {
 } retainers_opts;
 int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_writer str);
 
+/* The Lwt promises of [trace] for the report's Lwt view (cmd_lwt.c):
+   one JSON object {"trace", "created": [[stack, samples, estimate,
+   standard error]...] (only with [created]: when the report's own hidden
+   frames left no constructor in its call tree), "snapshots":
+   [{"seq", "time_ns", "pending", "callbacks", "pending_sampled", "rows":
+   [[stack, samples, callback samples, callback samples squared]...]}...],
+   "stacks": [[location, innermost first]...], "locs": [[[function, file,
+   line]...]...]}: the stacks (their first 64 locations, none hidden) of
+   the sampled blocks of pending promises (and of the promises created),
+   which the page names by the first location its hidden frames and the
+   lwt preset leave.  Return codes as retainers_json's (2: no snapshot,
+   and [created] not asked). */
+int lwt_report_json(FILE *o, const char *trace, int created, json_writer str);
+
 #endif

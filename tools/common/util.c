@@ -407,6 +407,8 @@ const char *strpool_get(const strpool *p, uint32_t id)
   return id < p->count ? p->strs[id] : "";
 }
 
+size_t strpool_len(const strpool *p, uint32_t id) { return id < p->count ? p->lens[id] : 0; }
+
 uint32_t strpool_count(const strpool *p) { return (uint32_t)p->count; }
 
 /* Length of the valid UTF-8 sequence at s (1-4), or 0. */

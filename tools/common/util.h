@@ -119,6 +119,8 @@ void strpool_free(strpool *p);
 /* Intern [len] bytes; returns the id (0-based, dense). */
 uint32_t strpool_intern(strpool *p, const char *s, size_t len);
 const char *strpool_get(const strpool *p, uint32_t id);
+/* The length of string [id] (interned bytes may hold NULs). */
+size_t strpool_len(const strpool *p, uint32_t id);
 uint32_t strpool_count(const strpool *p);
 
 /* Length (1-4) of the valid UTF-8 sequence starting at [s], 0 when the

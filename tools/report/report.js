@@ -25,7 +25,9 @@
 // arrays of millions of entries are pooled (see pooled), and the data is
 // inflated by the page's own inflate.  The retention view and the
 // dominator tree beside the flame graph draw D.snapshots (retainers
-// --json per snapshot), independent of the filters.
+// --json per snapshot), independent of the filters.  The Lwt view (D.lwt,
+// Lwt programs only) counts promises from the cells at Lwt's constructors
+// and from the pending promises' stacks (see its section).
 'use strict';
 var D = JSON.parse(document.getElementById('data').textContent);
 var $ = function (id) { return document.getElementById(id); };
@@ -1422,6 +1424,210 @@ $('retention').addEventListener('change', function (e) {
   drawRetention(); drawTimeline(); saveHash();
 });
 
+// ---------- Lwt threads ----------
+// The Lwt view (D.lwt, present when the trace is an Lwt program): Lwt's
+// promises by creation site, named "Function (file:line)" after the first
+// location outside the lwt preset and the page's hidden frames, as
+// `ocaml-memprof lwt` names them (its figures are the CLI's when nothing
+// else is hidden or filtered).
+// - Created: from the cells the filters keep whose allocation site is one
+//   of Lwt's promise constructors (D.lwt.constructors: page location,
+//   words per promise): samples / (rate x words), variance samples /
+//   (rate x words)^2; every filter applies.  When the report's own hidden
+//   frames (`report --preset lwt`) took the constructors out of the call
+//   tree (created_from "stacks"), from the stacks of the promises created
+//   (D.lwt.traces[t].created), which only the hidden frames and the stack
+//   filters select.
+// - Pending, per trace and heap snapshot: the sampled blocks of pending
+//   promises by stack (their first 64 locations, D.lwt.traces[t].stacks),
+//   summed by the site their hidden frames leave: samples / (rate x 9).
+//   Of the filters, the hidden frames and the stack filters (focus,
+//   ignore, on those 64 locations) apply; the others select samples, not
+//   heap blocks.  One series per site over the snapshots, and the last.
+// The stacks are whole: the frames that the report's command line hid
+// (--hide, --preset, in D.filter_args) are hidden here too.
+var LWT = D.lwt || null, lwtWords = null;
+// The report's command-line --hide and --preset options (as pairs), and
+// the patterns they hide.
+function lwtReportArgs() {
+  var a = D.filter_args || [], out = [];
+  for (var i = 0; i + 1 < a.length; i++) if (a[i] === '--hide' || a[i] === '--preset') out.push([a[i], a[++i]]);
+  return out;
+}
+function lwtReportHides() {
+  var out = [];
+  lwtReportArgs().forEach(function (o) {
+    if (o[0] === '--hide') out.push(o[1]);
+    else o[1].split(',').forEach(function (n) { if (n in PRESETS) out.push(PRESETS[n]); });
+  });
+  return out;
+}
+function lwtPatterns() { return hidePatterns().concat(lwtReportHides(), PRESETS.lwt ? [PRESETS.lwt] : []).map(re).filter(Boolean); }
+function lwtTest(pats, fn, file) { return pats.some(function (r) { return r.test(fn) || (file !== '' && r.test(file)); }); }
+function lwtFrameName(fn, file, line) { return fn === '<unknown>' && file === '' ? '? (no debug information)' : fn + ' (' + file + ':' + line + ')'; }
+var LWT_NONE = '(no frame outside the hidden ones)';
+// Per call-tree node: its creation site's name under [pats] (cached per node).
+function lwtCreatedSites(pats) {
+  var hid = new Int8Array(NLOC).fill(-1), name = new Map();
+  function hidden(l) {
+    if (hid[l] < 0) {
+      var h = 0;
+      for (var f = locOff[l]; f < locOff[l + 1] && !h; f++) if (lwtTest(pats, STR[fFn[f]], STR[fFile[f]])) h = 1;
+      hid[l] = h;
+    }
+    return hid[l] === 1;
+  }
+  return function (n) {
+    var got = name.get(n);
+    if (got !== undefined) return got;
+    var x = n;
+    while (x && hidden(nLoc[x])) x = nParent[x];
+    var f = locOff[nLoc[x]], s = x ? lwtFrameName(STR[fFn[f]], STR[fFile[f]], fLine[f]) : LWT_NONE;
+    name.set(n, s);
+    return s;
+  };
+}
+function lwtCreated(pats) {
+  if (!lwtWords) { lwtWords = new Float64Array(NLOC); LWT.constructors.forEach(function (c) { lwtWords[c[0]] = c[1]; }); }
+  var siteOfNode = lwtCreatedSites(pats), by = new Map();
+  for (var i = 0; i < NC; i++) {
+    if (!R.keep[i]) continue;
+    var n = cNode[i], w = lwtWords[nLoc[n]];
+    if (!w) continue;
+    var s = siteOfNode(n), e = by.get(s), u = D.sampling_rate * w;
+    if (!e) { e = { site: s, samples: 0, created: 0, variance: 0 }; by.set(s, e); }
+    e.samples += cSamp[i]; e.created += cSamp[i] / u; e.variance += cSamp[i] / (u * u);
+  }
+  return lwtRows(by);
+}
+// Created rows by site, most first, with standard errors.
+function lwtRows(by) {
+  var rows = Array.from(by.values());
+  rows.forEach(function (e) { e.se = Math.sqrt(e.variance); delete e.variance; });
+  return rows.sort(function (a, b) { return b.created - a.created || (a.site < b.site ? -1 : 1); });
+}
+// Per stack of trace data T: its site's name, null when the stack filters
+// leave it out.
+function lwtStackNames(T, pats) {
+  var rf = re(S.focus), ri = re(S.ignore);
+  function matches(r, e) { return e.length ? e.some(function (x) { return r.test(x[0]) || (x[1] !== '' && r.test(x[1])); }) : r.test('<unknown>'); }
+  var hid = T.locs.map(function (e) { return matches({ test: function (s) { return pats.some(function (r) { return r.test(s); }); } }, e); });
+  return T.stacks.map(function (st) {
+    if ((rf && !st.some(function (l) { return matches(rf, T.locs[l]); })) || (ri && st.some(function (l) { return matches(ri, T.locs[l]); }))) return null;
+    for (var k = 0; k < st.length; k++) {
+      if (hid[st[k]]) continue;
+      var e = T.locs[st[k]];
+      return e.length ? lwtFrameName(e[0][0], e[0][1], e[0][2]) : '? (no debug information)';
+    }
+    return LWT_NONE;
+  });
+}
+function lwtCreatedFromStacks(pats) {
+  var by = new Map();
+  LWT.traces.forEach(function (T) {
+    if (!T) return;
+    var names = lwtStackNames(T, pats);
+    T.created.forEach(function (r) {
+      var s = names[r[0]]; if (s === null) return;
+      var e = by.get(s);
+      if (!e) { e = { site: s, samples: 0, created: 0, variance: 0 }; by.set(s, e); }
+      e.samples += r[1]; e.created += r[2]; e.variance += r[3] * r[3];
+    });
+  });
+  return lwtRows(by);
+}
+function lwtPending(T, pats) {
+  var u = D.sampling_rate * LWT.pending_words, names = lwtStackNames(T, pats), peak = new Map();
+  var snaps = T.snapshots.map(function (sn) {
+    var by = new Map();
+    sn.rows.forEach(function (r) {
+      var s = names[r[0]]; if (s === null) return;
+      var e = by.get(s);
+      if (!e) { e = { site: s, samples: 0, cb: 0, cbsq: 0 }; by.set(s, e); }
+      e.samples += r[1]; e.cb += r[2]; e.cbsq += r[3];
+    });
+    var sites = Array.from(by.values()).map(function (e) {
+      peak.set(e.site, Math.max(peak.get(e.site) || 0, e.samples));
+      return { site: e.site, samples: e.samples, pending: e.samples / u, se: Math.sqrt(e.samples) / u, callbacks: e.cb / u, callbacks_se: Math.sqrt(e.cbsq) / u };
+    }).sort(function (a, b) { return b.samples - a.samples || (a.site < b.site ? -1 : 1); });
+    return { seq: sn.seq, time_ns: sn.time_ns, pending: sn.pending, callbacks: sn.callbacks, pending_sampled: sn.pending_sampled, sites: sites, by: by };
+  });
+  var order = Array.from(peak.keys()).sort(function (a, b) { return peak.get(b) - peak.get(a) || (a < b ? -1 : 1); });
+  var series = order.map(function (s) {
+    var smp = snaps.map(function (sn) { var e = sn.by.get(s); return e ? e.samples : 0; });
+    return { site: s, samples: smp, pending: smp.map(function (v) { return v / u; }), se: smp.map(function (v) { return Math.sqrt(v) / u; }) };
+  });
+  snaps.forEach(function (sn) { delete sn.by; });
+  return { trace: T.trace, snapshots: snaps, series: series };
+}
+// Everything the view shows, as `ocaml-memprof lwt --json` has it (the
+// tests compare the two).
+function lwtData() {
+  if (!LWT) return null;
+  var pats = lwtPatterns();
+  return { created: LWT.created_from === 'stacks' ? lwtCreatedFromStacks(pats) : lwtCreated(pats),
+           traces: LWT.traces.map(function (T) { return T && T.snapshots.length ? lwtPending(T, pats) : null; }) };
+}
+var LWT_ROWS = 50;   // rows of the created table
+// The series drawn and tabulated: the first LWT_SERIES sites (the most
+// pending at any snapshot), as the CLI's over-time table.
+var LWT_SERIES = 6, LWT_COLOURS = ['#36c', '#c33', '#393', '#d80', '#909', '#099'];
+// Pending promises per site over the snapshots: one line per site.
+function lwtSeriesSVG(P, id) {
+  var W = 560, H = 170, x0 = 64, x1 = W - 20, y0 = 10, y1 = H - 22, tmax = 0, vmax = 0, shown = P.series.slice(0, LWT_SERIES);
+  P.snapshots.forEach(function (sn) { tmax = Math.max(tmax, sn.time_ns); });
+  shown.forEach(function (s) { s.pending.forEach(function (v) { vmax = Math.max(vmax, v); }); });
+  var st = step125(vmax || 1, 4), top = Math.max(st, Math.ceil(vmax / st) * st);
+  var X = function (t) { return x0 + (x1 - x0) * (tmax ? t / tmax : 0.5); }, Y = function (v) { return y1 - (y1 - y0) * v / top; };
+  var h = ['<svg id="' + id + '" width="' + W + '" height="' + H + '" font-size="10">'];
+  for (var v = 0; v <= top * 1.0001; v += st) h.push('<line x1="' + x0 + '" x2="' + x1 + '" y1="' + Y(v) + '" y2="' + Y(v) + '" stroke="#eee"/><text x="' + (x0 - 4) + '" y="' + (Y(v) + 3) + '" text-anchor="end">' + num(v) + '</text>');
+  timeTicks(tmax || 1, 5).forEach(function (t) { h.push('<text x="' + X(t[0]) + '" y="' + (H - 6) + '" text-anchor="middle">' + esc(t[1]) + '</text>'); });
+  shown.forEach(function (s, k) {
+    var pts = P.snapshots.map(function (sn, i) { return X(sn.time_ns).toFixed(1) + ',' + Y(s.pending[i]).toFixed(1); });
+    h.push('<polyline fill="none" stroke-width="1.5" stroke="' + LWT_COLOURS[k] + '" points="' + pts.join(' ') + '"><title>' + esc(s.site) + '</title></polyline>');
+    P.snapshots.forEach(function (sn, i) { h.push('<circle r="2" fill="' + LWT_COLOURS[k] + '" cx="' + X(sn.time_ns).toFixed(1) + '" cy="' + Y(s.pending[i]).toFixed(1) + '"/>'); });
+  });
+  h.push('</svg>');
+  return h.join('');
+}
+function lwtPendingHTML(P, t, many) {
+  var h = [], last = P.snapshots[P.snapshots.length - 1], cols = P.series.slice(0, LWT_SERIES);
+  h.push('<h3>Pending promises by creation site over time' + (many ? ' — ' + esc(P.trace) : '') + ' <span class="note">(pending, callbacks and sampled: exact, every pending promise of the snapshot; S1...: estimated from their sampled blocks, samples / (rate × ' + LWT.pending_words + ' words); one line per site, the ' + cols.length + ' with the most at any snapshot)</span></h3>');
+  if (!P.series.length) h.push('<div class="note">No sampled block in any pending promise' + (S.focus || S.ignore ? ' the stack filters keep' : '') + '.</div>');
+  else h.push(lwtSeriesSVG(P, 'lwtchart' + t));
+  h.push('<table class="lwtseries" id="lwtseries' + t + '"><tr><th>snapshot</th><th>time</th><th title="pending promises in the snapshot (exact)">pending</th><th title="the regular callbacks they hold (exact)">callbacks</th><th title="pending promises one of whose blocks was sampled">sampled</th>' +
+    cols.map(function (s, k) { return '<th title="' + esc(s.site) + '"><span class="bar" style="width:10px;background:' + LWT_COLOURS[k] + '"></span> S' + (k + 1) + '</th>'; }).join('') + '</tr>' +
+    P.snapshots.map(function (sn, i) {
+      return '<tr><td>' + sn.seq + '</td><td>' + secs(sn.time_ns) + '</td><td>' + num(sn.pending) + '</td><td>' + num(sn.callbacks) + '</td><td>' + num(sn.pending_sampled) + '</td>' +
+        cols.map(function (s) { return '<td data-v="' + s.pending[i] + '">' + num(s.pending[i]) + '</td>'; }).join('') + '</tr>';
+    }).join('') + '</table>');
+  if (cols.length) h.push('<table class="lwtlegend"><tr><th>column</th><th class="name">creation site</th></tr>' + cols.map(function (s, k) { return '<tr><td>S' + (k + 1) + '</td><td class="name">' + esc(s.site) + '</td></tr>'; }).join('') + '</table>');
+  var pmax = last.sites.length ? last.sites[0].pending : 0;
+  h.push('<h3>Pending promises at the last snapshot (' + last.seq + ', ' + secs(last.time_ns) + '), by creation site <span class="note">(estimated, ± one standard error; exact: ' + num(last.pending) + ' pending promises holding ' + num(last.callbacks) + ' callbacks, ' + num(last.pending_sampled) + ' of them with a sampled block)</span></h3>');
+  h.push('<table id="lwtpending' + t + '"><tr><th>pending</th><th>± se</th><th>callbacks</th><th>± se</th><th>samples</th><th class="name">site</th></tr>' +
+    last.sites.map(function (x) { return '<tr><td data-v="' + x.pending + '">' + bar(x.pending, pmax, '#8a6') + ' ' + num(x.pending) + '</td><td>' + num(x.se) + '</td><td data-v="' + x.callbacks + '">' + num(x.callbacks) + '</td><td>' + num(x.callbacks_se) + '</td><td>' + num(x.samples) + '</td><td class="name">' + esc(x.site) + '</td></tr>'; }).join('') + '</table>');
+  return h.join('');
+}
+function drawLwt() {
+  var el = $('lwtview');
+  if (!LWT) { el.innerHTML = '<h3>Lwt</h3><p class="note" id="nolwt">No Lwt promise in this trace: no sample at Lwt\'s promise constructors (<code>Lwt.Pending_promises.new_pending</code>, <code>Lwt.Trivial_promises.return</code>, <code>fail</code>). Not an Lwt program, or not Lwt 5.6.1\'s, or sampled too rarely.</p>'; return; }
+  var L = lwtData(), h = [], cmax = L.created.length ? L.created[0].created : 0, tot = 0, vt = 0;
+  L.created.forEach(function (x) { tot += x.created; vt += x.se * x.se; });
+  var cli = ['ocaml-memprof lwt'].concat(lwtReportArgs().map(function (o) { return o[0] + ' ' + shq(o[1]); }), hideArgs(), D.traces.slice(0, 1).map(shq));
+  h.push('<h3>Lwt threads <span class="note">a promise\'s creation site is the first frame of its allocation stack outside the lwt preset and the hidden frames; Lwt 5.6.1\'s promise layout. Same figures as <code>' + esc(cli.join(' ')) + '</code> when no other filter is set' +
+    (LWT.created_from === 'stacks' ? '; this report was written with Lwt\'s frames hidden, so the promises created are counted from their stacks, which the time, lifetime, size, domain and process filters do not select' : '') + '.</span></h3>');
+  var shown = L.created.slice(0, LWT_ROWS);
+  h.push('<h3>Promises created, by creation site <span class="note">(estimated from the samples at Lwt\'s promise constructors under the filters: ' + num(tot) + ' ± ' + num(Math.sqrt(vt)) + ' in all' +
+    (shown.length < L.created.length ? '; the first ' + shown.length + ' of ' + L.created.length + ' sites' : '') + ')</span></h3>');
+  if (!L.created.length) h.push('<div class="note">No sample at Lwt\'s promise constructors in the selection.</div>');
+  else h.push('<table id="lwtcreated"><tr><th>created</th><th>± se</th><th>samples</th><th class="name">site</th></tr>' +
+    shown.map(function (x) { return '<tr><td data-v="' + x.created + '">' + bar(x.created, cmax, '#69c') + ' ' + num(x.created) + '</td><td>' + num(x.se) + '</td><td>' + num(x.samples) + '</td><td class="name">' + esc(x.site) + '</td></tr>'; }).join('') + '</table>');
+  var withSnaps = L.traces.filter(Boolean);
+  if (!withSnaps.length) h.push('<h3>Pending promises</h3><p class="note" id="lwtnosnap">No heap snapshot in the trace: pending promises need one (<code>OCAMLRUNPARAM=...,memprof_snapshot_at_exit=1,memprof_snapshot_every_cycles=N</code>, or <code>Gc.Memprof_trace.snapshot ()</code>).</p>');
+  L.traces.forEach(function (P, t) { if (P) h.push(lwtPendingHTML(P, t, L.traces.length > 1)); });
+  el.innerHTML = h.join('');
+}
+
 // ---------- controls ----------
 // options written once, then only selected
 function opt(sel, items, val) {
@@ -1536,6 +1742,7 @@ function searchNote() {
     } else if (S.tab === 'graph') t = document.querySelectorAll('#cg .cghit').length + ' functions match';
     else if (S.tab === 'life') t = markRows($('lifeflags'), true) + ' flags match';
     else if (S.tab === 'retention') t = markRows($('retention'), false) + ' rows match';
+    else if (S.tab === 'lwt') t = markRows($('lwtview'), false) + ' rows match';
   }
   $('searchinfo').textContent = t;
 }
@@ -1547,6 +1754,7 @@ function drawView() {
   else if (S.tab === 'graph') drawGraph();
   else if (S.tab === 'life') drawLife();
   else if (S.tab === 'retention') drawRetention();
+  else if (S.tab === 'lwt') drawLwt();
   searchNote();
   return performance.now() - t0;
 }
@@ -1599,6 +1807,7 @@ document.title = $('title').textContent + ' — ocaml-memprof report';
 $('presets').innerHTML = (D.presets || []).map(function (p) {
   return '<label title="' + esc((p.builtin ? 'built-in: ' : 'from your presets file: ') + p.regex) + '"><input type="checkbox" class="preset" value="' + esc(p.name) + '"> ' + esc(p.name) + '</label>';
 }).join(' ');
+if (LWT) $('lwttab').style.display = '';
 var lifeNames = [], sizeNames = [];
 for (var c0 = 0; c0 < NLIFE; c0++) lifeNames.push(c0 ? secs(D.life_lo[c0]) : '0');
 for (var s0 = 0; s0 < 32; s0++) sizeNames.push(s0 ? bytes(Math.pow(2, s0 + 3)) : '0 B');

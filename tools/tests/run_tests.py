@@ -15,6 +15,8 @@ Checks numbers, not just exit codes:
 - the HTML flame graph rendered in headless Chromium shows the frames;
 - the HTML report (report_tests.py): figures equal top's for three filter
   settings, views not blank, no console error, timings recorded;
+- Lwt threads (lwt_tests.py): `lwt` and the report's Lwt view against the
+  true pending promises of tests/lwt_like/pending.ml, and against each other;
 - robustness: truncated and corrupted files give exit status 0 (with a
   truncation warning) or 1 with a one-line error, never a crash.
 Prints "N passed, N failed" last; exits non-zero on any failure.
@@ -32,6 +34,7 @@ import sys
 import time
 
 import cdp
+import lwt_tests
 import report_tests
 import types_tests
 
@@ -581,6 +584,7 @@ def test_runtime_trace():
         check("runtime trace -> CTF passes mtctf_check with viewer rules (compress=%s)" % compress,
               r.returncode == 0 and rc == 0 and "viewer rules: ok" in text, r.stderr + text[-300:])
     test_runtime_lwt(ocamlopt, work)
+    lwt_tests.test_lwt_threads(check, tool, tool_json, run, work, HERE, ocamlopt, os.path.join(work, "leaky-1.trace"))
     trace = os.path.join(work, "leaky-rate0.trace")
     env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=0,memprof_snapshot_at_exit=1" % trace)
     r = run([os.path.join(work, "leaky.exe"), "20000"], env=env, cwd=work)

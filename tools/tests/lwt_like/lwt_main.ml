@@ -4,7 +4,9 @@
 let run p =
   let rec go () =
     match p.Lwt.state with
-    | Lwt.Resolved x -> x
+    | Lwt.Fulfilled x -> x
+    | Lwt.Rejected e -> raise e
+    | Lwt.Proxy _ -> invalid_arg "Lwt_main.run: proxy"
     | Lwt.Pending _ ->
       (match Queue.take_opt Lwt.paused with
        | Some f -> f (); go ()
