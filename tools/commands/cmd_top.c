@@ -174,21 +174,6 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
   return rc ? rc : -1;
 }
 
-/* --by type: the types of the nodes of [c] with samples in [agg]. */
-static types_map *top_types(topt *t, an_ctx *c, const nodeagg *agg)
-{
-  uint32_t nn = an_node_count(c), *nodes = NULL;
-  size_t n = 0, cap = 0;
-  for (uint32_t i = 1; i < nn; i++)
-    if (nodeagg_get(agg, i).blocks) {
-      grow_array((void **)&nodes, &cap, n + 1, sizeof *nodes);
-      nodes[n++] = i;
-    }
-  types_map *m = types_resolve(c, nodes, n, t->cmt_paths, t->ncmt_paths);
-  free(nodes);
-  return m;
-}
-
 /* Print the table of [agg] (sums per node of [c], over [npaths] traces,
    [path] the one when there is one); [group] names the executable in
    --group exe mode (NULL otherwise; [index] counts the groups).  1 after
@@ -214,11 +199,7 @@ static int top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, cons
   u64map_init(&idx, 256);
   nstat total;
   memset(&total, 0, sizeof total);
-  types_map *types = NULL;
-  if (t->by_type && !(types = top_types(t, c, agg))) {
-    u64map_free(&idx);
-    return 1;
-  }
+  types_map *types = t->by_type ? types_open(c, t->cmt_paths, t->ncmt_paths) : NULL;
   for (uint32_t i = 0; i < nn; i++) {
     nstat s = nodeagg_get(agg, i);
     if (!s.blocks) continue;
@@ -252,6 +233,12 @@ static int top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, cons
       nrows++;
     }
     add_stat(&rows[*r].s, &s);
+  }
+  if (types && types_close(types)) {
+    free(rows);
+    u64map_free(&idx);
+    types_free(types);
+    return 1;
   }
   if (nrows) qsort(rows, nrows, sizeof *rows, cmp_rows);
   size_t shown = limit && (size_t)limit < nrows ? (size_t)limit : nrows;

@@ -1,22 +1,30 @@
 (* ocaml-memprof-types: the OCaml type of allocation sites, read from the
    .cmt files (-bin-annot) of the traced program's build.
 
-   `ocaml-memprof top --by type` runs it once per trace (its answers are
-   cached); it is OCaml because only the compiler's own library reads a
-   .cmt (a marshalled Typedtree of the compiler that wrote it).
+   `ocaml-memprof ... --by type` starts it when a stack's type is not in
+   its cache (once per command); it is OCaml because only the compiler's
+   own library reads a .cmt (a marshalled Typedtree of the compiler that
+   wrote it).  It answers each chain as soon as it is read (the command
+   asks while it reads its trace), and the rest when its input ends.
 
-   Input (stdin), tab-separated lines:
+   Input (stdin), tab-separated lines, the dir and version lines first:
      dir DEPTH PATH          a directory to search for .cmt files, DEPTH
                              levels of subdirectories deep
+     version VERSION         the OCaml version of the traced program: when
+                             it is not this reader's, no .cmt is read
      chain KEY (FILE LINE START END FUNCTION)+
                              an allocation's stack, innermost frame first
                              (inlined frames as separate frames); KEY is
                              echoed back
    Output (stdout), tab-separated lines:
-     type KEY TYPE           TYPE as OCaml prints it, or "unknown (REASON)"
+     type KEY TYPE           TYPE as OCaml prints it, or "unknown (REASON)";
+                             one line per chain, written at once
+   and when the input ends:
      missing FILE            a source file of the chains with no .cmt found
      stale CMT               a .cmt that does not match its source or this
                              compiler, whose types were not used
+     foreign VERSION         this reader's OCaml version, when the traced
+                             program's is another one
      read FILE               a .cmt or source file read (the answers hold
                              while these files do not change)
 
@@ -459,26 +467,40 @@ let rec frames_of = function
   | [] -> []
   | _ -> failwith "a frame has 5 fields"
 
+(* Another compiler's .cmt files cannot be read, and the standard
+   library's .cmt files found here (this compiler's) would not be the
+   program's: a trace of another version gets no type at all. *)
+let foreign_version trace_version =
+  Printf.sprintf "unknown (a program of OCaml %s: this reader reads OCaml %s's .cmt files)"
+    trace_version Sys.ocaml_version
+
 let () =
   Clflags.real_paths := true;
-  let chains = ref [] in
+  let stdlib_scanned = ref false and foreign = ref None in
   (try
      while true do
        match String.split_on_char '\t' (input_line stdin) with
        | [ "dir"; depth; path ] -> scan_dir (int_of_string depth) path
-       | "chain" :: key :: frames -> chains := (key, frames_of frames) :: !chains
+       | [ "version"; v ] -> if v <> Sys.ocaml_version then foreign := Some v
+       | "chain" :: key :: frames ->
+         (* Searched last: the program's own directories come first. *)
+         if not !stdlib_scanned then begin
+           scan_dir 1 Config.standard_library;
+           stdlib_scanned := true
+         end;
+         let ty =
+           match !foreign with
+           | Some v -> foreign_version v
+           | None -> (try resolve (frames_of frames) with e -> "unknown (" ^ Printexc.to_string e ^ ")")
+         in
+         (* One line per answer: a type printed over several lines is joined. *)
+         let ty = String.concat " " (List.filter (( <> ) "") (String.split_on_char '\n' ty)) in
+         Printf.printf "type\t%s\t%s\n%!" key ty
        | [ "" ] -> ()
        | l -> failwith ("bad input line: " ^ String.concat "\t" l)
      done
    with End_of_file -> ());
-  scan_dir 1 Config.standard_library;
-  List.iter
-    (fun (key, frames) ->
-      let ty = try resolve frames with e -> "unknown (" ^ Printexc.to_string e ^ ")" in
-      (* One line per answer: a type printed over several lines is joined. *)
-      let ty = String.concat " " (List.filter (( <> ) "") (String.split_on_char '\n' ty)) in
-      Printf.printf "type\t%s\t%s\n" key ty)
-    (List.rev !chains);
   Hashtbl.iter (fun f () -> Printf.printf "missing\t%s\n" f) missing_files;
   Hashtbl.iter (fun p () -> Printf.printf "stale\t%s\n" p) stale_cmts;
+  if !foreign <> None then Printf.printf "foreign\t%s\n" Sys.ocaml_version;
   Hashtbl.iter (fun p () -> Printf.printf "read\t%s\n" p) files_read
