@@ -528,7 +528,7 @@ static int write_report(int argc, char **argv, const char *use, report_opts *ro)
 {
   an_filter f;
   an_filter_init(&f);
-  table_opts t = { OUT_TEXT, AN_BY_FUNCTION, 0, NULL };
+  table_opts t = { .mode = OUT_TEXT, .by = AN_BY_FUNCTION, .limit = 0 };
   cli_inputs in;
   cli_inputs_init(&in);
   int rc = report_parse(argc, argv, use, &f, &in, &t, TABLE_O, report_option, ro);
