@@ -229,6 +229,42 @@ def pprof_type_totals(path):
     return totals
 
 
+def test_report_types(check, tool, work, trace, top_alloc):
+    """report --by type on the leak trace, in headless Chromium: the
+    timeline's first band is Leak.session, the Types view lists the types
+    top --by type lists, and clicking Leak.session keeps its bytes only."""
+    import cdp
+    html = os.path.join(work, "r.html")
+    r = tool("report", "--by", "type", "-o", html, trace)
+    check("types views: report --by type writes the page", r.returncode == 0, r.stderr)
+    chrome = shutil.which("chromium") or shutil.which("chromium-browser")
+    if r.returncode != 0 or not chrome:
+        print("skip report --by type in the browser: no chromium")
+        return
+    with cdp.Browser(chrome) as b:
+        p = b.page(1400, 1000)
+        p.goto("file://" + html, "document.body && document.body.getAttribute('data-ready')",
+               timeout=120)
+        bands = json.loads(p.eval("JSON.stringify(typeBands().shown.map(function (x) { "
+                                  "return typeName(x.id); }))"))
+        p.eval("S.tab = 'types'; syncControls(); update(); 1")
+        rows = json.loads(p.eval("JSON.stringify(Array.from(document.querySelectorAll("
+                                 "'#typestable tr[data-type]')).map(function (t) { "
+                                 "return t.dataset.type; }))"))
+        p.eval("document.querySelector('#typestable tr[data-type=\"Leak.session\"]').click(); 1")
+        picked = json.loads(p.eval("JSON.stringify({type: S.type, alloc: R.total.alloc, "
+                                   "bands: typeBands().shown.length})"))
+        errors = p.errors
+    check("types views: report --by type: the timeline stacks Leak.session first",
+          bands[:1] == ["Leak.session"], str(bands))
+    check("types views: report --by type: the Types view lists top --by type's types",
+          sorted(rows) == sorted(top_alloc), "%s vs %s" % (rows, sorted(top_alloc)))
+    check("types views: report --by type: clicking Leak.session keeps its %.0f bytes only"
+          % top_alloc.get("Leak.session", 0),
+          picked["alloc"] == top_alloc.get("Leak.session") and picked["bands"] == 1
+          and not errors, "%s %s" % (picked, errors))
+
+
 def test_types_views(check, tool, run, out_dir, here, ocamlopt, other_bin):
     """The views by type on tests/types/leak.ml, whose only growing type is
     Leak.session: timeline --by type (the evolution graph), leaks --by
@@ -303,6 +339,7 @@ def test_types_views(check, tool, run, out_dir, here, ocamlopt, other_bin):
         check("types views: go tool pprof -tags lists the type label",
               g.returncode == 0 and "type: Total" in g.stdout and "Leak.session" in g.stdout,
               g.stdout[:300] + g.stderr[-300:])
+    test_report_types(check, tool, work, trace, want)
     r = tool("timeline", "--cmt-path", work, trace)
     check("types views: --cmt-path without --by type is a usage error (exit 2)",
           r.returncode == 2 and "--cmt-path goes with --by type" in r.stderr, r.stderr)
