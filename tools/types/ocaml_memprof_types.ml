@@ -17,8 +17,11 @@
                              (inlined frames as separate frames); KEY is
                              echoed back
    Output (stdout), tab-separated lines:
-     type KEY TYPE           TYPE as OCaml prints it, or "unknown (REASON)";
-                             one line per chain, written at once
+     type KEY DEPTH TYPE     TYPE as OCaml prints it, or "unknown (REASON)";
+                             one line per chain, written at once; DEPTH:
+                             the answer holds for every chain whose first
+                             DEPTH frames are these, or "all": for this
+                             chain only (it ran out of callers)
    and when the input ends:
      missing FILE            a source file of the chains with no .cmt found
      stale CMT               a .cmt that does not match its source or this
@@ -322,7 +325,20 @@ let print_type ty =
   Format.fprintf ppf "%a@?" Printtyp.type_expr ty;
   Buffer.contents b
 
-type frame = { file : string; line : int; start : int; stop : int; func : string }
+(* [index]: the frame's position in the chain, frames without a location
+   counted.  The function's name is not kept: an answer depends on the
+   frames' locations only (the caller's key). *)
+type frame = { index : int; file : string; line : int; start : int; stop : int }
+
+(* What an answer depends on: the first [!frames_used] frames of its
+   chain, and when [!ran_out] (a type with variables and no caller left
+   to tell, or a failure) the chain ending there too.  The caller then
+   reuses the answer for every chain that starts with those frames, which
+   makes its cache about 8 times smaller.  Set as frames are examined,
+   reset for each chain. *)
+let frames_used = ref 0
+let ran_out = ref false
+let examine f = frames_used := max !frames_used (f.index + 1)
 
 let describe f = Printf.sprintf "%s:%d:%d-%d" f.file f.line f.start f.stop
 
@@ -343,17 +359,22 @@ let exprs_at u f =
 type allocation = Found of unit_info * type_expr * binding option | Failed of string
 
 let allocation_at f =
+  examine f;
   match load_unit f.file with
   | Missing -> Failed ("no .cmt for " ^ f.file)
   | Stale p -> Failed ("stale .cmt: " ^ p)
   | Unit u ->
     match List.find_opt (fun (e, _) -> allocates e) (exprs_at u f) with
     | Some (e, binding) -> Found (u, e.exp_type, binding)
-    | None -> Failed (Printf.sprintf "no expression at %s (%s) in %s" (describe f) f.func u.cmt_path)
+    | None ->
+      (* Not the frame's function: an answer depends on the frames' keys
+         (file and location) only. *)
+      Failed (Printf.sprintf "no expression at %s in %s" (describe f) u.cmt_path)
 
 (* At caller frame [f], the application of a named function: its name,
    the type it is applied at, and the binding around the application. *)
 let application_at f =
+  examine f;
   match load_unit f.file with
   | Missing | Stale _ -> None
   | Unit u ->
@@ -431,6 +452,7 @@ let rec resolve frames =
                 up u' ty outer rest
               | _ -> ty)
            | None -> ty)
+        | Some _, [] when has_variables ty -> ran_out := true; ty
         | _ -> ty
       in
       let ty, binding = copy_with_binding u ty binding in
@@ -441,8 +463,8 @@ let rec resolve frames =
    the application of a function that returns one): the first caller
    outside CamlinternalOO, when its type is an object's. *)
 and object_type callers =
-  match List.find_opt (fun f -> Filename.basename f.file <> "camlinternalOO.ml") callers with
-  | None -> "unknown (an object, built by CamlinternalOO)"
+  match List.find_opt (fun f -> examine f; Filename.basename f.file <> "camlinternalOO.ml") callers with
+  | None -> ran_out := true; "unknown (an object, built by CamlinternalOO)"
   | Some f ->
     match load_unit f.file with
     | Missing -> "unknown (no .cmt for " ^ f.file ^ ")"
@@ -460,10 +482,10 @@ and object_type callers =
 
 (* ---- the protocol ---- *)
 
-let rec frames_of = function
-  | file :: line :: start :: stop :: func :: rest ->
-    { file; line = int_of_string line; start = int_of_string start;
-      stop = int_of_string stop; func } :: frames_of rest
+let rec frames_of index = function
+  | file :: line :: start :: stop :: _function :: rest ->
+    { index; file; line = int_of_string line; start = int_of_string start;
+      stop = int_of_string stop } :: frames_of (index + 1) rest
   | [] -> []
   | _ -> failwith "a frame has 5 fields"
 
@@ -488,14 +510,19 @@ let () =
            scan_dir 1 Config.standard_library;
            stdlib_scanned := true
          end;
+         frames_used := 1;
+         ran_out := false;
          let ty =
            match !foreign with
            | Some v -> foreign_version v
-           | None -> (try resolve (frames_of frames) with e -> "unknown (" ^ Printexc.to_string e ^ ")")
+           | None ->
+             (try resolve (frames_of 0 frames)
+              with e -> ran_out := true; "unknown (" ^ Printexc.to_string e ^ ")")
          in
          (* One line per answer: a type printed over several lines is joined. *)
          let ty = String.concat " " (List.filter (( <> ) "") (String.split_on_char '\n' ty)) in
-         Printf.printf "type\t%s\t%s\n%!" key ty
+         let depth = if !ran_out then "all" else string_of_int !frames_used in
+         Printf.printf "type\t%s\t%s\t%s\n%!" key depth ty
        | [ "" ] -> ()
        | l -> failwith ("bad input line: " ^ String.concat "\t" l)
      done

@@ -3,7 +3,10 @@
    type`): every step keeps one [session] in a module-level array (the
    leak: only its live bytes rise), builds short-lived [request]s, bytes
    and float arrays (churn: collected at the next minor GC, so flat), and
-   a [config] table allocated once at the start stays live (flat). *)
+   a [config] table allocated once at the start stays live (flat).
+   [nest] allocates 30 frames deep in its own recursion: a generic type
+   that no caller within the 8 innermost frames fixes (its answer holds for
+   that exact chain of frames only). *)
 
 type session = { id : int; user : string; started : float; mutable hits : int; tag : int }
 type request = { rid : int; path : string; body : bytes }
@@ -16,11 +19,13 @@ let configs = Array.init 20_000 (fun i -> { key = i; value = "v" })
 
 let[@inline never] open_session i = { id = i; user = "u"; started = 0.; hits = 0; tag = i land 7 }
 let[@inline never] make_request i = { rid = i; path = "/"; body = Bytes.create 16 }
+let rec nest n x = if n = 0 then [ x ] else x :: nest (n - 1) x
 
 let () =
   let served = ref 0 in
   for i = 1 to steps do
     sessions.(i) <- open_session i;
+    if i mod 100 = 0 then served := !served + List.length (Sys.opaque_identity (nest 30 i));
     for j = 1 to 4 do
       let r = Sys.opaque_identity (make_request (i + j)) in
       served := !served + Bytes.length r.body;
