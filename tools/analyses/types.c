@@ -420,14 +420,14 @@ static void start_helper(types_map *m)
   m->started = 1;
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
-    msg("ocaml-memprof: --by type: cannot start %s: %s\n", m->helper, strerror(errno));
+    msg("--by type: cannot start %s: %s\n", m->helper, strerror(errno));
     m->failed = 1;
     return;
   }
   fflush(NULL);
   pid_t pid = fork();
   if (pid < 0) {
-    msg("ocaml-memprof: --by type: cannot start %s: %s\n", m->helper, strerror(errno));
+    msg("--by type: cannot start %s: %s\n", m->helper, strerror(errno));
     close(sv[0]);
     close(sv[1]);
     m->failed = 1;
@@ -476,12 +476,14 @@ static int reap_helper(types_map *m)
   if (waitpid(m->pid, &status, 0) < 0) status = -1;
   m->pid = 0;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-    msg("ocaml-memprof: --by type needs %s, the .cmt reader built with the tools when PREFIX "
+    msg("--by type needs %s, the .cmt reader built with the tools when PREFIX "
         "has an OCaml with compiler-libs: it could not be run\n", m->helper);
     return -1;
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-    msg("ocaml-memprof: %s failed (see above)\n", m->helper);
+    if (WIFSIGNALED(status)) msg("%s failed: killed by signal %d\n", m->helper, WTERMSIG(status));
+    else msg("%s failed (exit status %d; its messages, if any, above)\n", m->helper,
+             WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     return -1;
   }
   return 0;
@@ -533,7 +535,7 @@ static uint32_t ask_helper(types_map *m, uint32_t node)
   /* The helper has gone (or never started, or spoke out of turn): say
      why, once. */
   m->failed = 1;
-  if (reap_helper(m) == 0) msg("ocaml-memprof: %s ended without answering\n", m->helper);
+  if (reap_helper(m) == 0) msg("%s ended without answering\n", m->helper);
   return intern(m, no_answer);
 }
 
