@@ -411,10 +411,23 @@ static int send_all(types_map *m, const char *s, size_t n)
   return 0;
 }
 
-/* Start the helper and give it the directories to search: --cmt-path's,
-   the executable's, and when it was built by dune the whole _build tree
-   (the helper adds the standard library's); and the trace's OCaml
-   version, which must be the helper's. */
+/* The directories to search: --cmt-path's, the executable's, and when it
+   was built by dune the whole _build tree (the helper adds the standard
+   library's); those that a protocol line cannot hold are left out. */
+static void write_dirs(FILE *in, const char *exe, const char *const *cmt_paths, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (is_plain(cmt_paths[i])) fprintf(in, "dir\t8\t%s\n", cmt_paths[i]);
+  if (!exe || !exe[0] || !is_plain(exe)) return;
+  const char *slash = strrchr(exe, '/');
+  if (slash) fprintf(in, "dir\t1\t%.*s\n", (int)(slash - exe), exe);
+  else fprintf(in, "dir\t1\t.\n");
+  const char *b = strstr(exe, "/_build/");
+  if (b) fprintf(in, "dir\t10\t%.*s\n", (int)(b - exe + 7), exe);
+}
+
+/* Start the helper and give it the directories to search and the trace's
+   OCaml version, which must be the helper's. */
 static void start_helper(types_map *m)
 {
   m->started = 1;
@@ -449,17 +462,8 @@ static void start_helper(types_map *m)
   char *buf;
   size_t len;
   FILE *in = open_memstream(&buf, &len);
-  for (size_t i = 0; i < m->ncmt_paths; i++)
-    if (is_plain(m->cmt_paths[i])) fprintf(in, "dir\t8\t%s\n", m->cmt_paths[i]);
   const ti_header *h = an_header(m->c);
-  const char *exe = h->executable;
-  if (exe && exe[0] && is_plain(exe)) {
-    const char *slash = strrchr(exe, '/');
-    if (slash) fprintf(in, "dir\t1\t%.*s\n", (int)(slash - exe), exe);
-    else fprintf(in, "dir\t1\t.\n");
-    const char *b = strstr(exe, "/_build/");
-    if (b) fprintf(in, "dir\t10\t%.*s\n", (int)(b - exe + 7), exe);
-  }
+  write_dirs(in, h->executable, m->cmt_paths, m->ncmt_paths);
   if (h->ocaml_version && h->ocaml_version[0] && is_plain(h->ocaml_version))
     fprintf(in, "version\t%s\n", h->ocaml_version);
   fclose(in);
