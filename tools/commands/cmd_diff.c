@@ -83,7 +83,7 @@ int cmd_diff(int argc, char **argv)
   a.by = AN_BY_FUNCTION;
   a.live_at = AN_NEVER;
   const char *v;
-  table_opts t = { OUT_TEXT, AN_BY_FUNCTION, 20, NULL };
+  table_opts t = { .mode = OUT_TEXT, .by = AN_BY_FUNCTION, .limit = 20 };
   g_sort_live = 0;
   cli_inputs in[2], sel;
   cli_inputs_init(&sel);

@@ -2,7 +2,8 @@
    steadily ("allocation races": allocation outpacing collection), and
    blocks allocated in a window that are still live at the end.
 
-   Per site (key = function, location or module of the allocation site),
+   Per site (key = function, location or module of the allocation site,
+   or with --by type the OCaml type of the allocated value, types.h),
    found through a map keyed by the interned key pointer:
    - a tcurve of live-bytes differences (+b at allocation, -b at
      collection), so levels are the site's estimated live bytes over time;
@@ -27,6 +28,7 @@
 #include "commands.h"
 #include "presets.h"
 #include "report.h"
+#include "types.h"
 #include "util.h"
 
 #define LEAK_BINS 128          /* also stated in the usage text */
@@ -44,6 +46,7 @@ typedef struct {
 
 typedef struct {
   an_keykind by;
+  types_map *types;                 /* --by type */
   site *s;
   size_t n, cap;
   u64map idx;
@@ -53,7 +56,8 @@ static void on_sample(void *u, an_ctx *c, const an_sample *smp)
 {
   leaks_acc *a = u;
   if (!smp->node) return;           /* no backtrace: no site */
-  const char *key = an_loc_key(c, an_nodes(c)[smp->node].loc, a->by);
+  const char *key = a->types ? types_of_node(a->types, smp->node)
+                              : an_loc_key(c, an_nodes(c)[smp->node].loc, a->by);
   uint32_t *ix = u64map_get(&a->idx, (uint64_t)(uintptr_t)key);
   site *s;
   if (ix) s = &a->s[*ix];
@@ -92,6 +96,7 @@ static void leaks_free(leaks_acc *a)
   }
   free(a->s);
   u64map_free(&a->idx);
+  types_free(a->types);
 }
 
 static int by_score(const void *x, const void *y)
@@ -115,7 +120,9 @@ static const char usage[] =
   "least-squares line through the live volume at 128 instants of the run gives\n"
   "slope (bytes/s) and r^2; score = max(slope,0) * duration * r^2 (bytes).\n"
   "Also lists, per site, bytes allocated in --window and still live at the end.\n"
-  "  --by function|location|module   site grouping (function)\n"
+  "  --by function|location|module|type   site grouping (function); type: the\n"
+  "                    OCaml type of the allocated value, from the .cmt files\n"
+  "  --cmt-path DIR    with --by type: also search DIR for .cmt files (repeatable)\n"
   "  --window A,B      allocation window for survivors (default: second half)\n"
   "  --min-score B     hide sites scoring below B bytes (1 sample's worth)\n"
   "  -n N              rows (10; 0 = all)\n"
@@ -150,11 +157,12 @@ int cmd_leaks(int argc, char **argv)
   leaks_acc a;
   memset(&a, 0, sizeof a);
   leaks_opts lo = { { 0, 0, 0 }, -1 };
-  table_opts t = { OUT_TEXT, AN_BY_FUNCTION, 10, NULL };
+  table_opts t = { .mode = OUT_TEXT, .by = AN_BY_FUNCTION, .limit = 10 };
   cli_inputs in;
   cli_inputs_init(&in);
   int rc = report_parse(argc, argv, usage, &f, &in, &t,
-                        TABLE_JSON | TABLE_CSV | TABLE_BY | TABLE_N | TABLE_O, leaks_option, &lo);
+                        TABLE_JSON | TABLE_CSV | TABLE_BY | TABLE_TYPE | TABLE_N | TABLE_O,
+                        leaks_option, &lo);
   an_window win = lo.win;
   double min_score = lo.min_score;
   an_ctx *c = cli_open(&rc, &f, &in);
@@ -165,8 +173,10 @@ int cmd_leaks(int argc, char **argv)
   out_mode mode = t.mode;
   const char *path = in.npaths == 1 ? in.paths[0] : NULL;
   u64map_init(&a.idx, 256);
+  if (t.by_type) a.types = types_open(c, t.cmt_paths, t.ncmt_paths);
   an_callbacks cb = { &a, NULL, on_sample };
   if ((rc = cli_run(c, &cb, &f, &in))) { leaks_free(&a); return rc; }
+  if (a.types && types_close(a.types)) { rc = 1; goto done; }
   uint64_t end = an_get_stats(c)->max_end_time;
   uint64_t W = WIDTH0;
   while (end / W >= LEAK_BINS) W *= 2;
@@ -250,8 +260,9 @@ int cmd_leaks(int argc, char **argv)
     if (path) cli_put_safe(o, path);
     else fprintf(o, "%zu traces", in.npaths);
     fprintf(o, ": %zu sites, run of %.3f s; live volume sampled at %u instants\n", a.n, dur, m);
+    const char *what = a.types ? "type" : "site";
     fprintf(o, "%10s %12s %6s %10s %14s %17s  %s\n", "score", "slope/s", "r2", "live@end",
-            "survivors", "allocated (s)", "site");
+            "survivors", "allocated (s)", what);
     for (size_t i = 0; i < shown; i++) {
       site *s = &a.s[i];
       char span[40];
@@ -264,7 +275,7 @@ int cmd_leaks(int argc, char **argv)
     }
     fprintf(o, "\nAllocated in [%.3f s, %.3f s] and still live at the end:\n",
             win.lo / 1e9, win.hi == UINT64_MAX ? dur : win.hi / 1e9);
-    fprintf(o, "%10s %8s %17s  %s\n", "bytes", "samples", "allocated (s)", "site");
+    fprintf(o, "%10s %8s %17s  %s\n", "bytes", "samples", "allocated (s)", what);
     /* Largest survivors first; times to the resolution of one bin. */
     if (a.n) qsort(a.s, a.n, sizeof *a.s, by_window);
     size_t printed = 0;
@@ -280,6 +291,7 @@ int cmd_leaks(int argc, char **argv)
     if (!printed) fprintf(o, "  (none)\n");
   }
   rc = out_close(o, out);
+  if (a.types) types_print_hints(a.types);
 done:
   leaks_free(&a);
   an_filter_free(&f);

@@ -13,7 +13,10 @@
    location ids (>= 1) from the allocation site up to the root, and its
    values are alloc_objects, alloc_space, inuse_objects, inuse_space, all
    un-sampled (bytes = samples / lambda * word_bytes, objects = samples /
-   (lambda * (wosize + 1))).  Functions are interned by (name, file).
+   (lambda * (wosize + 1))).  With --by type each sample has a label
+   (3: 1 key, 2 str) "type" naming the OCaml type of its allocation
+   (types.h), for pprof's -tagfocus, -tags and -tagroot.
+   Functions are interned by (name, file).
    The result is deflated with zlib in gzip mode. */
 
 #include <math.h>
@@ -25,6 +28,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "report.h"
+#include "types.h"
 #include "util.h"
 
 typedef struct { uint8_t *p; size_t n, cap; } pbuf;
@@ -129,7 +133,10 @@ static const char usage[] =
   "Write a gzip-compressed profile.proto for `go tool pprof`, with sample\n"
   "types alloc_objects, alloc_space, inuse_objects, inuse_space (default\n"
   "alloc_space), un-sampled from the trace's rate.\n"
-  "  --live-at end|peak|TIME   what in-use means (end)\n";
+  "  --live-at end|peak|TIME   what in-use means (end)\n"
+  "  --by type         label each sample \"type\" with the OCaml type of the\n"
+  "                    allocated value, read from the program's .cmt files\n"
+  "  --cmt-path DIR    with --by type: also search DIR for .cmt files (repeatable)\n";
 
 static int live_at_option(void *u, int argc, char **argv, int *i)
 {
@@ -146,8 +153,9 @@ int cmd_pprof(int argc, char **argv)
   cli_inputs in;
   cli_inputs_init(&in);
   const char *live_arg = "end";
-  table_opts opts = { OUT_TEXT, AN_BY_FUNCTION, 0, NULL };
-  int rc = report_parse(argc, argv, usage, &f, &in, &opts, TABLE_O, live_at_option, &live_arg);
+  table_opts opts = { .mode = OUT_TEXT, .by = AN_BY_FUNCTION, .limit = 0 };
+  int rc = report_parse(argc, argv, usage, &f, &in, &opts, TABLE_O | TABLE_TYPE, live_at_option,
+                        &live_arg);
   const char *out = opts.out;
   if (rc < 0 && !out) rc = cli_usage_error("-o OUT.pb.gz is required");
   if (rc < 0 && (rc = cli_inputs_resolve(&in)) == 0) rc = -1;
@@ -158,18 +166,19 @@ int cmd_pprof(int argc, char **argv)
   if (rc) { an_filter_free(&f); cli_inputs_free(&in); return rc; }
 
   const ti_header *h = an_header(c);
+  types_map *types = opts.by_type ? types_open(c, opts.cmt_paths, opts.ncmt_paths) : NULL;
   tables t;
   memset(&t, 0, sizeof t);
   t.strs = strpool_new();
   u64map_init(&t.funcs, 1024);
   str_id(&t, "");
-  pbuf prof = { 0 }, tmp = { 0 }, tmp2 = { 0 }, line = { 0 };
-  static const char *const types[4][2] = {
+  pbuf prof = { 0 }, tmp = { 0 }, tmp2 = { 0 }, line = { 0 }, label = { 0 };
+  static const char *const sample_types[4][2] = {
     { "alloc_objects", "count" }, { "alloc_space", "bytes" },
     { "inuse_objects", "count" }, { "inuse_space", "bytes" } };
   for (int k = 0; k < 4; k++) {
-    pb_int(&tmp, 1, str_id(&t, types[k][0]));
-    pb_int(&tmp, 2, str_id(&t, types[k][1]));
+    pb_int(&tmp, 1, str_id(&t, sample_types[k][0]));
+    pb_int(&tmp, 2, str_id(&t, sample_types[k][1]));
     pb_msg(&prof, 1, &tmp);
   }
   /* Samples, and the set of locations they use. */
@@ -199,8 +208,14 @@ int cmd_pprof(int argc, char **argv)
       (uint64_t)llround(an_per_rate(c, s.alloc_objects)), (uint64_t)llround(an_bytes(c, s.alloc_samples)),
       (uint64_t)llround(an_per_rate(c, s.live_objects)), (uint64_t)llround(an_bytes(c, s.live_samples)) };
     pb_packed(&tmp, 2, vals, 4, &tmp2);
+    if (types) {
+      pb_int(&label, 1, str_id(&t, "type"));
+      pb_int(&label, 2, str_id(&t, types_of_node(types, i)));
+      pb_msg(&tmp, 3, &label);
+    }
     pb_msg(&prof, 2, &tmp);
   }
+  if (types && types_close(types)) { rc = 1; goto done; }
   /* One mapping standing for the program; symbols are already resolved. */
   pb_int(&tmp, 1, 1);
   pb_int(&tmp, 5, str_id(&t, h->executable));
@@ -247,8 +262,10 @@ int cmd_pprof(int argc, char **argv)
     rc = 1;
   }
   rc |= out_close(o, out);
+  if (types) types_print_hints(types);
 done:
-  free(prof.p); free(tmp.p); free(tmp2.p); free(line.p); free(t.fbuf.p);
+  types_free(types);
+  free(prof.p); free(tmp.p); free(tmp2.p); free(line.p); free(label.p); free(t.fbuf.p);
   free(used); free(ids);
   u64map_free(&t.funcs);
   strpool_free(t.strs);

@@ -11,7 +11,10 @@
      `ocaml-memprof top` command);
    - the call-tree nodes that carry cells and their ancestors, renumbered
      (parents first), with their locations expanded into inlined frames
-     (function, file, line; strings interned once);
+     (function, file, line; strings interned once); with --by type, the
+     OCaml type of each node that carries cells (types.h; "node_type",
+     1 + its string's index, 0 for the others): the page's Types view,
+     type filter and timeline stacked by type;
    - runtime events for the timeline: major cycles with the GC's heap size,
      compactions, domain starts and stops, minor collections per bin;
    - per trace, its heap snapshots analysed by `retainers --json`
@@ -48,6 +51,7 @@
 #include "lwt_threads.h"
 #include "presets.h"
 #include "report.h"
+#include "types.h"
 #include "util.h"
 
 extern unsigned char report_html[], report_js[];
@@ -86,6 +90,7 @@ typedef struct {
      sample's trace. */
   struct proc { uint64_t pid; char *exe; } *procs;
   size_t nprocs, proccap, cur;
+  types_map *types;            /* --by type */
 } acc;
 
 /* The index of the process that wrote the trace being read. */
@@ -403,6 +408,17 @@ static int write_data(FILE *o, an_ctx *c, const an_filter *f, acc *a, const cli_
     blob_u64(z, l);
   }
   blob_end(z, "node_loc");
+  if (a->types) {
+    uint8_t *cell = xcalloc(nn ? nn : 1, 1);
+    for (size_t i = 0; i < q->n; i++) cell[q->v[i].node] = 1;
+    for (uint32_t i = 0; i < nn; i++) {
+      if (!keep[i]) continue;
+      const char *ty = cell[i] ? types_of_node(a->types, i) : NULL;
+      blob_u64(z, ty ? 1 + (uint64_t)strpool_intern(sp, ty, strlen(ty)) : 0);
+    }
+    blob_end(z, "node_type");
+    free(cell);
+  }
   /* Frames of each location, innermost first; loc_off[l] .. loc_off[l+1]. */
   arr_begin(&j, o, "loc_off");
   uint64_t off = 0;
@@ -533,6 +549,10 @@ static const char usage[] =
   "Filter options given here restrict what the report embeds.\n"
   "  --bins N          time bins of the timeline and time filters (256;\n"
   "                    between N/2 and N are used)\n"
+  "  --by type         also the OCaml type of each allocation, read from the\n"
+  "                    program's .cmt files: a Types view, a type filter and\n"
+  "                    the timeline stacked by type\n"
+  "  --cmt-path DIR    with --by type: also search DIR for .cmt files (repeatable)\n"
   "  -o FILE           output (default: stdout, unless it is a terminal)\n";
 
 static const char flamegraph_usage[] =
@@ -583,10 +603,10 @@ static int write_report(int argc, char **argv, const char *use, report_opts *ro)
 {
   an_filter f;
   an_filter_init(&f);
-  table_opts t = { OUT_TEXT, AN_BY_FUNCTION, 0, NULL };
+  table_opts t = { .mode = OUT_TEXT, .by = AN_BY_FUNCTION, .limit = 0 };
   cli_inputs in;
   cli_inputs_init(&in);
-  int rc = report_parse(argc, argv, use, &f, &in, &t, TABLE_O, report_option, ro);
+  int rc = report_parse(argc, argv, use, &f, &in, &t, TABLE_O | TABLE_TYPE, report_option, ro);
   if (rc < 0 && cli_refuse_terminal(t.out, "the report (an HTML page of 100 kB and more)")) rc = 2;
   an_ctx *c = cli_open(&rc, &f, &in);
   if (!c) return rc;
@@ -598,6 +618,13 @@ static int write_report(int argc, char **argv, const char *use, report_opts *ro)
   tcurve_init(&a.minor, (uint32_t)ro->bins, 1000);
   an_callbacks cb = { &a, on_event, on_sample };
   if ((rc = cli_run(c, &cb, &f, &in))) goto free_acc;
+  if (t.by_type) {
+    /* Every type asked for now, so that a failing helper stops the
+       command before its output. */
+    a.types = types_open(c, t.cmt_paths, t.ncmt_paths);
+    for (size_t i = 0; i < a.q.n; i++) types_of_node(a.types, a.q.v[i].node);
+    if (types_close(a.types)) { rc = 1; goto done; }
+  }
   hint(c, &f, &a.q);
   uint64_t end = an_get_stats(c)->max_end_time;
   lifecube_cover(&a.q, end);
@@ -619,11 +646,13 @@ static int write_report(int argc, char **argv, const char *use, report_opts *ro)
   fwrite(report_js, 1, report_js_len, o);
   put_template(o, &pos, NULL);
   rc = out_close(o, t.out);
+  if (a.types) types_print_hints(a.types);
 done:
   an_close(c);
   an_filter_free(&f);
   cli_inputs_free(&in);
 free_acc:
+  types_free(a.types);
   lifecube_free(&a.q);
   tcurve_free(&a.minor);
   u64map_free(&a.cycles_seen);

@@ -101,35 +101,21 @@ static int loc_match(an_ctx *c, matcher *m, uint32_t loc)
 
 typedef struct {
   an_filter f;
-  table_opts tab;              /* --json, --csv, --by, -n, -o */
+  table_opts tab;              /* --json, --csv, --by, --cmt-path, -n, -o */
   const char *live_arg;
   int rel;                     /* 1 callers, 2 callees */
   matcher m;
   int follow;
   double interval;             /* s between refreshes with --follow */
   int stats;                   /* --stats: work per refresh on stderr */
-  int by_type;                 /* --by type */
-  const char *cmt_paths[AN_MAX_PATTERNS];
-  size_t ncmt_paths;
 } topt;
 
 static int parse(int argc, char **argv, topt *t, cli_inputs *in)
 {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
-    if (!strcmp(a, "--by") && i + 1 < argc) {
-      an_keykind k;
-      if (!strcmp(argv[i + 1], "type")) t->by_type = 1;
-      else if (parse_keykind(argv[i + 1], &k) == 0) {
-        t->tab.by = k;
-        t->by_type = 0;
-      }
-      else return cli_bad_value(a, argv[i + 1], "function, location, module or type");
-      i++;
-      continue;
-    }
     int k = cli_option(&t->f, in, 1, argc, argv, &i);
-    if (!k) k = table_option(&t->tab, TABLE_JSON | TABLE_CSV | TABLE_BY | TABLE_N | TABLE_O,
+    if (!k) k = table_option(&t->tab, TABLE_JSON | TABLE_CSV | TABLE_BY | TABLE_TYPE | TABLE_N | TABLE_O,
                              argc, argv, &i);
     if (k < 0) return 2;
     if (k) continue;
@@ -148,10 +134,6 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
       if (t->rel) return cli_usage_error("--callers and --callees: only one, once");
       if (cli_regex_option(&t->m.re, a, v)) return 2;
       t->rel = a[7] == 'r' ? 1 : 2;     /* --callers, --callees */
-    } else if (!strcmp(a, "--cmt-path")) {
-      if (!(v = cli_value(argc, argv, &i))) return 2;
-      if (t->ncmt_paths == AN_MAX_PATTERNS) return cli_usage_error("--cmt-path: 16 at most");
-      t->cmt_paths[t->ncmt_paths++] = v;
     } else if (!strcmp(a, "--follow")) t->follow = 1;
     else if (!strcmp(a, "--stats")) t->stats = 1;
     else if (!strcmp(a, "--interval")) {
@@ -164,29 +146,14 @@ static int parse(int argc, char **argv, topt *t, cli_inputs *in)
     else cli_inputs_add(in, a);
   }
   if (t->stats && !t->follow) return cli_usage_error("--stats goes with --follow");
-  if (t->by_type && (t->rel || t->follow))
+  if (t->tab.by_type && (t->rel || t->follow))
     return cli_usage_error("--by type goes without --callers, --callees and --follow");
-  if (t->ncmt_paths && !t->by_type) return cli_usage_error("--cmt-path goes with --by type");
+  if (table_check_types(&t->tab) != -1) return 2;
   if (t->follow && !strcmp(t->live_arg, "peak"))
     return cli_usage_error("--follow and --live-at peak: the peak is known at the end only");
   if (t->follow) return in->nargs ? -1 : cli_usage_error("no TRACE given");
   int rc = cli_inputs_resolve(in);
   return rc ? rc : -1;
-}
-
-/* --by type: the types of the nodes of [c] with samples in [agg]. */
-static types_map *top_types(topt *t, an_ctx *c, const nodeagg *agg)
-{
-  uint32_t nn = an_node_count(c), *nodes = NULL;
-  size_t n = 0, cap = 0;
-  for (uint32_t i = 1; i < nn; i++)
-    if (nodeagg_get(agg, i).blocks) {
-      grow_array((void **)&nodes, &cap, n + 1, sizeof *nodes);
-      nodes[n++] = i;
-    }
-  types_map *m = types_resolve(c, nodes, n, t->cmt_paths, t->ncmt_paths);
-  free(nodes);
-  return m;
 }
 
 /* Print the table of [agg] (sums per node of [c], over [npaths] traces,
@@ -214,11 +181,7 @@ static int top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, cons
   u64map_init(&idx, 256);
   nstat total;
   memset(&total, 0, sizeof total);
-  types_map *types = NULL;
-  if (t->by_type && !(types = top_types(t, c, agg))) {
-    u64map_free(&idx);
-    return 1;
-  }
+  types_map *types = t->tab.by_type ? types_open(c, t->tab.cmt_paths, t->tab.ncmt_paths) : NULL;
   for (uint32_t i = 0; i < nn; i++) {
     nstat s = nodeagg_get(agg, i);
     if (!s.blocks) continue;
@@ -252,6 +215,12 @@ static int top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, cons
       nrows++;
     }
     add_stat(&rows[*r].s, &s);
+  }
+  if (types && types_close(types)) {
+    free(rows);
+    u64map_free(&idx);
+    types_free(types);
+    return 1;
   }
   if (nrows) qsort(rows, nrows, sizeof *rows, cmp_rows);
   size_t shown = limit && (size_t)limit < nrows ? (size_t)limit : nrows;
@@ -320,7 +289,7 @@ static int top_print(topt *t, an_ctx *c, const nodeagg *agg, size_t npaths, cons
             human_bytes(an_bytes(c, total.live_samples), b2, sizeof b2), live_desc);
     if (live_at != AN_NEVER) fprintf(o, " %.6f s", live_at / 1e9);
     fprintf(o, "\n%10s %6s %8s %10s %6s %10s  %s\n", "allocated", "%", "samples", "live", "%",
-            "promoted", rel == 1 ? "caller" : rel == 2 ? "callee" : t->by_type ? "type" : "site");
+            "promoted", rel == 1 ? "caller" : rel == 2 ? "callee" : t->tab.by_type ? "type" : "site");
     for (size_t i = 0; i < shown; i++) {
       const row *r = &rows[i];
       fprintf(o, "%10s %5.1f%% %8.0f %10s %5.1f%% %10s  %s",
@@ -521,7 +490,7 @@ int cmd_top(int argc, char **argv)
   topt t;
   memset(&t, 0, sizeof t);
   an_filter_init(&t.f);
-  t.tab = (table_opts){ OUT_TEXT, AN_BY_FUNCTION, 20, NULL };
+  t.tab = (table_opts){ .mode = OUT_TEXT, .by = AN_BY_FUNCTION, .limit = 20 };
   t.live_arg = "end";
   t.interval = 1;
   g_sort = SORT_ALLOC;

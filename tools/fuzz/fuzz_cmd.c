@@ -69,6 +69,7 @@ static const optset sets_timeline[] = {
   { "-o", OUT, IN, NULL },
   { "--csv", "--bins", "3", "-o", OUT, IN, NULL },
   { "--bins", "1000", "--source", "major", "-o", OUT, IN, NULL },
+  { "--json", "--bins", "5", "-o", OUT, IN, NULL },
 };
 static const optset sets_flamegraph[] = {
   { "-o", OUT, IN, NULL },

@@ -113,10 +113,18 @@ int table_option(table_opts *t, unsigned which, int argc, char **argv, int *i)
   const char *a = argv[*i], *v;
   if ((which & TABLE_JSON) && !strcmp(a, "--json")) t->mode = OUT_JSON;
   else if ((which & TABLE_CSV) && !strcmp(a, "--csv")) t->mode = OUT_CSV;
-  else if ((which & TABLE_BY) && !strcmp(a, "--by")) {
+  else if ((which & (TABLE_BY | TABLE_TYPE)) && !strcmp(a, "--by")) {
     if (!(v = cli_value(argc, argv, i))) return -1;
-    if (parse_keykind(v, &t->by) < 0)
-      return cli_bad_value(a, v, "function, location or module"), -1;
+    if ((which & TABLE_TYPE) && !strcmp(v, "type")) t->by_type = 1;
+    else if ((which & TABLE_BY) && parse_keykind(v, &t->by) == 0) t->by_type = 0;
+    else
+      return cli_bad_value(a, v, !(which & TABLE_BY) ? "type"
+                                 : which & TABLE_TYPE ? "function, location, module or type"
+                                 : "function, location or module"), -1;
+  } else if ((which & TABLE_TYPE) && !strcmp(a, "--cmt-path")) {
+    if (!(v = cli_value(argc, argv, i))) return -1;
+    if (t->ncmt_paths == AN_MAX_PATTERNS) return cli_usage_error("--cmt-path: 16 at most"), -1;
+    t->cmt_paths[t->ncmt_paths++] = v;
   } else if ((which & TABLE_N) && !strcmp(a, "-n")) {
     if (!(v = cli_value(argc, argv, i))) return -1;
     if (parse_count(v, &t->limit) < 0) return cli_bad_value(a, v, "a number of rows (0 = all)"), -1;
@@ -141,6 +149,12 @@ int report_parse(int argc, char **argv, const char *usage, an_filter *f, cli_inp
     if (a[0] == '-' && a[1]) return cli_unknown_option(a, usage, 1);
     cli_inputs_add(in, a);
   }
+  return table_check_types(t);
+}
+
+int table_check_types(const table_opts *t)
+{
+  if (t->ncmt_paths && !t->by_type) return cli_usage_error("--cmt-path goes with --by type");
   return -1;
 }
 

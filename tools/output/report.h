@@ -44,14 +44,19 @@ int parse_keykind(const char *s, an_keykind *k);
 int parse_count(const char *s, long *n);
 
 /* The output options the table reports share: --json, --csv, --by, -n
-   and -o, each accepted when its TABLE_* bit is in [which]. */
+   and -o, each accepted when its TABLE_* bit is in [which]; TABLE_TYPE:
+   --by type (the OCaml type of the allocated value, types.h) and
+   --cmt-path DIR (repeatable). */
 typedef struct {
   out_mode mode;
   an_keykind by;
   long limit;
   const char *out;
+  int by_type;
+  const char *cmt_paths[AN_MAX_PATTERNS];
+  size_t ncmt_paths;
 } table_opts;
-enum { TABLE_JSON = 1, TABLE_CSV = 2, TABLE_BY = 4, TABLE_N = 8, TABLE_O = 16 };
+enum { TABLE_JSON = 1, TABLE_CSV = 2, TABLE_BY = 4, TABLE_N = 8, TABLE_O = 16, TABLE_TYPE = 32 };
 /* Consume argv[*i] when it is one of those options: 1; 0 when it is not;
    -1 after a usage error. */
 int table_option(table_opts *t, unsigned which, int argc, char **argv, int *i);
@@ -64,6 +69,9 @@ int table_option(table_opts *t, unsigned which, int argc, char **argv, int *i);
 int report_parse(int argc, char **argv, const char *usage, an_filter *f, cli_inputs *in,
                  table_opts *t, unsigned which,
                  int (*own)(void *u, int argc, char **argv, int *i), void *u);
+
+/* --cmt-path without types: 2 after a usage error; else -1 (go on). */
+int table_check_types(const table_opts *t);
 
 /* --live-at: end, peak or a time.  0, or 2 after a usage error. */
 int check_live_at(const char *v);

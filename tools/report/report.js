@@ -249,6 +249,7 @@ function setup(A) {
   var a = new Float64Array(NB); allAllocCum = new Float64Array(NB + 1);
   for (var c3 = 0; c3 < NC; c3++) a[cAbin[c3]] += cSamp[c3];
   for (var k = 0; k < NB; k++) allAllocCum[k + 1] = allAllocCum[k] + a[k] * BPS;
+  setupTypes(A);
 }
 
 // ---------- filter state ----------
@@ -258,7 +259,8 @@ var OPEN = D.open || {};
 function freshState() {
   return { alloc: null, live: null, coll: null, never: false, life: null, size: null, doms: null,
            focus: '', ignore: '', hide: '', presets: [], metric: OPEN.metric || 'alloc', tab: OPEN.tab || 'sites',
-           sort: 'alloc', search: '', site: null, rtrace: 0, rsnap: -1, rsite: 0, pid: null, exe: null };
+           sort: 'alloc', search: '', site: null, rtrace: 0, rsnap: -1, rsite: 0, pid: null, exe: null,
+           type: '' };
 }
 var S = freshState();
 
@@ -471,9 +473,10 @@ function computeCells() {
   var kAlloc = BUF.kAlloc.fill(0), kLive = BUF.kLive.fill(0), kColl = BUF.kColl.fill(0);
   var kBlocks = BUF.kBlocks.fill(0), kObj = BUF.kObj.fill(0), kProm = BUF.kProm.fill(0);
   var allocBin = new Float64Array(NB), liveDiff = new Float64Array(NB + 1), siteDiff = new Float64Array(NB + 1);
-  var keep = BUF.keep.fill(0), site = S.site, nk = 0, cst = cSite;
+  var keep = BUF.keep.fill(0), site = S.site, nk = 0, cst = cSite, tm = typeMask();
   for (var i = 0; i < NC; i++) {
     var ab = cAbin[i], db = cDbin[i], n = cNode[i];
+    if (tm && !tm[cIdx[i]]) continue;
     if (a && (ab < a[0] || ab > a[1])) continue;
     if (lv && (ab > lv[1] || db < lv[0])) continue;
     if (co && (db === NB || db < co[0] || db > co[1])) continue;
@@ -688,7 +691,8 @@ function drawTimeline() {
     if (fill) { g.lineTo(X(Math.min(T, NB * bw)), Y(0)); g.closePath(); g.fillStyle = fill; g.fill(); }
     g.strokeStyle = color; g.lineWidth = 1.5; g.stroke(); g.lineWidth = 1;
   }
-  curve(R.live, '#36c', 'rgba(50,100,200,.18)');
+  drawTypeBands(g, X, Y, bw, T);
+  curve(R.live, '#36c', cnType ? null : 'rgba(50,100,200,.18)');
   if (R.siteLive) curve(R.siteLive, '#e70', 'rgba(240,120,0,.25)');
   if (D.gc.major.length) {
     // steps at the cycles' ends, at most one per pixel column (the largest
@@ -724,7 +728,8 @@ function drawTimeline() {
     (R.siteLive ? '<span><i style="background:#e70"></i>live: ' + esc(NAMES[S.site]) + '</span>' : '') +
     '<span><i style="background:#2a2"></i>GC major heap</span><span><i style="background:#c84"></i>allocation rate</span>' +
     '<span>| major cycles ' + D.gc.major.length + '</span><span><i style="background:rgba(150,80,200,.5)"></i>compactions ' + D.gc.compactions.length + '</span>' +
-    '<span>▲ domain start/stop ' + D.gc.domains.length + '</span><span style="color:#077">◆ heap snapshots ' + nsnap + '</span><span>bin ' + secs(bw) + '</span>';
+    '<span>▲ domain start/stop ' + D.gc.domains.length + '</span><span style="color:#077">◆ heap snapshots ' + nsnap + '</span><span>bin ' + secs(bw) + '</span>' +
+    typeLegend();
   $('tllegend').innerHTML = leg;
 }
 function binAt(ev) {
@@ -746,6 +751,120 @@ window.addEventListener('mouseup', function () {
   tl.drag = null; S[$('brushmode').value] = [a, b]; syncControls(); update();
 });
 tl.canvas.addEventListener('dblclick', function () { S.alloc = S.live = S.coll = null; syncControls(); update(); });
+
+// ---------- types (report --by type) ----------
+// The OCaml type of each cell's node (cnType: its string's id, -1 none),
+// when the report was written with --by type: the Types view (the types
+// over the filtered cells, as the sites table has sites; a click keeps
+// that type only), the type filter (S.type, a regex on the type: the
+// cells of other types leave every view), and the timeline's live heap
+// stacked by type (the TYPE_BANDS largest types by peak over the
+// filtered cells, the others as one grey band).
+var cnType = null, TYPE_BANDS = 8;
+var TYPE_COLOURS = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7'];
+function setupTypes(A) {
+  if (!A.node_type) return;
+  cnType = new Int32Array(NCN);
+  for (var k = 0; k < NCN; k++) cnType[k] = A.node_type[cnNode[k]] - 1;
+  $('typefilter').style.display = ''; $('typestab').style.display = '';
+}
+// Per cell node (cIdx): 1 when its type matches S.type; null without a
+// type filter (or with a bad regex, which the status line reports).
+var typeMaskOf = null, typeMaskBuf = null;
+function typeMask() {
+  var r = cnType && S.type ? re(S.type) : null;
+  if (!r) return null;
+  if (typeMaskOf !== S.type) {
+    var hit = new Uint8Array(STR.length);   // per string: 0 untested, 1 no, 2 yes
+    typeMaskBuf = typeMaskBuf || new Uint8Array(NCN);
+    for (var k = 0; k < NCN; k++) {
+      var t = cnType[k];
+      if (t < 0) { typeMaskBuf[k] = 0; continue; }
+      if (!hit[t]) hit[t] = r.test(STR[t]) ? 2 : 1;
+      typeMaskBuf[k] = hit[t] === 2 ? 1 : 0;
+    }
+    typeMaskOf = S.type;
+  }
+  return typeMaskBuf;
+}
+// The live bytes per bin of the largest types over the kept cells:
+// { ids, levels (one Float64Array per type), other }, cached in R.
+function typeBands() {
+  if (!cnType) return null;
+  if (R.bands) return R.bands;
+  var diff = new Map(), keep = R.keep;
+  for (var i = 0; i < NC; i++) {
+    if (!keep[i]) continue;
+    var t = cnType[cIdx[i]], d = diff.get(t), s = cSamp[i];
+    if (!d) diff.set(t, d = new Float64Array(NB + 1));
+    d[cAbin[i]] += s; if (cDbin[i] < NB) d[cDbin[i]] -= s;
+  }
+  var all = [];
+  diff.forEach(function (d, t) {
+    var lv = new Float64Array(NB), acc = 0, peak = 0;
+    for (var b = 0; b < NB; b++) { acc += d[b]; lv[b] = acc * BPS; if (lv[b] > peak) peak = lv[b]; }
+    all.push({ id: t, levels: lv, peak: peak });
+  });
+  all.sort(function (a, b) { return b.peak - a.peak || a.id - b.id; });
+  var other = new Float64Array(NB);
+  all.slice(TYPE_BANDS).forEach(function (x) { for (var b = 0; b < NB; b++) other[b] += x.levels[b]; });
+  R.bands = { shown: all.slice(0, TYPE_BANDS), other: other, more: Math.max(0, all.length - TYPE_BANDS) };
+  return R.bands;
+}
+function typeName(id) { return id < 0 ? 'unknown' : STR[id]; }
+function drawTypeBands(g, X, Y, bw, T) {
+  var tb = typeBands();
+  if (!tb) return;
+  var low = new Float64Array(NB), bands = tb.shown.map(function (x) { return x.levels; });
+  if (tb.more) bands.push(tb.other);
+  bands.forEach(function (lv, j) {
+    g.beginPath(); g.moveTo(X(0), Y(low[0]));
+    for (var k = 0; k < NB; k++) { g.lineTo(X(k * bw), Y(low[k] + lv[k])); g.lineTo(X(Math.min(T, (k + 1) * bw)), Y(low[k] + lv[k])); }
+    for (var k2 = NB - 1; k2 >= 0; k2--) { g.lineTo(X(Math.min(T, (k2 + 1) * bw)), Y(low[k2])); g.lineTo(X(k2 * bw), Y(low[k2])); }
+    g.closePath(); g.fillStyle = j < tb.shown.length ? TYPE_COLOURS[j] : '#ccc'; g.globalAlpha = 0.75; g.fill(); g.globalAlpha = 1;
+    for (var k3 = 0; k3 < NB; k3++) low[k3] += lv[k3];
+  });
+}
+function typeLegend() {
+  var tb = typeBands();
+  if (!tb) return '';
+  return '<br>by type: ' + tb.shown.map(function (x, j) {
+    var name = typeName(x.id), short = name.length > 60 ? name.slice(0, 59) + '…' : name;
+    return '<span title="' + esc(name) + ': peak ' + bytes(x.peak) + '"><i style="background:' + TYPE_COLOURS[j] + '"></i>' + esc(short) + '</span>';
+  }).join('') + (tb.more ? '<span><i style="background:#ccc"></i>' + tb.more + ' other types</span>' : '');
+}
+// The Types view: the filtered cells summed per type.
+function drawTypes() {
+  var el = $('typesview');
+  if (!cnType) { el.innerHTML = '<div class="note">No types: write the report with --by type.</div>'; return; }
+  var per = new Map(), tot = 0;
+  for (var k = 0; k < NCN; k++) {
+    if (!R.kBlocks[k]) continue;
+    var t = cnType[k], r = per.get(t);
+    if (!r) per.set(t, r = { id: t, alloc: 0, samples: 0, blocks: 0, liveB: 0, collB: 0, promB: 0 });
+    r.samples += R.kAlloc[k]; r.alloc += R.kAlloc[k] * BPS; r.blocks += R.kBlocks[k];
+    r.liveB += R.kLive[k] * BPS; r.collB += R.kColl[k] * BPS; r.promB += R.kProm[k] * BPS;
+    tot += R.kAlloc[k] * BPS;
+  }
+  var key = S.sort in { alloc: 1, samples: 1, blocks: 1, liveB: 1, collB: 1, promB: 1 } ? S.sort : 'alloc';
+  var rows = Array.from(per.values()).sort(function (a, b) { return b[key] - a[key] || a.id - b.id; });
+  var rx = searchRe(), h = ['<table class="sites" id="typestable"><tr><th>type</th><th>allocated</th><th>%</th><th>samples</th><th>blocks</th><th>live at end</th><th>collected</th><th>promoted</th></tr>'];
+  rows.forEach(function (r) {
+    if (rx && !rx.test(typeName(r.id))) return;
+    h.push('<tr data-type="' + esc(typeName(r.id)) + '"><td class="name" title="' + esc(typeName(r.id)) + '">' + esc(typeName(r.id)) + '</td><td data-v="' + r.alloc + '">' + bytes(r.alloc) +
+      '</td><td>' + (tot ? (100 * r.alloc / tot).toFixed(1) : '0') + '</td><td data-v="' + r.samples + '">' + num(r.samples) + '</td><td>' + num(r.blocks) +
+      '</td><td data-v="' + r.liveB + '">' + bytes(r.liveB) + '</td><td>' + bytes(r.collB) + '</td><td>' + bytes(r.promB) + '</td></tr>');
+  });
+  h.push('</table><div class="note">' + rows.length + ' types. Click a type to keep only its allocations in every view (the type filter); click again to drop the filter.</div>');
+  el.innerHTML = h.join('');
+}
+function escapeRe(s) { return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'); }
+$('typesview').addEventListener('click', function (e) {
+  var tr = e.target.closest('tr[data-type]');
+  if (!tr) return;
+  var want = '^' + escapeRe(tr.dataset.type) + '$';
+  S.type = S.type === want ? '' : want; syncControls(); update();
+});
 
 // ---------- tooltip ----------
 var tip = $('tip');
@@ -1652,7 +1771,7 @@ function syncControls() {
     opt($('exe'), ['all ' + EXES.length + ' executables'].concat(EXES), S.exe === null ? 0 : 1 + EXES.indexOf(S.exe));
   }
   $('never').checked = S.never; $('focus').value = S.focus; $('ignore').value = S.ignore; $('hide').value = S.hide;
-  $('metric').value = S.metric; $('search').value = S.search;
+  $('metric').value = S.metric; $('search').value = S.search; $('typere').value = S.type;
   document.querySelectorAll('.preset').forEach(function (p) { p.checked = S.presets.indexOf(p.value) >= 0; });
   document.querySelectorAll('#tabs button').forEach(function (b) { b.className = b.dataset.tab === S.tab ? 'on' : ''; });
   document.querySelectorAll('.view').forEach(function (v) { v.className = 'view' + (v.id === 'v-' + S.tab ? ' on' : ''); });
@@ -1669,7 +1788,7 @@ function readControls() {
   }
   S.never = $('never').checked; S.focus = $('focus').value; S.ignore = $('ignore').value; S.hide = $('hide').value;
   S.presets = []; document.querySelectorAll('.preset').forEach(function (p) { if (p.checked) S.presets.push(p.value); });
-  S.metric = $('metric').value;
+  S.metric = $('metric').value; S.type = $('typere').value;
 }
 $('filters').addEventListener('change', function (e) { if (e.target.id === 'brushmode') return; readControls(); update(); });
 // regex fields: update once typing pauses (a hidden-frames change rebuilds the frame tree)
@@ -1754,6 +1873,7 @@ function drawView() {
   else if (S.tab === 'graph') drawGraph();
   else if (S.tab === 'life') drawLife();
   else if (S.tab === 'retention') drawRetention();
+  else if (S.tab === 'types') drawTypes();
   else if (S.tab === 'lwt') drawLwt();
   searchNote();
   return performance.now() - t0;
@@ -1768,7 +1888,7 @@ function update() {
   drawTimeline(); T.timeline = performance.now() - t0;
   drawTable(); T.table = performance.now() - t0;
   drawView(); T.view = performance.now() - t0;
-  var bad = [S.focus, S.ignore, S.hide, S.search].filter(function (x) { return x && re(x) === undefined; });
+  var bad = [S.focus, S.ignore, S.hide, S.search, S.type].filter(function (x) { return x && re(x) === undefined; });
   var dt = performance.now() - t0;
   $('status').innerHTML = (bad.length ? '<div class="err">bad regex: ' + esc(bad[0]) + '</div>' : '') + R.kept + ' of ' + NC + ' cells; update ' + dt.toFixed(0) + ' ms';
   saveHash();

@@ -153,3 +153,252 @@ def test_types(check, tool, run, out_dir, here, ocamlopt, helper):
     check("types: missing store.cmt: the hint names store.ml",
           any("hint: no .cmt for " in l and "store.ml" in l for l in err.splitlines()),
           err)
+    test_types_views(check, tool, run, out_dir, here, ocamlopt, other_install(ocamlopt),
+                     helper_log)
+
+
+def other_install(ocamlopt):
+    """The bin directory of the +memprof install of the other version
+    built in the same tree (_install and _install-5.4.1), or
+    $OCAMLMEMPROF_OTHER_BIN; None when there is none.  Its reader is the
+    ocaml-memprof-types installed there, or $OCAMLMEMPROF_OTHER_TYPES."""
+    if os.environ.get("OCAMLMEMPROF_OTHER_BIN"):
+        return os.environ["OCAMLMEMPROF_OTHER_BIN"]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(ocamlopt)))
+    other = root + "-5.4.1" if os.path.basename(root) == "_install" else \
+        root[:-len("-5.4.1")] if root.endswith("_install-5.4.1") else None
+    ok = other and os.access(os.path.join(other, "bin", "ocamlopt"), os.X_OK) \
+        and os.access(os.path.join(other, "bin", "ocaml-memprof-types"), os.X_OK)
+    return os.path.join(other, "bin") if ok else None
+
+
+def pprof_type_totals(path):
+    """alloc_space (the second value) summed per "type" label of a gzip
+    profile.proto, decoded by hand: {type: bytes}."""
+    import gzip
+
+    def fields(buf):
+        i = 0
+        while i < len(buf):
+            key, i = varint(buf, i)
+            wire = key & 7
+            if wire == 0:
+                v, i = varint(buf, i)
+            elif wire == 2:
+                n, i = varint(buf, i)
+                v, i = buf[i:i + n], i + n
+            else:
+                raise ValueError("wire type %d" % wire)
+            yield key >> 3, v
+
+    def varint(buf, i):
+        v = shift = 0
+        while True:
+            b = buf[i]
+            i += 1
+            v |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return v, i
+
+    def packed(buf):
+        out, i = [], 0
+        while i < len(buf):
+            v, i = varint(buf, i)
+            out.append(v)
+        return out
+
+    data = gzip.open(path).read()
+    strings, samples = [], []
+    for f, v in fields(data):
+        if f == 6:
+            strings.append(v.decode())
+        elif f == 2:
+            values, labels = [], []
+            for g, w in fields(v):
+                if g == 2:
+                    values = packed(w)
+                elif g == 3:
+                    labels.append(dict(fields(w)))
+            samples.append((values, labels))
+    totals = {}
+    for values, labels in samples:
+        types = [strings[l[2]] for l in labels if strings[l[1]] == "type"]
+        if len(types) != 1:
+            return None
+        totals[types[0]] = totals.get(types[0], 0) + values[1]
+    return totals
+
+
+def test_report_types(check, tool, work, trace, top_alloc):
+    """report --by type on the leak trace, in headless Chromium: the
+    timeline's first band is Leak.session, the Types view lists the types
+    top --by type lists, and clicking Leak.session keeps its bytes only."""
+    import cdp
+    html = os.path.join(work, "r.html")
+    r = tool("report", "--by", "type", "-o", html, trace)
+    check("types views: report --by type writes the page", r.returncode == 0, r.stderr)
+    chrome = shutil.which("chromium") or shutil.which("chromium-browser")
+    if r.returncode != 0 or not chrome:
+        print("skip report --by type in the browser: no chromium")
+        return
+    with cdp.Browser(chrome) as b:
+        p = b.page(1400, 1000)
+        p.goto("file://" + html, "document.body && document.body.getAttribute('data-ready')",
+               timeout=120)
+        bands = json.loads(p.eval("JSON.stringify(typeBands().shown.map(function (x) { "
+                                  "return typeName(x.id); }))"))
+        p.eval("S.tab = 'types'; syncControls(); update(); 1")
+        rows = json.loads(p.eval("JSON.stringify(Array.from(document.querySelectorAll("
+                                 "'#typestable tr[data-type]')).map(function (t) { "
+                                 "return t.dataset.type; }))"))
+        p.eval("document.querySelector('#typestable tr[data-type=\"Leak.session\"]').click(); 1")
+        picked = json.loads(p.eval("JSON.stringify({type: S.type, alloc: R.total.alloc, "
+                                   "bands: typeBands().shown.length})"))
+        errors = p.errors
+    check("types views: report --by type: the timeline stacks Leak.session first",
+          bands[:1] == ["Leak.session"], str(bands))
+    check("types views: report --by type: the Types view lists top --by type's types",
+          sorted(rows) == sorted(top_alloc), "%s vs %s" % (rows, sorted(top_alloc)))
+    check("types views: report --by type: clicking Leak.session keeps its %.0f bytes only"
+          % top_alloc.get("Leak.session", 0),
+          picked["alloc"] == top_alloc.get("Leak.session") and picked["bands"] == 1
+          and not errors, "%s %s" % (picked, errors))
+
+
+def test_types_views(check, tool, run, out_dir, here, ocamlopt, other_bin, helper_log):
+    """The views by type on tests/types/leak.ml, whose only growing type is
+    Leak.session: timeline --by type (the evolution graph), leaks --by
+    type, pprof --by type; then a trace of another OCaml version."""
+    work = os.path.join(out_dir, "types-leak")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    shutil.copy(os.path.join(here, "types", "leak.ml"), work)
+    r = run([ocamlopt, "-g", "-bin-annot", "leak.ml", "-o", "leak.exe"], cwd=work)
+    check("types views: compile tests/types/leak.ml", r.returncode == 0, r.stderr[-500:])
+    if r.returncode != 0:
+        return
+    trace = os.path.join(work, "t.trace")
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-3,memprof_seed=1" % trace)
+    r = run([os.path.join(work, "leak.exe")], env=env, cwd=work)
+    check("types views: traced run of leak.exe", r.returncode == 0, r.stderr[-300:])
+    if r.returncode != 0:
+        return
+
+    # Answers cached by prefix: a second run starts no helper, also for the
+    # chains of 8 frames of nest's recursion (answered for that chain only).
+    def helper_runs():
+        with open(helper_log) as f:
+            return len(f.readlines())
+    first = tool("top", "--by", "type", "--json", "-n", "0", trace)
+    runs = helper_runs()
+    second = tool("top", "--by", "type", "--json", "-n", "0", trace)
+    nest = [r_["key"] for r_ in json.loads(first.stdout)["rows"] if "list" in r_["key"]]
+    check("types views: a second top --by type starts no helper and answers the same "
+          "(nest's allocations: %s)" % nest,
+          first.returncode == 0 and first.stdout == second.stdout and helper_runs() == runs
+          and nest, "%d helper runs" % (helper_runs() - runs))
+
+    # The evolution graph: Leak.session rises steadily, every other band
+    # is flat after the start (its range over the second half below a
+    # fifth of the leak's rise: the churning types' live bytes stay within
+    # the 2 MB minor heap).
+    r = tool("timeline", "--by", "type", "--json", trace)
+    check("types views: timeline --by type --json", r.returncode == 0, r.stderr)
+    if r.returncode != 0:
+        return
+    tl = json.loads(r.stdout)
+    bands = {t["type"]: t["live_bytes"] for t in tl["types"]}
+    bands["(other types)"] = tl["other_types"]["live_bytes"]
+    n = len(tl["time_s"])
+    leak = bands.get("Leak.session", [])
+    rise = leak[-1] - leak[0] if leak else 0
+    # Sessions never die: their level never falls (times are the machine's,
+    # so a pause of the process makes a flat stretch, not a fall).
+    check("types views: timeline --by type: Leak.session first, never falling, rising by "
+          "%.1f MB" % (rise / 1e6),
+          tl["types"][0]["type"] == "Leak.session" and rise > 10e6
+          and all(b >= a for a, b in zip(leak, leak[1:])), json.dumps(tl["types"][0])[:300])
+    flat = {k: max(v[n // 2:]) - min(v[n // 2:]) for k, v in bands.items() if k != "Leak.session"}
+    check("types views: timeline --by type: every other type flat over the second half "
+          "(largest range %.2f MB)" % (max(flat.values()) / 1e6 if flat else 0),
+          flat and all(v < rise / 5 for v in flat.values()), str(flat))
+    sums = [sum(b[i] for b in bands.values()) for i in range(n)]
+    check("types views: timeline --by type: the bands add up to the live bytes",
+          sums == tl["live_bytes"], "%s vs %s" % (sums[:5], tl["live_bytes"][:5]))
+    r = tool("timeline", "--by", "type", "--csv", "-n", "2", trace)
+    lines = r.stdout.splitlines()
+    check("types views: timeline --by type --csv -n 2: two type columns and the others",
+          r.returncode == 0 and lines[0] == "time_s,live_bytes,Leak.session,Leak.session array,"
+          "other_types" and len(lines) == n + 1, "\n".join(lines[:3]))
+    r = tool("timeline", "--by", "type", trace)
+    check("types views: timeline --by type: an SVG of stacked bands naming the types",
+          r.returncode == 0 and r.stdout.count('<polygon class="type"') >= 3
+          and "Leak.session</text>" in r.stdout, r.stderr + r.stdout[:200])
+
+    r = tool("leaks", "--by", "type", "--json", trace)
+    lk = json.loads(r.stdout) if r.returncode == 0 else {"sites": []}
+    check("types views: leaks --by type ranks Leak.session first",
+          lk["sites"] and lk["sites"][0]["site"] == "Leak.session",
+          json.dumps(lk["sites"][:2])[:300])
+
+    pb = os.path.join(work, "t.pb.gz")
+    r = tool("pprof", "--by", "type", "-o", pb, trace)
+    totals = pprof_type_totals(pb) if r.returncode == 0 else None
+    top = tool("top", "--by", "type", "--json", "-n", "0", trace)
+    want = {row["key"]: row["alloc_bytes"] for row in json.loads(top.stdout)["rows"]}
+    check("types views: pprof --by type: one type label per sample, alloc_space per type "
+          "= top --by type's, to the byte", totals == want,
+          "%s vs %s" % (str(totals)[:300], str(want)[:300]))
+    if shutil.which("go"):
+        g = run(["go", "tool", "pprof", "-tags", pb])
+        check("types views: go tool pprof -tags lists the type label",
+              g.returncode == 0 and "type: Total" in g.stdout and "Leak.session" in g.stdout,
+              g.stdout[:300] + g.stderr[-300:])
+    test_report_types(check, tool, work, trace, want)
+    r = tool("timeline", "--cmt-path", work, trace)
+    check("types views: --cmt-path without --by type is a usage error (exit 2)",
+          r.returncode == 2 and "--cmt-path goes with --by type" in r.stderr, r.stderr)
+
+    # A trace of another OCaml version: the reader of this one says so and
+    # types nothing; the other version's own reader types it.
+    if not other_bin:
+        print("skip --by type across versions: no other +memprof install")
+        return
+    other = os.path.join(work, "other")
+    os.makedirs(other)
+    shutil.copy(os.path.join(here, "types", "leak.ml"), other)
+    r = run([os.path.join(other_bin, "ocamlopt"), "-g", "-bin-annot", "leak.ml", "-o", "leak.exe"],
+            cwd=other)
+    otrace = os.path.join(other, "t.trace")
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-3,memprof_seed=1" % otrace)
+    r2 = run([os.path.join(other, "leak.exe")], env=env, cwd=other) if r.returncode == 0 else r
+    check("types views: a trace of the other version's leak.exe",
+          r.returncode == 0 and r2.returncode == 0, r.stderr[-300:] + r2.stderr[-300:])
+    if r2.returncode != 0:
+        return
+    version = run([os.path.join(other_bin, "ocamlopt"), "-version"]).stdout.strip()
+    r = tool("top", "--by", "type", "--json", "-n", "0", otrace)
+    keys = [row["key"] for row in json.loads(r.stdout)["rows"]] if r.returncode == 0 else []
+    typed = [k for k in keys if not k.startswith("unknown")]
+    check("types views: a trace of OCaml %s with this version's reader: no type, the reason "
+          "names both versions, one hint" % version,
+          keys and not typed and any(("a program of OCaml %s" % version) in k for k in keys)
+          and sum("hint: the trace is of OCaml %s" % version in l
+                  for l in r.stderr.splitlines()) == 1,
+          str(keys[:3]) + r.stderr)
+    other_helper = os.environ.get("OCAMLMEMPROF_OTHER_TYPES",
+                                  os.path.join(other_bin, "ocaml-memprof-types"))
+    probe = run([other_helper], input="version\t%s\n" % version)
+    if probe.returncode != 0:
+        print("skip --by type with OCaml %s's reader: %s predates this tree's protocol "
+              "(rebuild that install, or set OCAMLMEMPROF_OTHER_TYPES)" % (version, other_helper))
+        return
+    os.environ["OCAML_MEMPROF_TYPES"], saved = other_helper, os.environ["OCAML_MEMPROF_TYPES"]
+    r = tool("leaks", "--by", "type", "--json", otrace)
+    os.environ["OCAML_MEMPROF_TYPES"] = saved
+    lk = json.loads(r.stdout) if r.returncode == 0 else {"sites": []}
+    check("types views: the same trace with OCaml %s's reader: leaks --by type ranks "
+          "Leak.session first" % version,
+          lk["sites"] and lk["sites"][0]["site"] == "Leak.session" and "hint" not in r.stderr,
+          json.dumps(lk["sites"][:2])[:300] + r.stderr)

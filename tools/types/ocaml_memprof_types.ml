@@ -1,22 +1,33 @@
 (* ocaml-memprof-types: the OCaml type of allocation sites, read from the
    .cmt files (-bin-annot) of the traced program's build.
 
-   `ocaml-memprof top --by type` runs it once per trace (its answers are
-   cached); it is OCaml because only the compiler's own library reads a
-   .cmt (a marshalled Typedtree of the compiler that wrote it).
+   `ocaml-memprof ... --by type` starts it when a stack's type is not in
+   its cache (once per command); it is OCaml because only the compiler's
+   own library reads a .cmt (a marshalled Typedtree of the compiler that
+   wrote it).  It answers each chain as soon as it is read (the command
+   asks while it reads its trace), and the rest when its input ends.
 
-   Input (stdin), tab-separated lines:
+   Input (stdin), tab-separated lines, the dir and version lines first:
      dir DEPTH PATH          a directory to search for .cmt files, DEPTH
                              levels of subdirectories deep
+     version VERSION         the OCaml version of the traced program: when
+                             it is not this reader's, no .cmt is read
      chain KEY (FILE LINE START END FUNCTION)+
                              an allocation's stack, innermost frame first
                              (inlined frames as separate frames); KEY is
                              echoed back
    Output (stdout), tab-separated lines:
-     type KEY TYPE           TYPE as OCaml prints it, or "unknown (REASON)"
+     type KEY DEPTH TYPE     TYPE as OCaml prints it, or "unknown (REASON)";
+                             one line per chain, written at once; DEPTH:
+                             the answer holds for every chain whose first
+                             DEPTH frames are these, or "all": for this
+                             chain only (it ran out of callers)
+   and when the input ends:
      missing FILE            a source file of the chains with no .cmt found
      stale CMT               a .cmt that does not match its source or this
                              compiler, whose types were not used
+     foreign VERSION         this reader's OCaml version, when the traced
+                             program's is another one
      read FILE               a .cmt or source file read (the answers hold
                              while these files do not change)
 
@@ -314,7 +325,20 @@ let print_type ty =
   Format.fprintf ppf "%a@?" Printtyp.type_expr ty;
   Buffer.contents b
 
-type frame = { file : string; line : int; start : int; stop : int; func : string }
+(* [index]: the frame's position in the chain, frames without a location
+   counted.  The function's name is not kept: an answer depends on the
+   frames' locations only (the caller's key). *)
+type frame = { index : int; file : string; line : int; start : int; stop : int }
+
+(* What an answer depends on: the first [!frames_used] frames of its
+   chain, and when [!ran_out] (a type with variables and no caller left
+   to tell, or a failure) the chain ending there too.  The caller then
+   reuses the answer for every chain that starts with those frames, which
+   makes its cache about 8 times smaller.  Set as frames are examined,
+   reset for each chain. *)
+let frames_used = ref 0
+let ran_out = ref false
+let examine f = frames_used := max !frames_used (f.index + 1)
 
 let describe f = Printf.sprintf "%s:%d:%d-%d" f.file f.line f.start f.stop
 
@@ -335,17 +359,22 @@ let exprs_at u f =
 type allocation = Found of unit_info * type_expr * binding option | Failed of string
 
 let allocation_at f =
+  examine f;
   match load_unit f.file with
   | Missing -> Failed ("no .cmt for " ^ f.file)
   | Stale p -> Failed ("stale .cmt: " ^ p)
   | Unit u ->
     match List.find_opt (fun (e, _) -> allocates e) (exprs_at u f) with
     | Some (e, binding) -> Found (u, e.exp_type, binding)
-    | None -> Failed (Printf.sprintf "no expression at %s (%s) in %s" (describe f) f.func u.cmt_path)
+    | None ->
+      (* Not the frame's function: an answer depends on the frames' keys
+         (file and location) only. *)
+      Failed (Printf.sprintf "no expression at %s in %s" (describe f) u.cmt_path)
 
 (* At caller frame [f], the application of a named function: its name,
    the type it is applied at, and the binding around the application. *)
 let application_at f =
+  examine f;
   match load_unit f.file with
   | Missing | Stale _ -> None
   | Unit u ->
@@ -423,6 +452,7 @@ let rec resolve frames =
                 up u' ty outer rest
               | _ -> ty)
            | None -> ty)
+        | Some _, [] when has_variables ty -> ran_out := true; ty
         | _ -> ty
       in
       let ty, binding = copy_with_binding u ty binding in
@@ -433,8 +463,8 @@ let rec resolve frames =
    the application of a function that returns one): the first caller
    outside CamlinternalOO, when its type is an object's. *)
 and object_type callers =
-  match List.find_opt (fun f -> Filename.basename f.file <> "camlinternalOO.ml") callers with
-  | None -> "unknown (an object, built by CamlinternalOO)"
+  match List.find_opt (fun f -> examine f; Filename.basename f.file <> "camlinternalOO.ml") callers with
+  | None -> ran_out := true; "unknown (an object, built by CamlinternalOO)"
   | Some f ->
     match load_unit f.file with
     | Missing -> "unknown (no .cmt for " ^ f.file ^ ")"
@@ -452,33 +482,52 @@ and object_type callers =
 
 (* ---- the protocol ---- *)
 
-let rec frames_of = function
-  | file :: line :: start :: stop :: func :: rest ->
-    { file; line = int_of_string line; start = int_of_string start;
-      stop = int_of_string stop; func } :: frames_of rest
+let rec frames_of index = function
+  | file :: line :: start :: stop :: _function :: rest ->
+    { index; file; line = int_of_string line; start = int_of_string start;
+      stop = int_of_string stop } :: frames_of (index + 1) rest
   | [] -> []
   | _ -> failwith "a frame has 5 fields"
 
+(* Another compiler's .cmt files cannot be read, and the standard
+   library's .cmt files found here (this compiler's) would not be the
+   program's: a trace of another version gets no type at all. *)
+let foreign_version trace_version =
+  Printf.sprintf "unknown (a program of OCaml %s: this reader reads OCaml %s's .cmt files)"
+    trace_version Sys.ocaml_version
+
 let () =
   Clflags.real_paths := true;
-  let chains = ref [] in
+  let stdlib_scanned = ref false and foreign = ref None in
   (try
      while true do
        match String.split_on_char '\t' (input_line stdin) with
        | [ "dir"; depth; path ] -> scan_dir (int_of_string depth) path
-       | "chain" :: key :: frames -> chains := (key, frames_of frames) :: !chains
+       | [ "version"; v ] -> if v <> Sys.ocaml_version then foreign := Some v
+       | "chain" :: key :: frames ->
+         (* Searched last: the program's own directories come first. *)
+         if not !stdlib_scanned then begin
+           scan_dir 1 Config.standard_library;
+           stdlib_scanned := true
+         end;
+         frames_used := 1;
+         ran_out := false;
+         let ty =
+           match !foreign with
+           | Some v -> foreign_version v
+           | None ->
+             (try resolve (frames_of 0 frames)
+              with e -> ran_out := true; "unknown (" ^ Printexc.to_string e ^ ")")
+         in
+         (* One line per answer: a type printed over several lines is joined. *)
+         let ty = String.concat " " (List.filter (( <> ) "") (String.split_on_char '\n' ty)) in
+         let depth = if !ran_out then "all" else string_of_int !frames_used in
+         Printf.printf "type\t%s\t%s\t%s\n%!" key depth ty
        | [ "" ] -> ()
        | l -> failwith ("bad input line: " ^ String.concat "\t" l)
      done
    with End_of_file -> ());
-  scan_dir 1 Config.standard_library;
-  List.iter
-    (fun (key, frames) ->
-      let ty = try resolve frames with e -> "unknown (" ^ Printexc.to_string e ^ ")" in
-      (* One line per answer: a type printed over several lines is joined. *)
-      let ty = String.concat " " (List.filter (( <> ) "") (String.split_on_char '\n' ty)) in
-      Printf.printf "type\t%s\t%s\n" key ty)
-    (List.rev !chains);
   Hashtbl.iter (fun f () -> Printf.printf "missing\t%s\n" f) missing_files;
   Hashtbl.iter (fun p () -> Printf.printf "stale\t%s\n" p) stale_cmts;
+  if !foreign <> None then Printf.printf "foreign\t%s\n" Sys.ocaml_version;
   Hashtbl.iter (fun p () -> Printf.printf "read\t%s\n" p) files_read
