@@ -268,9 +268,14 @@ function re(s) { if (!s) return null; try { return new RegExp(s); } catch (e) { 
 // Each string (function or file name) is tested once per regex: hit[id]
 // is 0 untested, 1 no match, 2 match (names recur in many locations).
 function matcher(r) { return { r: r, hit: new Uint8Array(STR.length) }; }
+// A callback frame ("callback F", docs/trace-format.md) matches as its
+// function F, as in the CLI's filters.
 function strMatches(m, id) {
   var h = m.hit[id];
-  if (!h) h = m.hit[id] = m.r.test(STR[id]) ? 2 : 1;
+  if (!h) {
+    var t = STR[id];
+    h = m.hit[id] = m.r.test(t) || (t.lastIndexOf('callback ', 0) === 0 && m.r.test(t.slice(9))) ? 2 : 1;
+  }
   return h === 2;
 }
 function locMatches(l, m) {
