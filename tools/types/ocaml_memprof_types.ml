@@ -450,6 +450,344 @@ and object_type callers =
          | _ -> "unknown (an object, built by CamlinternalOO)")
       | [] -> "unknown (an object, built by CamlinternalOO)"
 
+(* ---- heap snapshots: module globals and the layout of types ---- *)
+
+(* A unit loaded by module name (Stdlib__Hashtbl), for the globals of a
+   snapshot and the type declarations of the types met from them. *)
+type snap_unit = {
+  info : unit_info;
+  str : Typedtree.structure;
+  (* Type declarations by their path inside the unit ("t", "M.t"). *)
+  decls : (string, Types.type_declaration) Hashtbl.t;
+  (* The unit's signature (its .cmi), which orders its global block. *)
+  sign : Types.signature option;
+}
+
+let snap_units : (string, (snap_unit, string) result) Hashtbl.t = Hashtbl.create 64
+
+let rec index_decls decls prefix (items : Typedtree.structure_item list) =
+  List.iter
+    (fun (item : Typedtree.structure_item) ->
+      match item.str_desc with
+      | Tstr_type (_, tds) ->
+        List.iter
+          (fun (td : Typedtree.type_declaration) ->
+            Hashtbl.replace decls (prefix ^ Ident.name td.typ_id) td.typ_type)
+          tds
+      | Tstr_module { mb_id = Some id; mb_expr; _ } ->
+        (match mb_expr.mod_desc with
+         | Tmod_structure s | Tmod_constraint ({ mod_desc = Tmod_structure s; _ }, _, _, _) ->
+           index_decls decls (prefix ^ Ident.name id ^ ".") s.str_items
+         | _ -> ())
+      | _ -> ())
+    items
+
+(* The .cmt of the unit named [modname], its source unchanged since. *)
+let load_snap_unit modname =
+  match Hashtbl.find_opt snap_units modname with
+  | Some u -> u
+  | None ->
+    let rec first = function
+      | [] -> Error "no .cmt"
+      | path :: rest ->
+        Hashtbl.replace files_read path ();
+        (match Cmt_format.read_cmt path with
+         | exception _ -> Hashtbl.replace stale_cmts path (); first rest
+         | cmt when cmt.cmt_modname <> modname -> first rest
+         | cmt when not (source_digest_ok cmt path) ->
+           Hashtbl.replace stale_cmts path ();
+           (match first rest with Error _ -> Error ("stale .cmt: " ^ path) | ok -> ok)
+         | cmt ->
+           match cmt.cmt_annots with
+           | Implementation str ->
+             let unit_path = public_ident (Ident.create_persistent cmt.cmt_modname) in
+             let exprs, qualify, calls = index_structure str unit_path in
+             let decls = Hashtbl.create 64 in
+             index_decls decls "" str.str_items;
+             let cmi = Filename.remove_extension path ^ ".cmi" in
+             let sign =
+               match Cmt_format.read_cmi cmi with
+               | exception _ -> None
+               | c -> Hashtbl.replace files_read cmi (); Some c.cmi_sign
+             in
+             Ok { info = { cmt_path = path; exprs; qualify; calls }; str; decls; sign }
+           | _ -> first rest)
+    in
+    let u = first (List.rev (Hashtbl.find_all cmt_index (module_key modname))) in
+    Hashtbl.replace snap_units modname u;
+    u
+
+(* The declaration of type [p] (qualified, as copy_types leaves it) and
+   the unit that has it: Stdlib.Hashtbl.t is t of unit Stdlib__Hashtbl,
+   Leak.M.t is M.t of unit Leak. *)
+let find_decl (p : Path.t) =
+  let rec names : Path.t -> string list option = function
+    | Pident id -> Some (String.split_on_char '.' (Ident.name id))
+    | Pdot (q, s) -> Option.map (fun l -> l @ [ s ]) (names q)
+    | _ -> None
+  in
+  match names p with
+  | None -> None
+  | Some comps ->
+    let n = List.length comps in
+    let rec try_split i =
+      if i < 1 then None
+      else
+        let unit_name = String.concat "__" (List.filteri (fun k _ -> k < i) comps) in
+        let inner = String.concat "." (List.filteri (fun k _ -> k >= i) comps) in
+        match load_snap_unit unit_name with
+        | Ok u when Hashtbl.mem u.decls inner -> Some (u, Hashtbl.find u.decls inner)
+        | _ -> try_split (i - 1)
+    in
+    try_split (n - 1)
+
+(* A copy of [ty] (a type of unit [u]'s .cmt) with its paths qualified and
+   the variables [params] replaced by [args] (copies already). *)
+let instantiate u params args ty =
+  let seen = Hashtbl.create 16 in
+  List.iter2 (fun p a -> Hashtbl.replace seen (get_id p) a) params args;
+  let rec copy ty =
+    match Hashtbl.find_opt seen (get_id ty) with
+    | Some c -> c
+    | None ->
+      let stub = Btype.newgenstub ~scope:Ident.highest_scope in
+      Hashtbl.add seen (get_id ty) stub;
+      let desc =
+        match get_desc ty with
+        | Tconstr (p, a, _) -> Tconstr (qualify_path u p, List.map copy a, ref Mnil)
+        | Tvariant row -> Tvariant (Btype.copy_row copy true row true (copy (row_more row)))
+        | d -> Btype.copy_type_desc ~keep_names:true copy d
+      in
+      Transient_expr.set_stub_desc stub desc;
+      stub
+  in
+  copy ty
+
+(* What a value of a type is in memory, for the C side to check a block
+   against and to type its fields.  Blocks: the block layouts it may have
+   (tag, size, per field its edge name and type), a record's or tuple's
+   one, a variant's one per non-constant constructor. *)
+type shape =
+  | Unknown
+  | Immediate
+  | String_block
+  | Float_block
+  | Closure
+  | Custom
+  | Object
+  | Lazy
+  | Float_array
+  | Array of int
+  | Blocks of (int * int * (string * int) list) list
+
+let shape_name = function
+  | Unknown -> "unknown" | Immediate -> "imm" | String_block -> "string"
+  | Float_block -> "float" | Closure -> "closure" | Custom -> "custom"
+  | Object -> "object" | Lazy -> "lazy" | Float_array -> "floatarray"
+  | Array _ -> "array" | Blocks _ -> "blocks"
+
+(* Types are numbered by their printed text; the recursion of a type's
+   fields ends at types already numbered, and at max_types (a
+   non-regular type has infinitely many instances). *)
+let max_types = 20000
+let type_ids : (string, int) Hashtbl.t = Hashtbl.create 1024
+let shape_lines = Buffer.create 4096
+
+let emit_shape id shape =
+  let b = shape_lines in
+  Printf.bprintf b "shape\t%d\t%s" id (shape_name shape);
+  (match shape with Array e -> Printf.bprintf b "\t%d" e | _ -> ());
+  Buffer.add_char b '\n';
+  match shape with
+  | Blocks alts ->
+    List.iter
+      (fun (tag, size, fields) ->
+        Printf.bprintf b "alt\t%d\t%d\t%d" id tag size;
+        List.iter (fun (name, t) -> Printf.bprintf b "\t%s\t%d" name t) fields;
+        Buffer.add_char b '\n')
+      alts
+  | _ -> ()
+
+let unknown_id = 0
+
+let rec type_id ty =
+  let text = String.concat " " (String.split_on_char '\n' (print_type ty)) in
+  match Hashtbl.find_opt type_ids text with
+  | Some id -> id
+  | None ->
+    let id = Hashtbl.length type_ids in
+    Hashtbl.add type_ids text id;
+    Printf.bprintf shape_lines "type\t%d\t%s\n" id text;
+    let shape =
+      if id >= max_types then Unknown else try shape_of ty with Not_found -> Unknown
+    in
+    emit_shape id shape;
+    id
+
+and shape_of ty =
+  match get_desc ty with
+  | Tarrow _ -> Closure
+  | Ttuple tys -> Blocks [ (0, List.length tys, List.mapi (fun i t -> (Printf.sprintf ".%d" (i + 1), type_id t)) tys) ]
+  | Tconstr (p, args, _) -> constr_shape p args
+  | Tobject _ -> Object
+  | Tpoly (t, _) -> shape_of t
+  | _ -> Unknown
+
+and constr_shape p args =
+  let is q = Path.same p q in
+  match args with
+  | _ when is Predef.path_int || is Predef.path_char || is Predef.path_bool || is Predef.path_unit ->
+    Immediate
+  | _ when is Predef.path_float -> Float_block
+  | _ when is Predef.path_string || is Predef.path_bytes -> String_block
+  | _ when is Predef.path_int32 || is Predef.path_int64 || is Predef.path_nativeint -> Custom
+  | _ when is Predef.path_floatarray -> Float_array
+  | _ when is Predef.path_lazy_t -> Lazy
+  | [ a ] when is Predef.path_array ->
+    (match get_desc a with
+     | Tconstr (q, [], _) when Path.same q Predef.path_float -> Float_array
+     | _ -> Array (type_id a))
+  | [ a ] when is Predef.path_list ->
+    let self = Btype.newgenty (Tconstr (p, [ a ], ref Mnil)) in
+    Blocks [ (0, 2, [ ("::.0", type_id a); ("::", type_id self) ]) ]
+  | [ a ] when is Predef.path_option -> Blocks [ (0, 1, [ ("Some", type_id a) ]) ]
+  | _ ->
+    match find_decl p with
+    | None -> Unknown
+    | Some (u, d) when List.length d.type_params <> List.length args -> ignore u; Unknown
+    | Some (u, d) ->
+      let inst ty = instantiate u.info d.type_params args ty in
+      let field_id prefix (ld : Types.label_declaration) =
+        (prefix ^ Ident.name ld.ld_id, type_id (inst ld.ld_type))
+      in
+      match d.type_kind with
+      | Type_record (lds, Record_regular) ->
+        Blocks [ (0, List.length lds, List.map (field_id ".") lds) ]
+      | Type_record (lds, Record_float) -> Blocks [ (254, List.length lds, []) ]
+      | Type_record ([ ld ], Record_unboxed _) -> shape_of (inst ld.ld_type)
+      | Type_variant ([ { cd_args = Cstr_tuple [ t ]; cd_res = None; _ } ], Variant_unboxed) ->
+        shape_of (inst t)
+      | Type_variant (cds, Variant_regular) ->
+        let tag = ref 0 in
+        let alts =
+          List.filter_map
+            (fun (cd : Types.constructor_declaration) ->
+              let name = Ident.name cd.cd_id in
+              (* A GADT constructor's arguments may have existential
+                 types: unknown. *)
+              let arg t = if cd.cd_res = None then type_id (inst t) else unknown_id in
+              let fields =
+                match cd.cd_args with
+                | Cstr_tuple [] -> None
+                | Cstr_tuple [ t ] -> Some [ (name, arg t) ]
+                | Cstr_tuple ts -> Some (List.mapi (fun i t -> (Printf.sprintf "%s.%d" name i, arg t)) ts)
+                | Cstr_record lds ->
+                  Some (List.map (fun (ld : Types.label_declaration) ->
+                            (name ^ "." ^ Ident.name ld.ld_id, arg ld.ld_type)) lds)
+              in
+              Option.map
+                (fun fields ->
+                  let t = !tag in
+                  incr tag;
+                  (t, List.length fields, fields))
+                fields)
+            cds
+        in
+        if alts = [] then Immediate else Blocks alts
+      | Type_abstract _ ->
+        (match d.type_manifest with Some m -> shape_of (inst m) | None -> Unknown)
+      | _ -> Unknown
+
+(* The identifiers of a structure in the order of its unit's global block
+   (Translmod.transl_store_gen in 5.3): first the runtime components of
+   the signature (.cmi: the .mli's, or the inferred one), each the last
+   identifier defined with its name; then the other identifiers defined
+   at the top, in order; then those of its submodules' structures, all
+   levels, in order.  Each with its name and, for values, its type. *)
+let global_fields u =
+  let defined = ref [] and more = ref [] in
+  let rec items prefix acc (l : Typedtree.structure_item list) =
+    List.iter
+      (fun (item : Typedtree.structure_item) ->
+        let add id ty = acc := (id, prefix ^ Ident.name id, ty) :: !acc in
+        let sub (mb_expr : Typedtree.module_expr) name =
+          match mb_expr.mod_desc with
+          | Tmod_structure s | Tmod_constraint ({ mod_desc = Tmod_structure s; _ }, _, _, _) ->
+            items (prefix ^ name ^ ".") more s.str_items
+          | _ -> ()
+        in
+        match item.str_desc with
+        | Tstr_value (_, vbs) ->
+          List.iter (fun (id, _, ty, _) -> add id (Some ty)) (Typedtree.let_bound_idents_full vbs)
+        | Tstr_typext te -> List.iter (fun (e : Typedtree.extension_constructor) -> add e.ext_id None) te.tyext_constructors
+        | Tstr_exception e -> add e.tyexn_constructor.ext_id None
+        | Tstr_module { mb_id = Some id; mb_presence = Mp_present; mb_expr; _ } ->
+          add id None;
+          sub mb_expr (Ident.name id)
+        | Tstr_recmodule mbs ->
+          List.iter (fun (mb : Typedtree.module_binding) -> Option.iter (fun id -> add id None) mb.mb_id) mbs
+        | Tstr_class cls -> List.iter (fun ((c : Typedtree.class_declaration), _) -> add c.ci_id_class None) cls
+        | Tstr_open od ->
+          List.iter (fun id -> add id None) (Types.bound_value_identifiers od.open_bound_items);
+          (match od.open_expr.mod_desc with
+           | Tmod_structure s -> items prefix more s.str_items
+           | _ -> ())
+        | Tstr_include incl ->
+          List.iter (fun id -> add id None) (Types.bound_value_identifiers incl.incl_type);
+          (match incl.incl_mod.mod_desc with
+           | Tmod_structure s | Tmod_constraint ({ mod_desc = Tmod_structure s; _ }, _, _, _) ->
+             items prefix more s.str_items
+           | _ -> ())
+        | _ -> ())
+      l
+  in
+  items "" defined u.str.str_items;
+  let defined = List.rev !defined and more = List.rev !more in
+  let exported =
+    match u.sign with
+    | None -> None
+    | Some sg ->
+      Some
+        (List.filter_map
+           (function
+             | Sig_value (id, { val_kind = Val_reg; _ }, _) | Sig_typext (id, _, _, _)
+             | Sig_module (id, Mp_present, _, _, _) | Sig_class (id, _, _, _) ->
+               Some (Ident.name id)
+             | _ -> None)
+           sg)
+  in
+  match exported with
+  | None -> None
+  | Some names ->
+    let last_named n =
+      List.fold_left (fun acc ((_, name, _) as d) -> if name = n then Some d else acc) None defined
+    in
+    let front = List.map (fun n -> (n, last_named n)) names in
+    let used = List.filter_map (fun (_, d) -> Option.map (fun (id, _, _) -> id) d) front in
+    let rest = List.filter (fun (id, _, _) -> not (List.exists (Ident.same id) used)) defined in
+    Some
+      (List.map (fun (n, d) -> match d with Some (_, _, ty) -> (n, ty) | None -> (n, None)) front
+       @ List.map (fun (_, n, ty) -> (n, ty)) (rest @ more))
+
+(* [global MODULE]: the fields of MODULE's global block, typed. *)
+let answer_global m =
+  let modname = String.concat "__" (String.split_on_char '.' m) in
+  match load_snap_unit modname with
+  | Error reason -> Printf.printf "nomodule\t%s\t%s\n" m reason
+  | Ok u ->
+    match global_fields u with
+    | None -> Printf.printf "nomodule\t%s\tno .cmi beside %s\n" m u.info.cmt_path
+    | Some fields ->
+      List.iteri
+        (fun i (name, ty) ->
+          let id =
+            match ty with
+            | Some ty -> (try type_id (instantiate u.info [] [] ty) with _ -> unknown_id)
+            | None -> unknown_id
+          in
+          Printf.printf "field\t%s\t%d\t%s\t%d\n" m i name id)
+        fields
+
 (* ---- the protocol ---- *)
 
 let rec frames_of = function
@@ -461,12 +799,13 @@ let rec frames_of = function
 
 let () =
   Clflags.real_paths := true;
-  let chains = ref [] in
+  let chains = ref [] and globals = ref [] in
   (try
      while true do
        match String.split_on_char '\t' (input_line stdin) with
        | [ "dir"; depth; path ] -> scan_dir (int_of_string depth) path
        | "chain" :: key :: frames -> chains := (key, frames_of frames) :: !chains
+       | [ "global"; m ] -> globals := m :: !globals
        | [ "" ] -> ()
        | l -> failwith ("bad input line: " ^ String.concat "\t" l)
      done
@@ -479,6 +818,10 @@ let () =
       let ty = String.concat " " (List.filter (( <> ) "") (String.split_on_char '\n' ty)) in
       Printf.printf "type\t%s\t%s\n" key ty)
     (List.rev !chains);
+  Hashtbl.add type_ids "(unknown)" unknown_id;
+  emit_shape unknown_id Unknown;
+  List.iter answer_global (List.rev !globals);
+  print_string (Buffer.contents shape_lines);
   Hashtbl.iter (fun f () -> Printf.printf "missing\t%s\n" f) missing_files;
   Hashtbl.iter (fun p () -> Printf.printf "stale\t%s\n" p) stale_cmts;
   Hashtbl.iter (fun p () -> Printf.printf "read\t%s\n" p) files_read
