@@ -202,7 +202,7 @@ static int cache_fresh(const char *path)
 /* The directories to search: --cmt-path's, the executable's, and when it
    was built by dune the whole _build tree (the helper adds the standard
    library's). */
-static void write_dirs(FILE *in, const char *exe, const char *const *cmt_paths, size_t n)
+void types_write_dirs(FILE *in, const char *exe, const char *const *cmt_paths, size_t n)
 {
   for (size_t i = 0; i < n; i++) fprintf(in, "dir\t8\t%s\n", cmt_paths[i]);
   if (!exe || !exe[0] || !is_plain(exe)) return;
@@ -213,8 +213,8 @@ static void write_dirs(FILE *in, const char *exe, const char *const *cmt_paths, 
   if (b) fprintf(in, "dir\t10\t%.*s\n", (int)(b - exe + 7), exe);
 }
 
-/* Run the helper on [input] (a file), its answers into [m] and [cache]. */
-static int run_helper(types_map *m, const char *helper, FILE *input, FILE *cache)
+/* Run the helper on [input] (a file), each line of its answer to [line]. */
+static int run_helper(const char *helper, FILE *input, void (*line)(void *, char *), void *arg)
 {
   int fds[2];
   if (pipe(fds) != 0) return -1;
@@ -231,12 +231,15 @@ static int run_helper(types_map *m, const char *helper, FILE *input, FILE *cache
   }
   close(fds[1]);
   FILE *out = fdopen(fds[0], "r");
-  read_answers(m, out, cache);
+  char *buf = NULL;
+  size_t cap = 0;
+  while (getline(&buf, &cap, out) > 0) line(arg, buf);
+  free(buf);
   fclose(out);
   int status;
   if (waitpid(pid, &status, 0) < 0) return -1;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-    msg("ocaml-memprof: --by type needs %s, the .cmt reader built with the tools when PREFIX "
+    msg("ocaml-memprof: types need %s, the .cmt reader built with the tools when PREFIX "
         "has an OCaml with compiler-libs: it could not be run\n", helper);
     return -1;
   }
@@ -245,6 +248,23 @@ static int run_helper(types_map *m, const char *helper, FILE *input, FILE *cache
     return -1;
   }
   return 0;
+}
+
+int types_run_helper(FILE *input, void (*line)(void *arg, char *line), void *arg)
+{
+  char helper_buf[PATH_MAX];
+  rewind(input);
+  return run_helper(helper_path(helper_buf, sizeof helper_buf), input, line, arg);
+}
+
+/* An answer line into the map, and into the cache file. */
+typedef struct { types_map *m; FILE *cache; } answer_sink;
+
+static void answer_line(void *arg, char *line)
+{
+  answer_sink *k = arg;
+  if (k->cache) fputs(line, k->cache);
+  read_answer(k->m, line);
 }
 
 types_map *types_resolve(an_ctx *c, const uint32_t *nodes, size_t nnodes,
@@ -276,7 +296,7 @@ types_map *types_resolve(an_ctx *c, const uint32_t *nodes, size_t nnodes,
     types_free(m);
     return NULL;
   }
-  write_dirs(input, exe, cmt_paths, ncmt_paths);
+  types_write_dirs(input, exe, cmt_paths, ncmt_paths);
   u64map asked;
   u64map_init(&asked, 256);
   size_t nasked = 0;
@@ -299,7 +319,8 @@ types_map *types_resolve(an_ctx *c, const uint32_t *nodes, size_t nnodes,
   if (nasked) {
     rewind(input);
     FILE *cache = cpath ? fopen(cpath, "a") : NULL;
-    rc = run_helper(m, helper, input, cache);
+    answer_sink sink = { m, cache };
+    rc = run_helper(helper, input, answer_line, &sink);
     if (cache) fclose(cache);
   }
   fclose(input);

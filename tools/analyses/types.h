@@ -14,6 +14,7 @@
 #define OCAML_MEMPROF_TYPES_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "analysis.h"
@@ -35,5 +36,12 @@ const char *types_of_node(const types_map *m, uint32_t node);
    files that were stale or another compiler's, when there are some. */
 void types_print_hints(const types_map *m);
 void types_free(types_map *m);
+
+/* The helper's requests of other kinds (snaptypes.h): the "dir" lines of
+   the directories to search for the trace's executable [exe] into
+   [input]; then the helper run on [input], each line of its answer given
+   to [line].  0, or -1 after a one-line error. */
+void types_write_dirs(FILE *input, const char *exe, const char *const *cmt_paths, size_t n);
+int types_run_helper(FILE *input, void (*line)(void *arg, char *line), void *arg);
 
 #endif
