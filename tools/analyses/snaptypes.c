@@ -166,6 +166,47 @@ static int fits(const snap_types *t, uint32_t type, unsigned tag, uint64_t size)
   }
 }
 
+/* Deep checks look this many edges down, at blocks of at most
+   DEEP_FIELDS fields. */
+#define DEEP_LEVELS 2
+#define DEEP_FIELDS 32
+
+/* Can block [b] of [s] be a value of [type], its fields too, [depth]
+   levels down?  A bucket {key : int; data : entry; next} whose next is
+   empty has one edge, and entry is a record of three fields as the
+   bucket is: only the fields of the target tell data from next.  Where
+   it cannot tell (larger blocks) the answer is yes, which only makes a
+   matching ambiguous, never a type wrong. */
+static int fits_deep(const snap_types *t, const hg_snapshot *s, uint32_t type, uint32_t b,
+                     int depth)
+{
+  unsigned tag = s->tag[b - 1];
+  if (!fits(t, type, tag, s->wosize[b - 1])) return 0;
+  const st_typeinfo *ti = info(t, type);
+  if (!depth || !ti || ti->shape != SH_BLOCKS) return 1;
+  const st_alt *alt = alt_of(t, ti, tag, s->wosize[b - 1]);
+  uint32_t v = s->base + b - 1, m = (uint32_t)(s->off[v + 1] - s->off[v]);
+  const uint32_t *adj = s->adj + s->off[v];
+  uint32_t pf[DEEP_FIELDS], np = 0;
+  if (alt->size > DEEP_FIELDS) return 1;
+  for (uint32_t j = 0; j < alt->size; j++) {
+    const st_typeinfo *f = info(t, t->fields[alt->field_first + j].type);
+    if (!f || f->shape != SH_IMM) pf[np++] = t->fields[alt->field_first + j].type;
+  }
+  if (m > np) return 0;
+  /* pre[j]: the edges so far fit in fields < j (one row at a time). */
+  uint8_t pre[DEEP_FIELDS + 1], cur[DEEP_FIELDS + 1];
+  for (uint32_t j = 0; j <= np; j++) pre[j] = 1;
+  for (uint32_t i = 0; i < m; i++) {
+    cur[0] = 0;
+    for (uint32_t j = 1; j <= np; j++)
+      cur[j] = cur[j - 1]
+               || (pre[j - 1] && fits_deep(t, s, pf[j - 1], adj[i] - s->base + 1, depth - 1));
+    memcpy(pre, cur, np + 1);
+  }
+  return pre[np];
+}
+
 /* The type block [b] of [s] gets as a value of [type]: [type] when it
    fits, else 0; a lazy value is typed only while it is a lazy block. */
 static uint32_t type_as(const snap_types *t, const hg_snapshot *s, uint32_t b, uint32_t type)
@@ -222,7 +263,7 @@ static void type_children(snap_types *t, const hg_snapshot *s, uint32_t v, const
     return;
   }
   size_t w = np + 1;
-#define FIT(i, j) fits(t, t->fields[pf[j]].type, s->tag[adj[i] - s->base], s->wosize[adj[i] - s->base])
+#define FIT(i, j) fits_deep(t, s, t->fields[pf[j]].type, adj[i] - s->base + 1, DEEP_LEVELS)
   for (uint32_t j = 0; j <= np; j++) pre[j] = 1;
   for (uint32_t i = 1; i <= m; i++) {
     pre[i * w] = 0;
@@ -379,7 +420,7 @@ static void hint(const char *what, const snap_types *t, const u64map *set, const
 
 void st_print_hints(const snap_types *t)
 {
-  hint("types: modules without a .cmt (their globals untyped):", t, &t->missing,
+  hint("types: modules without a usable .cmt (their globals untyped):", t, &t->missing,
        "compile with -bin-annot (dune does) or give --cmt-path DIR");
   hint("types: stale or foreign .cmt files ignored:", t, &t->stale,
        "the source changed since, or another compiler wrote them; rebuild");
