@@ -22,8 +22,8 @@ typedef struct { uint32_t text, shape, elem, alt_first, nalts; } st_typeinfo;
 typedef struct { uint32_t tag, size, field_first; } st_alt;   /* size fields */
 typedef struct { uint32_t name, type; } st_field;
 
-/* Blocks whose edges are matched to fields at most this many pairs of
-   (edge, field): larger ones keep their children unknown. */
+/* A block of more pointer fields than this, or whose matching needs
+   more than 2 * MATCH_MAX cells, keeps its children unknown. */
 #define MATCH_MAX 4096
 
 struct snap_types {
@@ -228,6 +228,37 @@ static void set_child(snap_types *t, const hg_snapshot *s, uint32_t w, uint32_t 
   t->index[w] = index;
 }
 
+/* The matchings of [m] edges to [np] fields in order, edge i only to a
+   field j with fit[i * np + j]: pre[i * (np + 1) + j] whether edges < i
+   match fields < j, suf[...] whether edges >= i match fields >= j.  0 when
+   there is none; *ambiguous when an edge may take several fields. */
+static int match(uint32_t m, uint32_t np, const uint8_t *fit, uint8_t *pre, uint8_t *suf,
+                 int *ambiguous)
+{
+  size_t w = np + 1;
+  for (uint32_t j = 0; j <= np; j++) pre[j] = 1;
+  for (uint32_t i = 1; i <= m; i++) {
+    pre[i * w] = 0;
+    for (uint32_t j = 1; j <= np; j++)
+      pre[i * w + j] = pre[i * w + j - 1] || (pre[(i - 1) * w + j - 1] && fit[(i - 1) * np + j - 1]);
+  }
+  if (!pre[m * w + np]) return 0;
+  for (uint32_t j = 0; j <= np; j++) suf[m * w + j] = 1;
+  for (uint32_t i = m; i-- > 0;) {
+    suf[i * w + np] = 0;
+    for (uint32_t j = np; j-- > 0;)
+      suf[i * w + j] = suf[i * w + j + 1] || (fit[i * np + j] && suf[(i + 1) * w + j + 1]);
+  }
+  *ambiguous = 0;
+  for (uint32_t i = 0; i < m && !*ambiguous; i++) {
+    uint32_t count = 0;
+    for (uint32_t j = 0; j < np; j++)
+      count += pre[i * w + j] && fit[i * np + j] && suf[(i + 1) * w + j + 1];
+    *ambiguous = count > 1;
+  }
+  return 1;
+}
+
 /* The children of typed block node [v] (of [fresh] the ones it reaches
    first: fresh[k] for its k-th edge) get their fields' names and types. */
 static void type_children(snap_types *t, const hg_snapshot *s, uint32_t v, const uint8_t *fresh,
@@ -258,45 +289,62 @@ static void type_children(snap_types *t, const hg_snapshot *s, uint32_t v, const
       pf[np++] = alt->field_first + j;
     }
   }
-  if (m > np || (uint64_t)(m + 1) * (np + 1) > MATCH_MAX * 4) {
+  if (m > np || (uint64_t)(m + 1) * (np + 1) * 2 > MATCH_MAX * 4) {
     if (m > np) t->type[v] = 0;  /* more pointers than its type has room for */
     return;
   }
+  if (m == np) {
+    /* No field left out: edge k is field k (the usual case, no search). */
+    for (uint32_t k = 0; k < m; k++)
+      if (!fits(t, t->fields[pf[k]].type, s->tag[adj[k] - s->base], s->wosize[adj[k] - s->base])) {
+        t->type[v] = 0;
+        return;
+      }
+    for (uint32_t k = 0; k < m; k++)
+      if (fresh[k]) set_child(t, s, adj[k], t->fields[pf[k]].type, t->fields[pf[k]].name, ST_NO_INDEX);
+    return;
+  }
+  /* fit[i * np + j]: edge i's target fits field j; shallow first, deep
+     only when that leaves an edge ambiguous (m = np is the identity). */
+  uint8_t *fit = pre + (size_t)(m + 1) * (np + 1);
+  for (uint32_t i = 0; i < m; i++)
+    for (uint32_t j = 0; j < np; j++)
+      fit[i * np + j] = fits(t, t->fields[pf[j]].type, s->tag[adj[i] - s->base],
+                             s->wosize[adj[i] - s->base]);
+  int ambiguous;
+  if (!match(m, np, fit, pre, suf, &ambiguous)) { t->type[v] = 0; return; }
+  if (ambiguous) {
+    for (uint32_t i = 0; i < m; i++)
+      for (uint32_t j = 0; j < np; j++)
+        if (fit[i * np + j])
+          fit[i * np + j] = fits_deep(t, s, t->fields[pf[j]].type, adj[i] - s->base + 1,
+                                      DEEP_LEVELS);
+    if (!match(m, np, fit, pre, suf, &ambiguous)) { t->type[v] = 0; return; }
+  }
   size_t w = np + 1;
-#define FIT(i, j) fits_deep(t, s, t->fields[pf[j]].type, adj[i] - s->base + 1, DEEP_LEVELS)
-  for (uint32_t j = 0; j <= np; j++) pre[j] = 1;
-  for (uint32_t i = 1; i <= m; i++) {
-    pre[i * w] = 0;
-    for (uint32_t j = 1; j <= np; j++)
-      pre[i * w + j] = pre[i * w + j - 1] || (pre[(i - 1) * w + j - 1] && FIT(i - 1, j - 1));
-  }
-  if (!pre[m * w + np]) { t->type[v] = 0; return; }   /* no field explains its edges */
-  for (uint32_t j = 0; j <= np; j++) suf[m * w + j] = 1;
-  for (uint32_t i = m; i-- > 0;) {
-    suf[i * w + np] = 0;
-    for (uint32_t j = np; j-- > 0;)
-      suf[i * w + j] = suf[i * w + j + 1] || (FIT(i, j) && suf[(i + 1) * w + j + 1]);
-  }
   for (uint32_t i = 0; i < m; i++) {
     if (!fresh[i]) continue;
     uint32_t first = UINT32_MAX, count = 0, same_type = 1;
-    char names[256];
-    size_t len = 0;
     for (uint32_t j = 0; j < np; j++) {
-      if (!(pre[i * w + j] && FIT(i, j) && suf[(i + 1) * w + j + 1])) continue;
-      const st_field *f = &t->fields[pf[j]];
+      if (!(pre[i * w + j] && fit[i * np + j] && suf[(i + 1) * w + j + 1])) continue;
       if (first == UINT32_MAX) first = pf[j];
-      else same_type &= f->type == t->fields[first].type;
-      if (len < sizeof names)
-        len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", count ? "|" : "",
-                                strpool_get(t->strs, f->name));
+      else same_type &= t->fields[pf[j]].type == t->fields[first].type;
       count++;
     }
-    if (count == 1) set_child(t, s, adj[i], t->fields[first].type, t->fields[first].name, ST_NO_INDEX);
-    else if (count > 1 && same_type && len < sizeof names)
-      set_child(t, s, adj[i], t->fields[first].type, intern(t, names), ST_NO_INDEX);
+    if (count == 1) {
+      set_child(t, s, adj[i], t->fields[first].type, t->fields[first].name, ST_NO_INDEX);
+    } else if (count > 1 && same_type) {
+      /* Fields of one type: typed, named by all of them ("a|b"). */
+      char names[256];
+      size_t len = 0;
+      for (uint32_t j = 0; j < np && len < sizeof names; j++)
+        if (pre[i * w + j] && fit[i * np + j] && suf[(i + 1) * w + j + 1])
+          len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", len ? "|" : "",
+                                  strpool_get(t->strs, t->fields[pf[j]].name));
+      if (len < sizeof names)
+        set_child(t, s, adj[i], t->fields[first].type, intern(t, names), ST_NO_INDEX);
+    }
   }
-#undef FIT
 }
 
 /* Breadth first from the super root, in the order of the retainer paths'
