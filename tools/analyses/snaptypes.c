@@ -1,6 +1,6 @@
 /* snaptypes.c: types of a heap snapshot's blocks from its module globals
    (see snaptypes.h for the method, tools/types/ for the helper's answers:
-   "field MODULE INDEX NAME TYPE", "type ID TEXT", "shape ID KIND [ELEM]",
+   "field MODULE INDEX NAME TYPE", "site KEY TYPE", "tname ID TEXT", "shape ID KIND [ELEM]",
    "alt ID TAG SIZE (NAME TYPE)*", "nomodule MODULE REASON"). */
 
 #include <stdio.h>
@@ -34,6 +34,8 @@ struct snap_types {
   u64map global_field;          /* module string id << 32 | index -> field + 1 */
   st_field *globals; size_t nglobals, globals_cap;
   u64map missing, stale;        /* string id -> 1 */
+  uint32_t *site_of;            /* per allocation of the reader: site + 1 */
+  uint32_t *site_type; size_t nsites, site_cap;   /* per site asked */
   uint32_t *type, *name, *index;   /* per graph node */
   uint32_t no_name, array_name;
 };
@@ -84,7 +86,7 @@ static void answer_line(void *arg, char *line)
   size_t n = split_tabs(line, f, sizeof f / sizeof *f);
   uint32_t id, a, b, c;
   st_typeinfo *ti;
-  if (n == 3 && !strcmp(f[0], "type") && parse_u32(f[1], &id) && (ti = type_slot(t, id))) {
+  if (n == 3 && !strcmp(f[0], "tname") && parse_u32(f[1], &id) && (ti = type_slot(t, id))) {
     ti->text = intern(t, f[2]);
   } else if (n >= 3 && !strcmp(f[0], "shape") && parse_u32(f[1], &id) && (ti = type_slot(t, id))) {
     for (uint32_t k = 0; k < sizeof shape_names / sizeof *shape_names; k++)
@@ -111,6 +113,8 @@ static void answer_line(void *arg, char *line)
     uint32_t old;
     u64map_replace(&t->global_field, (uint64_t)intern(t, f[1]) << 32 | a,
                    (uint32_t)t->nglobals, &old);
+  } else if (n == 3 && !strcmp(f[0], "site") && parse_u32(f[1], &a) && parse_u32(f[2], &c)) {
+    if (a < t->nsites) t->site_type[a] = c;
   } else if (n == 3 && !strcmp(f[0], "nomodule")) {
     uint32_t old;
     u64map_replace(&t->missing, intern(t, f[1]), 1, &old);
@@ -125,6 +129,57 @@ static void answer_line(void *arg, char *line)
 static int is_stdlib_module(const char *m)
 {
   return !strncmp(m, "Stdlib", 6) || !strncmp(m, "Camlinternal", 12) || !strcmp(m, "Std_exit");
+}
+
+/* ---- sampled blocks: the type of their allocation site ---- */
+
+/* The helper's frames of allocation [al]'s stack, innermost first, at
+   most TYPES_FRAMES (as `top --by type` asks them), into [buf]; 0 when
+   its allocation has no source location or a name cannot be sent. */
+static int site_frames(const hg_reader *r, const hg_alloc *al, char *buf, size_t len)
+{
+  size_t pos = 0, nframes = 0;
+  buf[0] = 0;
+  for (uint32_t k = 0; k < al->stack_len && nframes < TYPES_FRAMES; k++) {
+    const mpt_location *l = ti_location(r->t, r->stacks[al->stack_off + k]);
+    if (!l || !l->n) {
+      if (!nframes) return 0;
+      continue;
+    }
+    for (uint32_t i = 0; i < l->n && nframes < TYPES_FRAMES; i++) {
+      const mpt_loc_entry *e = &l->entries[i];
+      const char *fn = e->function ? e->function : "";
+      if (!e->file || !e->file[0] || strpbrk(e->file, "\t\n\r") || strpbrk(fn, "\t\n\r"))
+        return nframes > 0;
+      int w = snprintf(buf + pos, len - pos, "\t%s\t%u\t%u\t%u\t%s", e->file, e->line,
+                       e->start_char, e->end_char, fn);
+      if (w < 0 || (size_t)w >= len - pos) { buf[pos] = 0; return nframes > 0; }
+      pos += (size_t)w;
+      nframes++;
+    }
+  }
+  return nframes > 0;
+}
+
+/* A "site" request per distinct stack of the snapshot's sampled blocks. */
+static void ask_sites(snap_types *t, const hg_reader *r, const hg_snapshot *s, FILE *input)
+{
+  static char frames[TYPES_FRAMES * 700];
+  strpool *keys = strpool_new();
+  t->site_of = xcalloc(r->nallocs ? r->nallocs : 1, sizeof *t->site_of);
+  for (uint32_t b = 1; b <= s->nblocks; b++) {
+    uint32_t al = s->alloc[b - 1];
+    if (!al || t->site_of[al - 1] || !site_frames(r, &r->allocs[al - 1], frames, sizeof frames))
+      continue;
+    uint32_t before = strpool_count(keys), k = strpool_intern(keys, frames, strlen(frames));
+    t->site_of[al - 1] = k + 1;
+    if (k < before) continue;
+    grow_array((void **)&t->site_type, &t->site_cap, (size_t)k + 1, sizeof *t->site_type);
+    t->site_type[k] = 0;
+    t->nsites = (size_t)k + 1;
+    fprintf(input, "site\t%u%s\n", k, frames);
+  }
+  strpool_free(keys);
 }
 
 /* ---- the layouts ---- */
@@ -377,6 +432,10 @@ static void propagate(snap_types *t, const hg_snapshot *s, char *const *label_te
       if (!seen[w]) { seen[w] = 1; queue[qt++] = w; }
     }
     if (v >= s->base) {
+      /* A sampled block no typed field reaches: its site's type. */
+      uint32_t b = v - s->base + 1, al = s->alloc[b - 1];
+      if (!t->type[v] && al && t->site_of[al - 1])
+        t->type[v] = type_as(t, s, b, t->site_type[t->site_of[al - 1] - 1]);
       if (t->type[v]) type_children(t, s, v, fresh, pre, suf);
     } else if (v > HG_KINDS) {
       uint32_t l = v - 1 - HG_KINDS;
@@ -500,6 +559,7 @@ snap_types *st_resolve(const hg_reader *r, const hg_snapshot *s, char *const *la
   u64map_init(&t->global_field, 256);
   u64map_init(&t->missing, 16);
   u64map_init(&t->stale, 16);
+  ask_sites(t, r, s, input);
   int rc = types_run_helper(input, answer_line, t);
   fclose(input);
   size_t typed_user = 0;
@@ -571,6 +631,7 @@ void st_free(snap_types *t)
   u64map_free(&t->global_field);
   u64map_free(&t->missing);
   u64map_free(&t->stale);
+  free(t->site_of); free(t->site_type);
   free(t->type); free(t->name); free(t->index);
   free(t);
 }

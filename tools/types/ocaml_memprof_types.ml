@@ -1,9 +1,11 @@
-(* ocaml-memprof-types: the OCaml type of allocation sites, read from the
-   .cmt files (-bin-annot) of the traced program's build.
+(* ocaml-memprof-types: the OCaml type of allocation sites, and of the
+   module globals of heap snapshots with the layout of their types, read
+   from the .cmt files (-bin-annot) of the traced program's build.
 
    `ocaml-memprof top --by type` runs it once per trace (its answers are
-   cached); it is OCaml because only the compiler's own library reads a
-   .cmt (a marshalled Typedtree of the compiler that wrote it).
+   cached), `retainers` once per snapshot; it is OCaml because only the
+   compiler's own library reads a .cmt (a marshalled Typedtree of the
+   compiler that wrote it).
 
    Input (stdin), tab-separated lines:
      dir DEPTH PATH          a directory to search for .cmt files, DEPTH
@@ -12,6 +14,11 @@
                              an allocation's stack, innermost frame first
                              (inlined frames as separate frames); KEY is
                              echoed back
+   For heap snapshots (retainers, tools/analyses/snaptypes.c):
+     global MODULE           the global block of MODULE (Foo.Bar for
+                             unit Foo__Bar) to type
+     site KEY (FILE LINE START END FUNCTION)+
+                             as chain, for a sampled block of a snapshot
    Output (stdout), tab-separated lines:
      type KEY TYPE           TYPE as OCaml prints it, or "unknown (REASON)"
      missing FILE            a source file of the chains with no .cmt found
@@ -19,6 +26,20 @@
                              compiler, whose types were not used
      read FILE               a .cmt or source file read (the answers hold
                              while these files do not change)
+
+   and for heap snapshots:
+     field MODULE INDEX NAME TID   field INDEX of MODULE's global block
+                             holds value NAME, of type number TID
+     site KEY TID            the type number of a site (0: unknown)
+     nomodule MODULE REASON  MODULE's globals cannot be typed
+     tname TID TEXT          type number TID is TEXT as OCaml prints it
+     shape TID KIND [ELEM]   what its values are in memory: unknown, imm
+                             (never a block), string, float, closure,
+                             custom, object, lazy, floatarray, array (of
+                             type ELEM), blocks (then its alt lines)
+     alt TID TAG SIZE (NAME FTID)*
+                             one block layout of type TID: its tag, size
+                             and each field's edge name and type number
 
    LINE, START and END are a trace location's: START and END count
    characters from the beginning of LINE (END may lie beyond it), as the
@@ -376,17 +397,17 @@ let copy_with_binding u ty binding =
    the same unit and applies the allocating one at exactly one place: its
    instance there, then the caller's instance of the applied function.
    Any other caller (a function passed as an argument) tells nothing. *)
-let rec resolve frames =
+let rec resolve_type frames =
   match frames with
-  | [] -> "unknown (empty stack)"
-  | { file = ""; _ } :: _ -> "unknown (no source location: build with -g)"
+  | [] -> Error "empty stack"
+  | { file = ""; _ } :: _ -> Error "no source location: build with -g"
   | alloc :: callers ->
     (* Frames without a location (code without debug information) tell
        nothing; a caller past them still has to apply the same function. *)
     let callers = List.filter (fun f -> f.file <> "") callers in
     if Filename.basename alloc.file = "camlinternalOO.ml" then object_type callers else
     match allocation_at alloc with
-    | Failed reason -> "unknown (" ^ reason ^ ")"
+    | Failed reason -> Error reason
     | Found (u, ty, binding) ->
       let rec up u ty binding callers =
         match binding, callers with
@@ -426,7 +447,7 @@ let rec resolve frames =
         | _ -> ty
       in
       let ty, binding = copy_with_binding u ty binding in
-      print_type (up u ty binding callers)
+      Ok (up u ty binding callers)
 
 (* CamlinternalOO builds objects as Obj.t: an object's type is that of the
    program's expression around the allocation (object ... end, new c, or
@@ -434,21 +455,24 @@ let rec resolve frames =
    outside CamlinternalOO, when its type is an object's. *)
 and object_type callers =
   match List.find_opt (fun f -> Filename.basename f.file <> "camlinternalOO.ml") callers with
-  | None -> "unknown (an object, built by CamlinternalOO)"
+  | None -> Error "an object, built by CamlinternalOO"
   | Some f ->
     match load_unit f.file with
-    | Missing -> "unknown (no .cmt for " ^ f.file ^ ")"
-    | Stale p -> "unknown (stale .cmt: " ^ p ^ ")"
+    | Missing -> Error ("no .cmt for " ^ f.file)
+    | Stale p -> Error ("stale .cmt: " ^ p)
     | Unit u ->
       match exprs_at u f with
       | (e, _) :: _ ->
         (match get_desc (Ctype.expand_head Env.empty e.exp_type) with
          | Tobject _ when not (has_variables e.exp_type) ->
-           print_type (List.hd (copy_types u [e.exp_type]))
+           Ok (List.hd (copy_types u [e.exp_type]))
          | Tconstr _ when (match e.exp_desc with Texp_new _ -> true | _ -> false) ->
-           print_type (List.hd (copy_types u [e.exp_type]))
-         | _ -> "unknown (an object, built by CamlinternalOO)")
-      | [] -> "unknown (an object, built by CamlinternalOO)"
+           Ok (List.hd (copy_types u [e.exp_type]))
+         | _ -> Error "an object, built by CamlinternalOO")
+      | [] -> Error "an object, built by CamlinternalOO"
+
+let resolve frames =
+  match resolve_type frames with Ok ty -> print_type ty | Error reason -> "unknown (" ^ reason ^ ")"
 
 (* ---- heap snapshots: module globals and the layout of types ---- *)
 
@@ -617,7 +641,7 @@ let rec type_id ty =
   | None ->
     let id = Hashtbl.length type_ids in
     Hashtbl.add type_ids text id;
-    Printf.bprintf shape_lines "type\t%d\t%s\n" id text;
+    Printf.bprintf shape_lines "tname\t%d\t%s\n" id text;
     let shape =
       if id >= max_types then Unknown else try shape_of ty with Not_found -> Unknown
     in
@@ -799,13 +823,14 @@ let rec frames_of = function
 
 let () =
   Clflags.real_paths := true;
-  let chains = ref [] and globals = ref [] in
+  let chains = ref [] and globals = ref [] and sites = ref [] in
   (try
      while true do
        match String.split_on_char '\t' (input_line stdin) with
        | [ "dir"; depth; path ] -> scan_dir (int_of_string depth) path
        | "chain" :: key :: frames -> chains := (key, frames_of frames) :: !chains
        | [ "global"; m ] -> globals := m :: !globals
+       | "site" :: key :: frames -> sites := (key, frames_of frames) :: !sites
        | [ "" ] -> ()
        | l -> failwith ("bad input line: " ^ String.concat "\t" l)
      done
@@ -821,6 +846,12 @@ let () =
   Hashtbl.add type_ids "(unknown)" unknown_id;
   emit_shape unknown_id Unknown;
   List.iter answer_global (List.rev !globals);
+  List.iter
+    (fun (key, frames) ->
+      let id = match resolve_type frames with Ok ty -> (try type_id ty with _ -> unknown_id)
+                                              | Error _ | exception _ -> unknown_id in
+      Printf.printf "site\t%s\t%d\n" key id)
+    (List.rev !sites);
   print_string (Buffer.contents shape_lines);
   Hashtbl.iter (fun f () -> Printf.printf "missing\t%s\n" f) missing_files;
   Hashtbl.iter (fun p () -> Printf.printf "stale\t%s\n" p) stale_cmts;
