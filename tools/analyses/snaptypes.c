@@ -182,6 +182,10 @@ static void ask_sites(snap_types *t, const hg_reader *r, const hg_snapshot *s, F
   strpool_free(keys);
 }
 
+/* A module of the standard library is typed when it retains at least
+   1/STDLIB_SHARE of the live bytes. */
+#define STDLIB_SHARE 100
+
 /* ---- the layouts ---- */
 
 static const st_typeinfo *info(const snap_types *t, uint32_t type)
@@ -525,33 +529,39 @@ static void hint(const char *what, const snap_types *t, const u64map *set, const
   if (count) msg("hint: %s %zu (%s): %s\n", what, count, buf, advice);
 }
 
-void st_print_hints(const snap_types *t)
+void st_print_hints(const snap_types *t, int verbose)
 {
-  hint("types: modules without a usable .cmt (their globals untyped):", t, &t->missing,
-       "compile with -bin-annot (dune does) or give --cmt-path DIR");
+  if (verbose)
+    hint("types: modules without a usable .cmt (their globals untyped):", t, &t->missing,
+         "compile with -bin-annot (dune does) or give --cmt-path DIR");
   hint("types: stale or foreign .cmt files ignored:", t, &t->stale,
        "the source changed since, or another compiler wrote them; rebuild");
 }
 
 snap_types *st_resolve(const hg_reader *r, const hg_snapshot *s, char *const *label_text,
-                       const char *const *cmt_paths, size_t ncmt_paths)
+                       const uint64_t *label_retained, uint64_t live,
+                       const char *const *cmt_paths, size_t ncmt_paths, int verbose)
 {
   const char *exe = ti_get_header(r->t)->executable;
   FILE *input = tmpfile();
   if (!input) return NULL;
   types_write_dirs(input, exe, cmt_paths, ncmt_paths);
-  size_t nmodules = 0, nuser = 0;
+  size_t nuser = 0;
   for (uint32_t l = 0; l < s->nlabels; l++) {
     const char *m = label_text[l];
     if (s->label_kind[l] != MPT_ROOT_GLOBAL || m[0] == '0' || strpbrk(m, "\t\n\r")) continue;
-    fprintf(input, "global\t%s\n", m);
-    nmodules++;
     nuser += !is_stdlib_module(m);
+    /* The standard library's modules only when they hold much: their
+       .cmt files are most of the helper's work (camlinternalFormat's is
+       2 MB), for globals of a few hundred bytes each. */
+    if (is_stdlib_module(m) && label_retained[l] < live / STDLIB_SHARE) continue;
+    fprintf(input, "global\t%s\n", m);
   }
-  if (!nmodules) {
+  if (!nuser) {
     fclose(input);
-    msg("hint: types: no module global named in this snapshot (bytecode, or the executable's "
-        "symbols are missing): blocks keep their tags\n");
+    if (verbose)
+      msg("hint: types: no global of the program's modules is named in this snapshot "
+          "(bytecode, or the executable's symbols are missing): blocks keep their tags\n");
     return NULL;
   }
   snap_types *t = xcalloc(1, sizeof *t);
@@ -560,7 +570,7 @@ snap_types *st_resolve(const hg_reader *r, const hg_snapshot *s, char *const *la
   u64map_init(&t->missing, 16);
   u64map_init(&t->stale, 16);
   ask_sites(t, r, s, input);
-  int rc = types_run_helper(input, answer_line, t);
+  int rc = types_run_helper(input, answer_line, t, !verbose);
   fclose(input);
   size_t typed_user = 0;
   for (uint32_t l = 0; l < s->nlabels; l++) {
@@ -569,11 +579,8 @@ snap_types *st_resolve(const hg_reader *r, const hg_snapshot *s, char *const *la
     uint32_t id = intern(t, m);
     typed_user += !u64map_get(&t->missing, id);
   }
-  if (rc || (nuser && !typed_user) || !nuser) {
-    if (!rc) {
-      if (nuser) st_print_hints(t);
-      else msg("hint: types: no module of the program has a global in this snapshot\n");
-    }
+  if (rc || !typed_user) {
+    if (!rc) st_print_hints(t, verbose);
     st_free(t);
     return NULL;
   }

@@ -35,12 +35,15 @@
 typedef struct snap_types snap_types;
 
 /* The types of snapshot [s] of [r], whose root label l is named
-   [label_text][l] (globals by module name); [cmt_paths]: directories to
-   search first.  NULL when no module of the program (outside the
+   [label_text][l] (globals by module name) and retains
+   [label_retained][l] of the [live] bytes (the standard library's modules
+   are typed only when they retain 1 % of them or more); [cmt_paths]:
+   directories to search first.  NULL when no module of the program (outside the
    standard library) has its types: then one hint line on stderr says
    what was missing, and the caller keeps today's names. */
 snap_types *st_resolve(const hg_reader *r, const hg_snapshot *s, char *const *label_text,
-                       const char *const *cmt_paths, size_t ncmt_paths);
+                       const uint64_t *label_retained, uint64_t live,
+                       const char *const *cmt_paths, size_t ncmt_paths, int verbose);
 /* The type of graph node [v] (0: unknown) and its text. */
 uint32_t st_type(const snap_types *t, uint32_t v);
 const char *st_type_text(const snap_types *t, uint32_t type);
@@ -61,9 +64,9 @@ uint32_t *st_groups(const snap_types *t, uint32_t n);
 typedef struct { uint32_t type; uint64_t count, self, retained; } st_type_row;
 size_t st_by_type(const snap_types *t, const hg_snapshot *s, const uint32_t *idom,
                   const uint64_t *retained, st_type_row **rows);
-/* One line on stderr per kind of missing information (modules without
-   .cmt, stale ones), when there is some. */
-void st_print_hints(const snap_types *t);
+/* One line on stderr naming the stale .cmt files, and with [verbose]
+   one naming the modules without a usable .cmt, when there are some. */
+void st_print_hints(const snap_types *t, int verbose);
 void st_free(snap_types *t);
 
 #endif

@@ -214,7 +214,8 @@ void types_write_dirs(FILE *in, const char *exe, const char *const *cmt_paths, s
 }
 
 /* Run the helper on [input] (a file), each line of its answer to [line]. */
-static int run_helper(const char *helper, FILE *input, void (*line)(void *, char *), void *arg)
+static int run_helper(const char *helper, FILE *input, void (*line)(void *, char *), void *arg,
+                      int quiet)
 {
   int fds[2];
   if (pipe(fds) != 0) return -1;
@@ -239,7 +240,7 @@ static int run_helper(const char *helper, FILE *input, void (*line)(void *, char
   int status;
   if (waitpid(pid, &status, 0) < 0) return -1;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-    msg("ocaml-memprof: types need %s, the .cmt reader built with the tools when PREFIX "
+    if (!quiet) msg("ocaml-memprof: types need %s, the .cmt reader built with the tools when PREFIX "
         "has an OCaml with compiler-libs: it could not be run\n", helper);
     return -1;
   }
@@ -250,11 +251,11 @@ static int run_helper(const char *helper, FILE *input, void (*line)(void *, char
   return 0;
 }
 
-int types_run_helper(FILE *input, void (*line)(void *arg, char *line), void *arg)
+int types_run_helper(FILE *input, void (*line)(void *arg, char *line), void *arg, int quiet)
 {
   char helper_buf[PATH_MAX];
   rewind(input);
-  return run_helper(helper_path(helper_buf, sizeof helper_buf), input, line, arg);
+  return run_helper(helper_path(helper_buf, sizeof helper_buf), input, line, arg, quiet);
 }
 
 /* An answer line into the map, and into the cache file. */
@@ -320,7 +321,7 @@ types_map *types_resolve(an_ctx *c, const uint32_t *nodes, size_t nnodes,
     rewind(input);
     FILE *cache = cpath ? fopen(cpath, "a") : NULL;
     answer_sink sink = { m, cache };
-    rc = run_helper(helper, input, answer_line, &sink);
+    rc = run_helper(helper, input, answer_line, &sink, 0);
     if (cache) fclose(cache);
   }
   fclose(input);

@@ -40,8 +40,9 @@ void types_free(types_map *m);
 /* The helper's requests of other kinds (snaptypes.h): the "dir" lines of
    the directories to search for the trace's executable [exe] into
    [input]; then the helper run on [input], each line of its answer given
-   to [line].  0, or -1 after a one-line error. */
+   to [line].  0, or -1 after a one-line error ([quiet]: none when the
+   helper is not installed). */
 void types_write_dirs(FILE *input, const char *exe, const char *const *cmt_paths, size_t n);
-int types_run_helper(FILE *input, void (*line)(void *arg, char *line), void *arg);
+int types_run_helper(FILE *input, void (*line)(void *arg, char *line), void *arg, int quiet);
 
 #endif

@@ -1784,9 +1784,13 @@ static int retainers(int argc, char **argv, an_filter *hidden)
   }
   if (load(&r, trace, which, 0, 0, &a) != 0) { hg_close(&r); rc = 1; goto done; }
   if (!diff && !no_types) {
-    a.types = st_resolve(&r, &a.s, a.label_text, cmt_paths, ncmt_paths);
+    /* Types are used whenever the program's .cmt files are found; what
+       is missing is said when they are asked for. */
+    int asked = by_type || ncmt_paths;
+    a.types = st_resolve(&r, &a.s, a.label_text, a.retained + 1 + HG_KINDS, a.live_bytes,
+                         cmt_paths, ncmt_paths, asked);
     if (a.types) {
-      st_print_hints(a.types);
+      st_print_hints(a.types, asked);
       a.groups = st_groups(a.types, a.s.n);
     } else if (by_type) {
       msg("--by type: no types for this snapshot (see the hint above)\n");

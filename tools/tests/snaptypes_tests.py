@@ -3,6 +3,10 @@ compiled with -g -bin-annot, its snapshot taken at exit.  Its leak is a
 Hashtbl in a record in a module global; its other globals hold a variant
 list, an option and refs, built at run time.
 
+snaplocal.ml holds an array through an Obj.t ref and a list in a local:
+its sampled blocks are typed by their allocation site, and the types flow
+on from them.
+
 Checks: the retainer path to the table's buckets is named by fields
 (Snapleak.state.tbl.data.(_)); the table type's retained size is exactly
 Obj.reachable_words (printed by the program: a snapshot is complete); the
@@ -92,26 +96,49 @@ def test_snapshot_types(check, tool, run, out_dir, here, ocamlopt, helper):
                                              r"Hashtbl.t\n", text.stdout), text.stdout[-1500:])
 
     def untyped(args, what, hint):
+        """Today's names without a types hint; with --by type, exit 1 and
+        one hint line containing [hint] (None: --no-types)."""
         r = tool("retainers", "--site", "Hashtbl.replace", *args, trace)
-        lines = [l for l in r.stderr.splitlines() if "hint" in l]
-        check("snaptypes: %s: today's names" % what,
+        check("snaptypes: %s: today's names, no types hint" % what,
               r.returncode == 0 and "-> block tag 0 (3 words)" in r.stdout
-              and " : " not in r.stdout, r.stdout[-600:])
-        check("snaptypes: %s: %s" % (what, "one hint line" if hint else "no hint"),
-              (len(lines) == 1 and hint in lines[0]) if hint else not lines, r.stderr)
+              and " : " not in r.stdout and "hint: types" not in r.stderr,
+              r.stdout[-600:] + r.stderr)
+        if hint:
+            r = tool("retainers", "--by", "type", trace)
+            lines = [l for l in r.stderr.splitlines() if "hint:" in l]
+            check("snaptypes: %s: --by type exits 1 with one hint line" % what,
+                  r.returncode == 1 and len(lines) == 1 and hint in lines[0], r.stderr)
 
     untyped(["--no-types"], "--no-types", None)
     shutil.copy(exe, exe + ".keep")
     subprocess.run(["strip", exe])
-    untyped([], "stripped executable", "no module global named")
+    untyped([], "stripped executable", "no global of the program's modules is named")
     os.replace(exe + ".keep", exe)
     with open(os.path.join(work, "snapleak.ml"), "a") as f:
         f.write("(* edited after the build *)\n")
     r = tool("retainers", "--site", "Hashtbl.replace", trace)
-    check("snaptypes: stale .cmt: today's names, a hint naming it",
+    check("snaptypes: stale .cmt: today's names, a hint naming it (asked or not)",
           "-> block tag 0 (3 words)" in r.stdout
-          and any("stale" in l and "snapleak.cmt" in l for l in r.stderr.splitlines()), r.stderr)
+          and [l for l in r.stderr.splitlines() if "hint" in l] ==
+          [l for l in r.stderr.splitlines() if "stale" in l and "snapleak.cmt" in l] != [],
+          r.stderr)
     r = tool("retainers", "--by", "type", trace)
     check("snaptypes: stale .cmt: --by type exits 1", r.returncode == 1, r.stderr)
     os.remove(os.path.join(work, "snapleak.cmt"))
     untyped([], "missing .cmt", "without a usable .cmt")
+
+    shutil.copy(os.path.join(here, "types", "snaplocal.ml"), work)
+    r = run([ocamlopt, "-g", "-bin-annot", "snaplocal.ml", "-o", "snaplocal.exe"], cwd=work)
+    check("snaptypes: compile snaplocal.ml", r.returncode == 0, r.stderr[-500:])
+    trace = os.path.join(work, "l.trace")
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=0.05,memprof_seed=2" % trace)
+    r = run([os.path.join(work, "snaplocal.exe")], env=env, cwd=work)
+    r = tool("retainers", "--json", "--by", "type", "--tree", trace)
+    j = json.loads(r.stdout) if r.returncode == 0 else {"types": [], "tree": []}
+    types = {row["type"]: row for row in j["types"]}
+    check("snaptypes: the array held through Obj.t is typed by its site",
+          types.get("Snaplocal.item array", {}).get("blocks") == 1, json.dumps(j["types"])[:800])
+    check("snaptypes: its elements typed from it, named .(_)",
+          types.get("Snaplocal.item", {}).get("blocks", 0) >= 990
+          and any(n["name"].startswith(".(_) : Snaplocal.item ") for n in j["tree"]),
+          json.dumps(j["types"])[:800])

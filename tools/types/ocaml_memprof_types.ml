@@ -823,6 +823,9 @@ let rec frames_of = function
 
 let () =
   Clflags.real_paths := true;
+  (* A short batch run over large unmarshalled trees that all stay live:
+     collecting less often saves most of the marking. *)
+  Gc.set { (Gc.get ()) with space_overhead = 400 };
   let chains = ref [] and globals = ref [] and sites = ref [] in
   (try
      while true do
