@@ -19,11 +19,14 @@ static const char *const shape_names[] = { "unknown", "imm", "string", "float", 
   "custom", "object", "lazy", "floatarray", "array", "blocks" };
 
 typedef struct { uint32_t text, shape, elem, alt_first, nalts; } st_typeinfo;
-typedef struct { uint32_t tag, size, field_first; } st_alt;   /* size fields */
+/* A block layout: its size fields from field_first, of which those that
+   may hold a block (not of an immediate type) are listed in pfields from
+   pf_first (npf of them, set once every type is known). */
+typedef struct { uint32_t tag, size, field_first, pf_first, npf; } st_alt;
 typedef struct { uint32_t name, type; } st_field;
 
-/* A block of more pointer fields than this, or whose matching needs
-   more than 2 * MATCH_MAX cells, keeps its children unknown. */
+/* A block whose matching needs more than 2 * MATCH_MAX cells keeps its
+   children unknown. */
 #define MATCH_MAX 4096
 
 struct snap_types {
@@ -31,6 +34,7 @@ struct snap_types {
   st_typeinfo *types; size_t ntypes, types_cap;
   st_alt *alts; size_t nalts, alts_cap;
   st_field *fields; size_t nfields, fields_cap;
+  uint32_t *pfields; size_t npfields, pfields_cap;   /* field indices */
   u64map global_field;          /* module string id << 32 | index -> field + 1 */
   st_field *globals; size_t nglobals, globals_cap;
   u64map missing, stale;        /* string id -> 1 */
@@ -98,7 +102,7 @@ static void answer_line(void *arg, char *line)
     if (!ti->nalts) ti->alt_first = (uint32_t)t->nalts;
     else if (ti->alt_first + ti->nalts != t->nalts) return;   /* alts of a type together */
     grow_array((void **)&t->alts, &t->alts_cap, t->nalts + 1, sizeof *t->alts);
-    t->alts[t->nalts++] = (st_alt){ a, b, (uint32_t)t->nfields };
+    t->alts[t->nalts++] = (st_alt){ a, b, (uint32_t)t->nfields, 0, 0 };
     ti->nalts++;
     for (size_t k = 4; k + 1 < n; k += 2) {
       if (!parse_u32(f[k + 1], &c)) c = 0;
@@ -203,6 +207,22 @@ static const st_alt *alt_of(const snap_types *t, const st_typeinfo *ti, unsigned
   return NULL;
 }
 
+/* Each layout's fields that may hold a block. */
+static void list_pointer_fields(snap_types *t)
+{
+  for (size_t k = 0; k < t->nalts; k++) {
+    st_alt *a = &t->alts[k];
+    a->pf_first = (uint32_t)t->npfields;
+    for (uint32_t j = 0; j < a->size; j++) {
+      const st_typeinfo *f = info(t, t->fields[a->field_first + j].type);
+      if (f && f->shape == SH_IMM) continue;
+      grow_array((void **)&t->pfields, &t->pfields_cap, t->npfields + 1, sizeof *t->pfields);
+      t->pfields[t->npfields++] = a->field_first + j;
+      a->npf++;
+    }
+  }
+}
+
 /* Can a block of [tag] and [size] be a value of [type]? */
 static int fits(const snap_types *t, uint32_t type, unsigned tag, uint64_t size)
 {
@@ -226,7 +246,7 @@ static int fits(const snap_types *t, uint32_t type, unsigned tag, uint64_t size)
 }
 
 /* Deep checks look this many edges down, at blocks of at most
-   DEEP_FIELDS fields. */
+   DEEP_FIELDS fields that may hold a block. */
 #define DEEP_LEVELS 2
 #define DEEP_FIELDS 32
 
@@ -246,13 +266,9 @@ static int fits_deep(const snap_types *t, const hg_snapshot *s, uint32_t type, u
   const st_alt *alt = alt_of(t, ti, tag, s->wosize[b - 1]);
   uint32_t v = s->base + b - 1, m = (uint32_t)(s->off[v + 1] - s->off[v]);
   const uint32_t *adj = s->adj + s->off[v];
-  uint32_t pf[DEEP_FIELDS], np = 0;
-  if (alt->size > DEEP_FIELDS) return 1;
-  for (uint32_t j = 0; j < alt->size; j++) {
-    const st_typeinfo *f = info(t, t->fields[alt->field_first + j].type);
-    if (!f || f->shape != SH_IMM) pf[np++] = t->fields[alt->field_first + j].type;
-  }
+  const uint32_t *pf = t->pfields + alt->pf_first, np = alt->npf;
   if (m > np) return 0;
+  if (np > DEEP_FIELDS) return 1;
   /* pre[j]: the edges so far fit in fields < j (one row at a time). */
   uint8_t pre[DEEP_FIELDS + 1], cur[DEEP_FIELDS + 1];
   for (uint32_t j = 0; j <= np; j++) pre[j] = 1;
@@ -260,7 +276,8 @@ static int fits_deep(const snap_types *t, const hg_snapshot *s, uint32_t type, u
     cur[0] = 0;
     for (uint32_t j = 1; j <= np; j++)
       cur[j] = cur[j - 1]
-               || (pre[j - 1] && fits_deep(t, s, pf[j - 1], adj[i] - s->base + 1, depth - 1));
+               || (pre[j - 1] && fits_deep(t, s, t->fields[pf[j - 1]].type, adj[i] - s->base + 1,
+                                           depth - 1));
     memcpy(pre, cur, np + 1);
   }
   return pre[np];
@@ -279,10 +296,16 @@ static uint32_t type_as(const snap_types *t, const hg_snapshot *s, uint32_t b, u
 
 /* ---- typing the breadth-first tree ---- */
 
+/* Node [w] reached by a field named [name] of [type]; [fitted]: its
+   block is known to fit [type] (only the lazy and unknown cases left). */
 static void set_child(snap_types *t, const hg_snapshot *s, uint32_t w, uint32_t type,
-                      uint32_t name, uint32_t index)
+                      uint32_t name, uint32_t index, int fitted)
 {
-  t->type[w] = type ? type_as(t, s, w - s->base + 1, type) : 0;
+  const st_typeinfo *ti = info(t, type);
+  unsigned tag = s->tag[w - s->base];
+  if (!fitted) t->type[w] = type ? type_as(t, s, w - s->base + 1, type) : 0;
+  else t->type[w] = !ti || ti->shape == SH_UNKNOWN
+                    || (ti->shape == SH_LAZY && tag != 246 && tag != 250) ? 0 : type;
   t->name[w] = name;
   t->index[w] = index;
 }
@@ -332,7 +355,7 @@ static void type_children(snap_types *t, const hg_snapshot *s, uint32_t v, const
        element was left out. */
     int exact = m == s->wosize[b - 1];
     for (uint32_t k = 0; k < m; k++)
-      if (fresh[k]) set_child(t, s, adj[k], ti->elem, t->array_name, exact ? k : ST_NO_INDEX);
+      if (fresh[k]) set_child(t, s, adj[k], ti->elem, t->array_name, exact ? k : ST_NO_INDEX, 0);
     return;
   }
   if (ti->shape != SH_BLOCKS) return;
@@ -340,14 +363,7 @@ static void type_children(snap_types *t, const hg_snapshot *s, uint32_t v, const
   if (!alt) return;
   /* The fields that may hold a block, and the matching of the edges to
      them (pre[i][j]: edges < i fit in fields < j; suf: from i, j on). */
-  uint32_t pf[MATCH_MAX], np = 0;
-  for (uint32_t j = 0; j < alt->size; j++) {
-    const st_typeinfo *f = info(t, t->fields[alt->field_first + j].type);
-    if (!f || f->shape != SH_IMM) {
-      if (np == MATCH_MAX) return;
-      pf[np++] = alt->field_first + j;
-    }
-  }
+  const uint32_t *pf = t->pfields + alt->pf_first, np = alt->npf;
   if (m > np || (uint64_t)(m + 1) * (np + 1) * 2 > MATCH_MAX * 4) {
     if (m > np) t->type[v] = 0;  /* more pointers than its type has room for */
     return;
@@ -360,7 +376,8 @@ static void type_children(snap_types *t, const hg_snapshot *s, uint32_t v, const
         return;
       }
     for (uint32_t k = 0; k < m; k++)
-      if (fresh[k]) set_child(t, s, adj[k], t->fields[pf[k]].type, t->fields[pf[k]].name, ST_NO_INDEX);
+      if (fresh[k])
+        set_child(t, s, adj[k], t->fields[pf[k]].type, t->fields[pf[k]].name, ST_NO_INDEX, 1);
     return;
   }
   /* fit[i * np + j]: edge i's target fits field j; shallow first, deep
@@ -391,7 +408,7 @@ static void type_children(snap_types *t, const hg_snapshot *s, uint32_t v, const
       count++;
     }
     if (count == 1) {
-      set_child(t, s, adj[i], t->fields[first].type, t->fields[first].name, ST_NO_INDEX);
+      set_child(t, s, adj[i], t->fields[first].type, t->fields[first].name, ST_NO_INDEX, 1);
     } else if (count > 1 && same_type) {
       /* Fields of one type: typed, named by all of them ("a|b"). */
       char names[256];
@@ -401,7 +418,7 @@ static void type_children(snap_types *t, const hg_snapshot *s, uint32_t v, const
           len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", len ? "|" : "",
                                   strpool_get(t->strs, t->fields[pf[j]].name));
       if (len < sizeof names)
-        set_child(t, s, adj[i], t->fields[first].type, intern(t, names), ST_NO_INDEX);
+        set_child(t, s, adj[i], t->fields[first].type, intern(t, names), ST_NO_INDEX, 1);
     }
   }
 }
@@ -451,7 +468,7 @@ static void propagate(snap_types *t, const hg_snapshot *s, char *const *label_te
         uint32_t *g = rt->detail < UINT32_MAX
                       ? u64map_get(&t->global_field, (uint64_t)mod << 32 | rt->detail) : NULL;
         if (g) set_child(t, s, s->adj[s->off[v] + k], t->globals[*g - 1].type,
-                         t->globals[*g - 1].name, ST_NO_INDEX);
+                         t->globals[*g - 1].name, ST_NO_INDEX, 0);
       }
     }
   }
@@ -591,6 +608,7 @@ snap_types *st_resolve(const hg_reader *r, const hg_snapshot *s, char *const *la
   t->no_name = intern(t, "");
   t->array_name = intern(t, ".(");
   for (size_t v = 0; v < n; v++) { t->name[v] = t->no_name; t->index[v] = ST_NO_INDEX; }
+  list_pointer_fields(t);
   propagate(t, s, label_text);
   return t;
 }
@@ -634,7 +652,7 @@ void st_free(snap_types *t)
 {
   if (!t) return;
   strpool_free(t->strs);
-  free(t->types); free(t->alts); free(t->fields); free(t->globals);
+  free(t->types); free(t->alts); free(t->fields); free(t->pfields); free(t->globals);
   u64map_free(&t->global_field);
   u64map_free(&t->missing);
   u64map_free(&t->stale);

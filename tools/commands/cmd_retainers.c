@@ -149,7 +149,8 @@ typedef struct {
   uint32_t *site_loc;           /* per allocation of the reader: the
                                    location of its site (site_locations) */
   snap_types *types;            /* OCaml types and field names, or NULL */
-  uint32_t *groups;             /* per node: the tree's type groups */
+  uint32_t *groups;             /* per node: the tree's type groups, made
+                                   on first need (tree_groups) */
 } analysis;
 
 /* --hide, --preset: frames left out of allocation stacks, so that a
@@ -1094,6 +1095,13 @@ static void dt_text(analysis *a, const dt_node *d, char *buf, size_t n)
   }
 }
 
+/* The tree's groups of typed blocks (NULL without types). */
+static const uint32_t *tree_groups(analysis *a)
+{
+  if (a->types && !a->groups) a->groups = st_groups(a->types, a->s.n);
+  return a->groups;
+}
+
 typedef struct { uint32_t nodes, width, depth; } tree_opts;
 #define TREE_DEFAULTS { 500, 10, 10 }
 
@@ -1114,7 +1122,7 @@ static void print_tree_node(analysis *a, const dt_tree *t, uint32_t i, unsigned 
 static void print_tree(analysis *a, const tree_opts *o)
 {
   dt_tree t;
-  dt_build(a->r, &a->s, &a->dom, a->retained, a->site_loc, a->groups, o->nodes, o->width, o->depth, &t);
+  dt_build(a->r, &a->s, &a->dom, a->retained, a->site_loc, tree_groups(a), o->nodes, o->width, o->depth, &t);
   printf("\nDominator tree (%u nodes; a node retains its children; \"...\": more below)\n"
          "  %12s %7s %9s  %s\n", t.n, "retained", "%", "count", "node");
   if (t.n) print_tree_node(a, &t, 0, 0);
@@ -1127,7 +1135,7 @@ static void json_tree(FILE *o, analysis *a, const tree_opts *opt, json_writer st
 {
   static const char *const types[] = { "root", "kind", "label", "blocks", "others" };
   dt_tree t;
-  dt_build(a->r, &a->s, &a->dom, a->retained, a->site_loc, a->groups, opt->nodes, opt->width, opt->depth, &t);
+  dt_build(a->r, &a->s, &a->dom, a->retained, a->site_loc, tree_groups(a), opt->nodes, opt->width, opt->depth, &t);
   fputs(",\n\"tree\":[", o);
   for (uint32_t i = 0; i < t.n; i++) {
     const dt_node *d = &t.v[i];
@@ -1791,7 +1799,6 @@ static int retainers(int argc, char **argv, an_filter *hidden)
                          cmt_paths, ncmt_paths, asked);
     if (a.types) {
       st_print_hints(a.types, asked);
-      a.groups = st_groups(a.types, a.s.n);
     } else if (by_type) {
       msg("--by type: no types for this snapshot (see the hint above)\n");
       analysis_free(&a); hg_close(&r); rc = 1;

@@ -651,7 +651,10 @@ let rec type_id ty =
 and shape_of ty =
   match get_desc ty with
   | Tarrow _ -> Closure
-  | Ttuple tys -> Blocks [ (0, List.length tys, List.mapi (fun i t -> (Printf.sprintf ".%d" (i + 1), type_id t)) tys) ]
+  | Ttuple _ ->
+    (* Its components by fold (5.4's are labelled). *)
+    let tys = children ty in
+    Blocks [ (0, List.length tys, List.mapi (fun i t -> (Printf.sprintf ".%d" (i + 1), type_id t)) tys) ]
   | Tconstr (p, args, _) -> constr_shape p args
   | Tobject _ -> Object
   | Tpoly (t, _) -> shape_of t
