@@ -9,12 +9,15 @@
    holds and its type from the module's .cmt and .cmi, and describes every
    type met from there: the block layouts it may have (tag, size, per
    field an edge name and a type), or string, float, array of T, closure...
+   A sampled block that no typed field reaches gets the type of its
+   allocation site (request "site", as top --by type types it).
    Types then flow down the edges of the snapshot's breadth-first tree
    (the one retainer paths follow, so that a path's steps are named by the
    fields that lead to them).  A snapshot omits a block's immediate and
    static fields, so its k-th edge is not its k-th field: the edges are
    matched to the fields that may hold a heap block, in order, each edge
-   to a field whose type the target block fits (tag and size); an edge is
+   to a field whose type the target block fits (tag and size, and two
+   levels of the target's own fields where that decides); an edge is
    named and typed when every such matching gives it the same field (or
    fields of the same type).  A block that fits no layout of its expected
    type, or whose edges no matching explains, is "unknown": never a wrong

@@ -30,6 +30,10 @@
    - --json: the tables, each site with its retainer paths, and the
      tree, as one JSON object (write_json); the HTML report embeds one per
      snapshot of each trace, with the evolution (retainers_json).
+   When the program's .cmt files are found, blocks are named by the field
+   that holds them and their OCaml type (snaptypes.h) in the paths, the
+   holders and the tree, and --by type adds the heap by type; else, or
+   with --no-types, by tag.
    Module globals are named through the executable's symbol table
    (elf_symbols.h) when the trace's executable is still there; it is read
    once per trace, when a snapshot first has a global root to name, and
@@ -1175,6 +1179,8 @@ static int write_heapsnapshot(analysis *a, const char *path)
     if (v == 0) snprintf(buf, sizeof buf, "(GC roots)");
     else if (v >= s->base && hg_custom(s, v - s->base + 1, &ident, &ext))
       snprintf(buf, sizeof buf, "custom %s", strpool_get(a->r->strs, ident));
+    else if (v >= s->base && a->types && st_type(a->types, v))  /* DevTools' constructor */
+      snprintf(buf, sizeof buf, "%s", st_type_text(a->types, st_type(a->types, v)));
     else if (v >= s->base && !s->alloc[v - s->base])
       snprintf(buf, sizeof buf, "%s", tag_name(s->tag[v - s->base], tb, sizeof tb));
     else node_text(a, v, buf, sizeof buf);

@@ -95,6 +95,13 @@ def test_snapshot_types(check, tool, run, out_dir, here, ocamlopt, helper):
           text.returncode == 0 and re.search(r"\n\s+\S+ kB\s+\S+%\s+40 B\s+1\s+\(string, bytes\) "
                                              r"Hashtbl.t\n", text.stdout), text.stdout[-1500:])
 
+    export = os.path.join(work, "s.heapsnapshot")
+    r = tool("retainers", "--heapsnapshot", export, trace)
+    strings = json.load(open(export))["strings"] if r.returncode == 0 else []
+    check("snaptypes: --heapsnapshot names typed blocks by type (DevTools' constructor)",
+          "(string, bytes) Hashtbl.t" in strings and "Snapleak.cache" in strings,
+          r.stderr + str([x for x in strings if "Snap" in x][:10]))
+
     def untyped(args, what, hint):
         """Today's names without a types hint; with --by type, exit 1 and
         one hint line containing [hint] (None: --no-types)."""
