@@ -3,6 +3,8 @@ compiled with -g -bin-annot, its snapshot taken at exit.  Its leak is a
 Hashtbl in a record in a module global; its other globals hold a variant
 list, an option and refs, built at run time.
 
+snapstd.ml holds a Queue, a Stack, a Buffer and a Map.Make (String) map
+in globals: each unfolds from the standard library's .cmt files.
 snaplocal.ml holds an array through an Obj.t ref and a list in a local:
 its sampled blocks are typed by their allocation site, and the types flow
 on from them.
@@ -149,3 +151,21 @@ def test_snapshot_types(check, tool, run, out_dir, here, ocamlopt, helper):
           types.get("Snaplocal.item", {}).get("blocks", 0) >= 990
           and any(n["name"].startswith(".(_) : Snaplocal.item ") for n in j["tree"]),
           json.dumps(j["types"])[:800])
+
+    STD = ["Snapstd.q : string Queue.t", ".first : string Stdlib.Queue.cell",
+           "Cons.next : string Stdlib.Queue.cell", "Snapstd.st : int list Stack.t",
+           ".c : int list list", "Snapstd.b : Buffer.t", ".inner : Stdlib.Buffer.inner_buffer",
+           "Snapstd.m : int Snapstd.SM.t ref", ".contents : int Snapstd.SM.t",
+           "Node.l : int Stdlib.Map.Make(Ord).t"]
+    shutil.copy(os.path.join(here, "types", "snapstd.ml"), work)
+    r = run([ocamlopt, "-g", "-bin-annot", "snapstd.ml", "-o", "snapstd.exe"], cwd=work)
+    check("snaptypes: compile snapstd.ml", r.returncode == 0, r.stderr[-500:])
+    trace = os.path.join(work, "std.trace")
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=0,memprof_snapshot_at_exit=1"
+               % trace)
+    r = run([os.path.join(work, "snapstd.exe")], env=env, cwd=work)
+    r = tool("retainers", "--json", "--tree", "--depth", "8", "--nodes", "2000", trace)
+    tree = [n["name"] for n in json.loads(r.stdout)["tree"]] if r.returncode == 0 else []
+    missing = [t for t in STD if not any(n.startswith(t + " ") for n in tree)]
+    check("snaptypes: Queue, Stack, Buffer and a Map.Make map are typed", not missing,
+          "missing %s in %s" % (missing, [n for n in tree if " : " in n][:40]))

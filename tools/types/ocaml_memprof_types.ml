@@ -481,15 +481,19 @@ let resolve frames =
 type snap_unit = {
   info : unit_info;
   str : Typedtree.structure;
-  (* Type declarations by their path inside the unit ("t", "M.t"). *)
+  (* Type declarations by their path inside the unit ("t", "M.t", and a
+     functor's body's "Make.t"). *)
   decls : (string, Types.type_declaration) Hashtbl.t;
+  (* Modules that are a functor's application (module SM = Map.Make
+     (String)): their path inside the unit ("SM") -> the functor's path. *)
+  applied : (string, Path.t) Hashtbl.t;
   (* The unit's signature (its .cmi), which orders its global block. *)
   sign : Types.signature option;
 }
 
 let snap_units : (string, (snap_unit, string) result) Hashtbl.t = Hashtbl.create 64
 
-let rec index_decls decls prefix (items : Typedtree.structure_item list) =
+let rec index_decls decls applied prefix (items : Typedtree.structure_item list) =
   List.iter
     (fun (item : Typedtree.structure_item) ->
       match item.str_desc with
@@ -499,10 +503,23 @@ let rec index_decls decls prefix (items : Typedtree.structure_item list) =
             Hashtbl.replace decls (prefix ^ Ident.name td.typ_id) td.typ_type)
           tds
       | Tstr_module { mb_id = Some id; mb_expr; _ } ->
-        (match mb_expr.mod_desc with
-         | Tmod_structure s | Tmod_constraint ({ mod_desc = Tmod_structure s; _ }, _, _, _) ->
-           index_decls decls (prefix ^ Ident.name id ^ ".") s.str_items
-         | _ -> ())
+        let name = prefix ^ Ident.name id in
+        (* A functor's body is indexed as its structure: its types are
+           the same in every application but for the parameter's. *)
+        let rec body (me : Typedtree.module_expr) =
+          match me.mod_desc with
+          | Tmod_structure s -> index_decls decls applied (name ^ ".") s.str_items
+          | Tmod_constraint (me, _, _, _) | Tmod_functor (_, me) -> body me
+          | Tmod_apply (f, _, _) -> functor_path f
+          | _ -> ()
+        (* The functor applied, under the coercions typing adds. *)
+        and functor_path (f : Typedtree.module_expr) =
+          match f.mod_desc with
+          | Tmod_ident (p, _) -> Hashtbl.replace applied name p
+          | Tmod_constraint (f, _, _, _) -> functor_path f
+          | _ -> ()
+        in
+        body mb_expr
       | _ -> ())
     items
 
@@ -526,15 +543,15 @@ let load_snap_unit modname =
            | Implementation str ->
              let unit_path = public_ident (Ident.create_persistent cmt.cmt_modname) in
              let exprs, qualify, calls = index_structure str unit_path in
-             let decls = Hashtbl.create 64 in
-             index_decls decls "" str.str_items;
+             let decls = Hashtbl.create 64 and applied = Hashtbl.create 8 in
+             index_decls decls applied "" str.str_items;
              let cmi = Filename.remove_extension path ^ ".cmi" in
              let sign =
                match Cmt_format.read_cmi cmi with
                | exception _ -> None
                | c -> Hashtbl.replace files_read cmi (); Some c.cmi_sign
              in
-             Ok { info = { cmt_path = path; exprs; qualify; calls }; str; decls; sign }
+             Ok { info = { cmt_path = path; exprs; qualify; calls }; str; decls; applied; sign }
            | _ -> first rest)
     in
     let u = first (List.rev (Hashtbl.find_all cmt_index (module_key modname))) in
@@ -543,11 +560,15 @@ let load_snap_unit modname =
 
 (* The declaration of type [p] (qualified, as copy_types leaves it) and
    the unit that has it: Stdlib.Hashtbl.t is t of unit Stdlib__Hashtbl,
-   Leak.M.t is M.t of unit Leak. *)
-let find_decl (p : Path.t) =
+   Leak.M.t is M.t of unit Leak; in a functor's body or application,
+   Stdlib.Map.Make(Ord).t and Leak.SM.t (SM = Map.Make (String)) are
+   Make.t of Stdlib__Map.  Only units' paths lead anywhere: a functor's
+   parameter (H.t in Hashtbl.Make's body) is not the unit named H. *)
+let rec find_decl ?(depth = 0) (p : Path.t) =
   let rec names : Path.t -> string list option = function
-    | Pident id -> Some (String.split_on_char '.' (Ident.name id))
+    | Pident id when Ident.global id -> Some (String.split_on_char '.' (Ident.name id))
     | Pdot (q, s) -> Option.map (fun l -> l @ [ s ]) (names q)
+    | Papply (f, _) -> names f
     | _ -> None
   in
   match names p with
@@ -561,6 +582,12 @@ let find_decl (p : Path.t) =
         let inner = String.concat "." (List.filteri (fun k _ -> k >= i) comps) in
         match load_snap_unit unit_name with
         | Ok u when Hashtbl.mem u.decls inner -> Some (u, Hashtbl.find u.decls inner)
+        | Ok u when depth < 4 && n - i >= 2 ->
+          let modpath = String.concat "." (List.filteri (fun k _ -> k >= i && k < n - 1) comps) in
+          (match Hashtbl.find_opt u.applied modpath with
+           | Some f ->
+             find_decl ~depth:(depth + 1) (Pdot (qualify_path u.info f, List.nth comps (n - 1)))
+           | None -> try_split (i - 1))
         | _ -> try_split (i - 1)
     in
     try_split (n - 1)
