@@ -13,7 +13,8 @@
    size class (log2 of bytes) and allocation site (the location naming
    the sampled allocation's site, by default the innermost of its stack;
    1 for a sample without one, 0 unsampled) are
-   equal.  A second visit gives the kept groups their members.  Every
+   equal; a block with a group (its type and field name) has it in place
+   of its tag.  A second visit gives the kept groups their members.  Every
    graph node is a member of at most one group, so the whole is linear in
    the blocks visited. */
 
@@ -29,6 +30,7 @@ typedef struct {
   const hg_snapshot *s;
   const uint64_t *retained;
   const uint32_t *site_loc;     /* per allocation, or NULL (dt_build) */
+  const uint32_t *group;        /* per graph node, or NULL (dt_build) */
   uint32_t *kid_off, *kids;
   uint32_t **members;           /* per output node, until expanded */
   uint32_t *nmembers, *depth;
@@ -48,6 +50,9 @@ static uint64_t key_of(const builder *b, uint32_t v)
     if (b->site_loc) site = b->site_loc[al - 1] ? (uint64_t)b->site_loc[al - 1] + 2 : 1;
     else site = a->stack_len ? (uint64_t)b->r->stacks[a->stack_off] + 2 : 1;
   }
+  /* A typed block by its group instead of its tag (site < 2^33). */
+  if (b->group && b->group[v] && b->group[v] < 1u << 23)
+    return 1ull << 62 | (uint64_t)b->group[v] << 39 | (uint64_t)c << 33 | site;
   return (uint64_t)s->tag[k - 1] << 48 | (uint64_t)c << 40 | site;
 }
 
@@ -201,10 +206,12 @@ done:
 }
 
 void dt_build(const hg_reader *r, const hg_snapshot *s, const dom_tree *dom,
-              const uint64_t *retained, const uint32_t *site_loc, uint32_t max_nodes,
+              const uint64_t *retained, const uint32_t *site_loc, const uint32_t *group,
+              uint32_t max_nodes,
               uint32_t width, uint32_t max_depth, dt_tree *t)
 {
-  builder b = { .t = t, .r = r, .s = s, .retained = retained, .site_loc = site_loc };
+  builder b = { .t = t, .r = r, .s = s, .retained = retained, .site_loc = site_loc,
+                .group = group };
   memset(t, 0, sizeof *t);
   if (s->n == 0 || max_nodes == 0) return;
   if (width == 0) width = 1;

@@ -5,8 +5,8 @@
    graph) has one node per block: far too many to show.  dt_build groups
    it: the super root, under it the root kinds (and the blocks that no
    single kind retains), under a kind its root labels, under any node the
-   blocks it immediately dominates grouped by (tag, size class, allocation
-   site when the block is sampled); a group's children are the groups of
+   blocks it immediately dominates grouped by (tag, or type and field name
+   when known, size class, allocation site when the block is sampled); a group's children are the groups of
    the blocks its members immediately dominate.  A group's retained size
    is the sum of its members' (so self + children = retained), its count
    the number of members.
@@ -49,9 +49,12 @@ typedef struct { dt_node *v; uint32_t n; } dt_tree;
 /* The tree of [s] analysed by [dom] with per-node [retained] bytes;
    allocation sites read from [r]: per hg_alloc index, the location
    [site_loc] names (0: no site), or with site_loc NULL the innermost
-   frame of the stack.  v[0] is the super root. */
+   frame of the stack; [group] (or NULL), per graph node, a group that
+   replaces the block's tag in its key when not 0 (its type and field
+   name, snaptypes.h).  v[0] is the super root. */
 void dt_build(const hg_reader *r, const hg_snapshot *s, const dom_tree *dom,
-              const uint64_t *retained, const uint32_t *site_loc, uint32_t max_nodes,
+              const uint64_t *retained, const uint32_t *site_loc, const uint32_t *group,
+              uint32_t max_nodes,
               uint32_t width, uint32_t max_depth, dt_tree *t);
 void dt_free(dt_tree *t);
 

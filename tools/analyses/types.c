@@ -18,7 +18,10 @@
    could not be started fails with EPIPE instead of a signal); its new
    answers are held in memory (news) and appended to the cache only when
    it has ended well, so that the cache never holds answers without the
-   files they were read from. */
+   files they were read from.  Heap snapshots' requests (snaptypes.c) run
+   another helper once on a file of requests instead (types_run_helper),
+   sharing its start and the reports of its failures (fork_helper,
+   wait_helper). */
 
 #include <errno.h>
 #include <limits.h>
@@ -414,7 +417,7 @@ static int send_all(types_map *m, const char *s, size_t n)
 /* The directories to search: --cmt-path's, the executable's, and when it
    was built by dune the whole _build tree (the helper adds the standard
    library's); those that a protocol line cannot hold are left out. */
-static void write_dirs(FILE *in, const char *exe, const char *const *cmt_paths, size_t n)
+void types_write_dirs(FILE *in, const char *exe, const char *const *cmt_paths, size_t n)
 {
   for (size_t i = 0; i < n; i++)
     if (is_plain(cmt_paths[i])) fprintf(in, "dir\t8\t%s\n", cmt_paths[i]);
@@ -424,6 +427,46 @@ static void write_dirs(FILE *in, const char *exe, const char *const *cmt_paths, 
   else fprintf(in, "dir\t1\t.\n");
   const char *b = strstr(exe, "/_build/");
   if (b) fprintf(in, "dir\t10\t%.*s\n", (int)(b - exe + 7), exe);
+}
+
+/* Fork [helper] with [in] as its stdin and [out] as its stdout, [ours]
+   (our end of [out]) closed in it: its pid, or -1 (errno set). */
+static pid_t fork_helper(const char *helper, int in, int out, int ours)
+{
+  fflush(NULL);
+  pid_t pid = fork();
+  if (!pid) {
+    dup2(in, 0);
+    dup2(out, 1);
+    close(ours);
+    if (out > 1) close(out);
+    execlp(helper, helper, (char *)NULL);
+    _exit(127);
+  }
+  return pid;
+}
+
+/* Wait for [helper] (process [pid]) once its output is read; 0 when it
+   ended well, else -1 after one line on stderr: "NEEDS HELPER, the .cmt
+   reader ..." when it could not be run (nothing when [needs] is NULL), or
+   how it failed. */
+static int wait_helper(const char *helper, pid_t pid, const char *needs)
+{
+  int status;
+  if (waitpid(pid, &status, 0) < 0) status = -1;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+    if (needs)
+      msg("%s %s, the .cmt reader built with the tools when PREFIX "
+          "has an OCaml with compiler-libs: it could not be run\n", needs, helper);
+    return -1;
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+    if (WIFSIGNALED(status)) msg("%s failed: killed by signal %d\n", helper, WTERMSIG(status));
+    else msg("%s failed (exit status %d; its messages, if any, above)\n", helper,
+             WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return -1;
+  }
+  return 0;
 }
 
 /* Start the helper and give it the directories to search and the trace's
@@ -437,22 +480,13 @@ static void start_helper(types_map *m)
     m->failed = 1;
     return;
   }
-  fflush(NULL);
-  pid_t pid = fork();
+  pid_t pid = fork_helper(m->helper, sv[1], sv[1], sv[0]);
   if (pid < 0) {
     msg("--by type: cannot start %s: %s\n", m->helper, strerror(errno));
     close(sv[0]);
     close(sv[1]);
     m->failed = 1;
     return;
-  }
-  if (!pid) {
-    dup2(sv[1], 0);
-    dup2(sv[1], 1);
-    close(sv[0]);
-    close(sv[1]);
-    execlp(m->helper, m->helper, (char *)NULL);
-    _exit(127);
   }
   close(sv[1]);
   m->pid = pid;
@@ -463,7 +497,7 @@ static void start_helper(types_map *m)
   size_t len;
   FILE *in = open_memstream(&buf, &len);
   const ti_header *h = an_header(m->c);
-  write_dirs(in, h->executable, m->cmt_paths, m->ncmt_paths);
+  types_write_dirs(in, h->executable, m->cmt_paths, m->ncmt_paths);
   if (h->ocaml_version && h->ocaml_version[0] && is_plain(h->ocaml_version))
     fprintf(in, "version\t%s\n", h->ocaml_version);
   fclose(in);
@@ -474,24 +508,12 @@ static void start_helper(types_map *m)
 /* Wait for the helper once its output is read; 0 when it ended well. */
 static int reap_helper(types_map *m)
 {
-  int status;
   fclose(m->from);
   m->from = NULL;
   m->fd = -1;
-  if (waitpid(m->pid, &status, 0) < 0) status = -1;
+  int rc = wait_helper(m->helper, m->pid, "--by type needs");
   m->pid = 0;
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-    msg("--by type needs %s, the .cmt reader built with the tools when PREFIX "
-        "has an OCaml with compiler-libs: it could not be run\n", m->helper);
-    return -1;
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-    if (WIFSIGNALED(status)) msg("%s failed: killed by signal %d\n", m->helper, WTERMSIG(status));
-    else msg("%s failed (exit status %d; its messages, if any, above)\n", m->helper,
-             WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    return -1;
-  }
-  return 0;
+  return rc;
 }
 
 /* The helper's answer "type KEY DEPTH TYPE" in [line] for m->chain,
@@ -652,4 +674,30 @@ void types_free(types_map *m)
   free(m->cache);
   free(m->line);
   free(m);
+}
+
+int types_run_helper(FILE *input, void (*line)(void *arg, char *line), void *arg, int quiet)
+{
+  char helper[PATH_MAX];
+  helper_path(helper, sizeof helper);
+  int fds[2];
+  if (pipe(fds) != 0) {
+    msg("types: cannot start %s: %s\n", helper, strerror(errno));
+    return -1;
+  }
+  rewind(input);
+  pid_t pid = fork_helper(helper, fileno(input), fds[1], fds[0]);
+  close(fds[1]);
+  if (pid < 0) {
+    msg("types: cannot start %s: %s\n", helper, strerror(errno));
+    close(fds[0]);
+    return -1;
+  }
+  FILE *out = fdopen(fds[0], "r");
+  char *buf = NULL;
+  size_t cap = 0;
+  while (getline(&buf, &cap, out) > 0) line(arg, buf);
+  free(buf);
+  fclose(out);
+  return wait_helper(helper, pid, quiet ? NULL : "types need");
 }

@@ -30,6 +30,10 @@
    - --json: the tables, each site with its retainer paths, and the
      tree, as one JSON object (write_json); the HTML report embeds one per
      snapshot of each trace, with the evolution (retainers_json).
+   When the program's .cmt files are found, blocks are named by the field
+   that holds them and their OCaml type (snaptypes.h) in the paths, the
+   holders and the tree, and --by type adds the heap by type; else, or
+   with --no-types, by tag.
    Module globals are named through the executable's symbol table
    (elf_symbols.h) when the trace's executable is still there; it is read
    once per trace, when a snapshot first has a global root to name, and
@@ -50,6 +54,7 @@
 #include "heapgraph.h"
 #include "holders.h"
 #include "report.h"
+#include "snaptypes.h"
 #include "util.h"
 
 static const char usage[] =
@@ -89,6 +94,12 @@ static const char usage[] =
   "  --preset NAME[,NAME...]   hide a preset's frames (lwt, async, eio, stdlib,\n"
   "                      runtime, or the user's; see ocaml-memprof top --help)\n"
   "  --presets-file F    user presets, one 'name = regex' per line\n"
+  "  --by type           also a table of the heap by OCaml type: each type's\n"
+  "                      retained and own bytes (types from the program's\n"
+  "                      .cmt files, compile with -bin-annot; --json: \"types\")\n"
+  "  --cmt-path DIR      also search DIR for .cmt files (repeatable)\n"
+  "  --no-types          name blocks by tag, not by type and field, even when\n"
+  "                      the program's .cmt files are found\n"
   "  --bytes             sizes in tables as exact byte counts\n"
   "  --json              the tables (and --site's paths) as one JSON object, in\n"
   "                      bytes; each site with its first --paths retainer paths,\n"
@@ -141,6 +152,9 @@ typedef struct {
   size_t nseen, seen_cap;
   uint32_t *site_loc;           /* per allocation of the reader: the
                                    location of its site (site_locations) */
+  snap_types *types;            /* OCaml types and field names, or NULL */
+  uint32_t *groups;             /* per node: the tree's type groups, made
+                                   on first need (tree_groups) */
 } analysis;
 
 /* --hide, --preset: frames left out of allocation stacks, so that a
@@ -332,6 +346,8 @@ static void analysis_free(analysis *a)
   free(a->retained);
   free(a->seen);
   free(a->site_loc);
+  st_free(a->types);
+  free(a->groups);
   hd_free(&a->holders);
   paths_release(a);
   dom_free(&a->dom);
@@ -500,12 +516,61 @@ static void print_sites(analysis *a, size_t top)
   strpool_free(t.keys);
 }
 
+/* ---- by type ---- */
+
+static void print_types(analysis *a, size_t top)
+{
+  st_type_row *rows;
+  size_t n = st_by_type(a->types, &a->s, a->dom.idom, a->retained, &rows);
+  char b1[32], b2[32];
+  printf("\nHeap by OCaml type (retained: freed if all its values were gone; own: their\n"
+         "blocks' bytes)\n  %12s %7s %12s %9s  %s\n", "retained", "%", "own", "blocks", "type");
+  for (size_t i = 0; i < n && i < top; i++) {
+    printf("  %12s %6.1f%% %12s %9llu  ", size_text((double)rows[i].retained, b1, sizeof b1),
+           a->live_bytes ? 100.0 * (double)rows[i].retained / (double)a->live_bytes : 0,
+           size_text((double)rows[i].self, b2, sizeof b2), (unsigned long long)rows[i].count);
+    cli_put_safe(stdout, rows[i].type ? st_type_text(a->types, rows[i].type) : "(unknown)");
+    putchar('\n');
+  }
+  free(rows);
+}
+
+static void json_types(FILE *o, analysis *a, size_t top, json_writer str)
+{
+  st_type_row *rows;
+  size_t n = st_by_type(a->types, &a->s, a->dom.idom, a->retained, &rows);
+  fputs(",\n\"types\":[", o);
+  for (size_t i = 0; i < n && i < top; i++) {
+    fprintf(o, "%s{\"type\":", i ? "," : "");
+    str(o, rows[i].type ? st_type_text(a->types, rows[i].type) : "(unknown)");
+    fprintf(o, ",\"retained\":%llu,\"self\":%llu,\"blocks\":%llu}",
+            (unsigned long long)rows[i].retained, (unsigned long long)rows[i].self,
+            (unsigned long long)rows[i].count);
+  }
+  fputc(']', o);
+  free(rows);
+}
+
 /* ---- retainer paths ---- */
+
+#define PATH_STEP_TEXT 900
+
+/* Block node [v] as its field name and type ("Leak.state : Leak.cache",
+   array elements by index with [with_index]) when known, else by its
+   tag. */
+static void block_text(const analysis *a, uint32_t v, int with_index, char *buf, size_t n)
+{
+  char tb[32], name[512];
+  uint32_t ty = a->types ? st_type(a->types, v) : 0;
+  int named = a->types && st_name_text(a->types, v, with_index, name, sizeof name);
+  const char *what = ty ? st_type_text(a->types, ty)
+                        : tag_name(a->s.tag[v - a->s.base], tb, sizeof tb);
+  snprintf(buf, n, "%s%s%s", named ? name : "", named ? " : " : "", what);
+}
 
 static void node_text(analysis *a, uint32_t v, char *buf, size_t n)
 {
   hg_snapshot *s = &a->s;
-  char tb[32];
   if (v == 1 + HG_KIND_WEAK) snprintf(buf, n, "weak references only");
   else if (v >= 1 && v <= HG_KINDS) snprintf(buf, n, "%s", kind_names[v - 1]);
   else if (v < s->base) {
@@ -513,8 +578,9 @@ static void node_text(analysis *a, uint32_t v, char *buf, size_t n)
     snprintf(buf, n, "%s %s", kind_names[s->label_kind[l]], a->label_text[l]);
   } else {
     uint32_t b = v - s->base + 1;
-    int len = snprintf(buf, n, "%s (%llu words)", tag_name(s->tag[b - 1], tb, sizeof tb),
-                       (unsigned long long)s->wosize[b - 1]);
+    char what[PATH_STEP_TEXT];
+    block_text(a, v, 1, what, sizeof what);
+    int len = snprintf(buf, n, "%s (%llu words)", what, (unsigned long long)s->wosize[b - 1]);
     if (s->alloc[b - 1] && len > 0 && (size_t)len < n) {
       char site[512];
       site_text(a, s->alloc[b - 1], site, sizeof site);
@@ -871,15 +937,16 @@ static int step_repeated(const hd_result *r, const hd_holder *h, uint32_t step)
   return (h->repeated >> (d < 63 ? d : 63)) & 1;
 }
 
-/* A step of a holder's path shape: a root, or a block by tag and size
-   (not by site: the sampled cells of a list would cut it into shapes). */
+/* A step of a holder's path shape: a root, or a block by tag (or field
+   and type, array elements without their index) and size (not by site:
+   the sampled cells of a list would cut it into shapes). */
 static void holder_step_text(void *u, uint32_t node, char *buf, size_t n)
 {
   analysis *a = u;
-  char tb[32];
-  if (node < a->s.base) node_text(a, node, buf, n);
-  else snprintf(buf, n, "%s (%llu words)", tag_name(a->s.tag[node - a->s.base], tb, sizeof tb),
-                (unsigned long long)a->s.wosize[node - a->s.base]);
+  char what[PATH_STEP_TEXT];
+  if (node < a->s.base) { node_text(a, node, buf, n); return; }
+  block_text(a, node, 0, what, sizeof what);
+  snprintf(buf, n, "%s (%llu words)", what, (unsigned long long)a->s.wosize[node - a->s.base]);
 }
 
 /* The holders (holders.h) of the sampled blocks that [match], weighted
@@ -1016,9 +1083,12 @@ static void dt_text(analysis *a, const dt_node *d, char *buf, size_t n)
   default: {
     uint64_t lo = 1ull << d->size_class, hi = 2 * lo - 1;
     int len;
-    if (lo < 1024) len = snprintf(buf, n, "%s %llu-%llu B", tag_name(d->tag, tb, sizeof tb),
+    char what[PATH_STEP_TEXT];
+    if (a->groups && a->groups[d->example]) block_text(a, d->example, 0, what, sizeof what);
+    else snprintf(what, sizeof what, "%s", tag_name(d->tag, tb, sizeof tb));
+    if (lo < 1024) len = snprintf(buf, n, "%s %llu-%llu B", what,
                                   (unsigned long long)lo, (unsigned long long)hi);
-    else len = snprintf(buf, n, "%s %s-%s", tag_name(d->tag, tb, sizeof tb),
+    else len = snprintf(buf, n, "%s %s-%s", what,
                         human_bytes((double)lo, b1, sizeof b1), human_bytes((double)hi, b2, sizeof b2));
     if (d->alloc && len > 0 && (size_t)len < n) {
       char site[512];
@@ -1027,6 +1097,13 @@ static void dt_text(analysis *a, const dt_node *d, char *buf, size_t n)
     }
   }
   }
+}
+
+/* The tree's groups of typed blocks (NULL without types). */
+static const uint32_t *tree_groups(analysis *a)
+{
+  if (a->types && !a->groups) a->groups = st_groups(a->types, a->s.n);
+  return a->groups;
 }
 
 typedef struct { uint32_t nodes, width, depth; } tree_opts;
@@ -1049,7 +1126,7 @@ static void print_tree_node(analysis *a, const dt_tree *t, uint32_t i, unsigned 
 static void print_tree(analysis *a, const tree_opts *o)
 {
   dt_tree t;
-  dt_build(a->r, &a->s, &a->dom, a->retained, a->site_loc, o->nodes, o->width, o->depth, &t);
+  dt_build(a->r, &a->s, &a->dom, a->retained, a->site_loc, tree_groups(a), o->nodes, o->width, o->depth, &t);
   printf("\nDominator tree (%u nodes; a node retains its children; \"...\": more below)\n"
          "  %12s %7s %9s  %s\n", t.n, "retained", "%", "count", "node");
   if (t.n) print_tree_node(a, &t, 0, 0);
@@ -1062,7 +1139,7 @@ static void json_tree(FILE *o, analysis *a, const tree_opts *opt, json_writer st
 {
   static const char *const types[] = { "root", "kind", "label", "blocks", "others" };
   dt_tree t;
-  dt_build(a->r, &a->s, &a->dom, a->retained, a->site_loc, opt->nodes, opt->width, opt->depth, &t);
+  dt_build(a->r, &a->s, &a->dom, a->retained, a->site_loc, tree_groups(a), opt->nodes, opt->width, opt->depth, &t);
   fputs(",\n\"tree\":[", o);
   for (uint32_t i = 0; i < t.n; i++) {
     const dt_node *d = &t.v[i];
@@ -1102,6 +1179,8 @@ static int write_heapsnapshot(analysis *a, const char *path)
     if (v == 0) snprintf(buf, sizeof buf, "(GC roots)");
     else if (v >= s->base && hg_custom(s, v - s->base + 1, &ident, &ext))
       snprintf(buf, sizeof buf, "custom %s", strpool_get(a->r->strs, ident));
+    else if (v >= s->base && a->types && st_type(a->types, v))  /* DevTools' constructor */
+      snprintf(buf, sizeof buf, "%s", st_type_text(a->types, st_type(a->types, v)));
     else if (v >= s->base && !s->alloc[v - s->base])
       snprintf(buf, sizeof buf, "%s", tag_name(s->tag[v - s->base], tb, sizeof tb));
     else node_text(a, v, buf, sizeof buf);
@@ -1263,6 +1342,9 @@ static void json_paths(FILE *o, analysis *a, const path_set *ps, size_t npaths, 
   fputc(']', o);
 }
 
+/* --by type: the table of sizes by type. */
+static int by_type;
+
 /* The analysis of one snapshot as one JSON object (the format is in
    docs/ocaml-memprof.md): the header, retained by root kind, the [top]
    roots, the [top] sites with their [npaths] first retainer paths, and
@@ -1363,6 +1445,7 @@ static void write_json(FILE *o, analysis *a, const char *path, size_t top, size_
     fputc('}', o);
   }
   json_tree(o, a, topt, str);
+  if (by_type && a->types) json_types(o, a, top, str);
   fputs("}\n", o);
 }
 
@@ -1624,7 +1707,9 @@ static int retainers(int argc, char **argv, an_filter *hidden)
   uint64_t which = 0;
   size_t top = 10, npaths = 5;
   tree_opts topt = TREE_DEFAULTS;
-  int evolution = 0, json = 0, tree = 0;
+  int evolution = 0, json = 0, tree = 0, no_types = 0;
+  const char *cmt_paths[16];
+  size_t ncmt_paths = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     char *end;
@@ -1663,6 +1748,16 @@ static int retainers(int argc, char **argv, an_filter *hidden)
       evolution = 1;
     } else if (strcmp(a, "--tree") == 0) {
       tree = 1;
+    } else if (strcmp(a, "--by") == 0) {
+      if (!(v = cli_value(argc, argv, &i))) return 2;
+      if (strcmp(v, "type")) return cli_bad_value(a, v, "type");
+      by_type = 1;
+    } else if (strcmp(a, "--cmt-path") == 0) {
+      if (!(v = cli_value(argc, argv, &i))) return 2;
+      if (ncmt_paths == 16) return cli_usage_error("--cmt-path: 16 at most");
+      cmt_paths[ncmt_paths++] = v;
+    } else if (strcmp(a, "--no-types") == 0) {
+      no_types = 1;
     } else if (strcmp(a, "--bytes") == 0) {
       exact_bytes = 1;
     } else if (strcmp(a, "--json") == 0) {
@@ -1684,6 +1779,9 @@ static int retainers(int argc, char **argv, an_filter *hidden)
                            "write (--heapsnapshot OUT.heapsnapshot TRACE)", export);
   if (!trace) return cli_usage_error("a TRACE is needed");
   if (json && (diff || evolution)) return cli_usage_error("--json goes with neither --diff nor --evolution");
+  if ((by_type || ncmt_paths) && (diff || evolution))
+    return cli_usage_error("--by type and --cmt-path go with neither --diff nor --evolution");
+  if (by_type && no_types) return cli_usage_error("--by type needs types: not with --no-types");
   site_query site_q, *site = NULL;
   if (site_text) {
     if (cli_regex_option(&site_q.re, "--site", site_text)) return 2;
@@ -1699,6 +1797,20 @@ static int retainers(int argc, char **argv, an_filter *hidden)
     goto done;
   }
   if (load(&r, trace, which, 0, 0, &a) != 0) { hg_close(&r); rc = 1; goto done; }
+  if (!diff && !no_types) {
+    /* Types are used whenever the program's .cmt files are found; what
+       is missing is said when they are asked for. */
+    int asked = by_type || ncmt_paths;
+    a.types = st_resolve(&r, &a.s, a.label_text, a.retained + 1 + HG_KINDS, a.live_bytes,
+                         cmt_paths, ncmt_paths, asked);
+    if (a.types) {
+      st_print_hints(a.types, asked);
+    } else if (by_type) {
+      msg("--by type: no types for this snapshot (see the hint above)\n");
+      analysis_free(&a); hg_close(&r); rc = 1;
+      goto done;
+    }
+  }
   if (diff) {
     hg_reader r2;
     analysis b;
@@ -1727,6 +1839,7 @@ static int retainers(int argc, char **argv, an_filter *hidden)
     print_header(&a);
     print_kinds(&a);
     print_roots(&a, top);
+    if (by_type) print_types(&a, top);
     print_sites(&a, top);
     if (site) { print_paths(&a, site, npaths); print_holders(&a, site); }
     if (tree) print_tree(&a, &topt);

@@ -36,6 +36,7 @@ import time
 import cdp
 import lwt_tests
 import report_tests
+import snaptypes_tests
 import types_tests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -598,6 +599,8 @@ def test_runtime_trace():
     test_runtime_follow(ocamlopt, work)
     types_tests.test_types(check, tool, run, OUT, HERE, ocamlopt,
                            os.path.join(TOOLS, "ocaml-memprof-types"))
+    snaptypes_tests.test_snapshot_types(check, tool, run, OUT, HERE, ocamlopt,
+                                        os.path.join(TOOLS, "ocaml-memprof-types"))
 
 
 def test_presets_synthetic(path):

@@ -1,21 +1,29 @@
-(* ocaml-memprof-types: the OCaml type of allocation sites, read from the
-   .cmt files (-bin-annot) of the traced program's build.
+(* ocaml-memprof-types: the OCaml type of allocation sites, and of the
+   module globals of heap snapshots with the layout of their types, read
+   from the .cmt files (-bin-annot) of the traced program's build.
 
    `ocaml-memprof ... --by type` starts it when a stack's type is not in
-   its cache (once per command); it is OCaml because only the compiler's
-   own library reads a .cmt (a marshalled Typedtree of the compiler that
-   wrote it).  It answers each chain as soon as it is read (the command
-   asks while it reads its trace), and the rest when its input ends.
+   its cache (once per command), `retainers` once per snapshot; it is
+   OCaml because only the compiler's own library reads a .cmt (a
+   marshalled Typedtree of the compiler that wrote it).  It answers each
+   chain as soon as it is read (the command asks while it reads its
+   trace), and the rest (globals and sites too) when its input ends.
 
    Input (stdin), tab-separated lines, the dir and version lines first:
      dir DEPTH PATH          a directory to search for .cmt files, DEPTH
                              levels of subdirectories deep
      version VERSION         the OCaml version of the traced program: when
-                             it is not this reader's, no .cmt is read
+                             it is not this reader's, no .cmt is read for
+                             the chains (retainers sends no version)
      chain KEY (FILE LINE START END FUNCTION)+
                              an allocation's stack, innermost frame first
                              (inlined frames as separate frames); KEY is
                              echoed back
+   For heap snapshots (retainers, tools/analyses/snaptypes.c):
+     global MODULE           the global block of MODULE (Foo.Bar for
+                             unit Foo__Bar) to type
+     site KEY (FILE LINE START END FUNCTION)+
+                             as chain, for a sampled block of a snapshot
    Output (stdout), tab-separated lines:
      type KEY DEPTH TYPE     TYPE as OCaml prints it, or "unknown (REASON)";
                              one line per chain, written at once; DEPTH:
@@ -30,6 +38,20 @@
                              program's is another one
      read FILE               a .cmt or source file read (the answers hold
                              while these files do not change)
+
+   and for heap snapshots, when the input ends too:
+     field MODULE INDEX NAME TID   field INDEX of MODULE's global block
+                             holds value NAME, of type number TID
+     site KEY TID            the type number of a site (0: unknown)
+     nomodule MODULE REASON  MODULE's globals cannot be typed
+     tname TID TEXT          type number TID is TEXT as OCaml prints it
+     shape TID KIND [ELEM]   what its values are in memory: unknown, imm
+                             (never a block), string, float, closure,
+                             custom, object, lazy, floatarray, array (of
+                             type ELEM), blocks (then its alt lines)
+     alt TID TAG SIZE (NAME FTID)*
+                             one block layout of type TID: its tag, size
+                             and each field's edge name and type number
 
    LINE, START and END are a trace location's: START and END count
    characters from the beginning of LINE (END may lie beyond it), as the
@@ -405,17 +427,17 @@ let copy_with_binding u ty binding =
    the same unit and applies the allocating one at exactly one place: its
    instance there, then the caller's instance of the applied function.
    Any other caller (a function passed as an argument) tells nothing. *)
-let rec resolve frames =
+let rec resolve_type frames =
   match frames with
-  | [] -> "unknown (empty stack)"
-  | { file = ""; _ } :: _ -> "unknown (no source location: build with -g)"
+  | [] -> Error "empty stack"
+  | { file = ""; _ } :: _ -> Error "no source location: build with -g"
   | alloc :: callers ->
     (* Frames without a location (code without debug information) tell
        nothing; a caller past them still has to apply the same function. *)
     let callers = List.filter (fun f -> f.file <> "") callers in
     if Filename.basename alloc.file = "camlinternalOO.ml" then object_type callers else
     match allocation_at alloc with
-    | Failed reason -> "unknown (" ^ reason ^ ")"
+    | Failed reason -> Error reason
     | Found (u, ty, binding) ->
       let rec up u ty binding callers =
         match binding, callers with
@@ -456,7 +478,7 @@ let rec resolve frames =
         | _ -> ty
       in
       let ty, binding = copy_with_binding u ty binding in
-      print_type (up u ty binding callers)
+      Ok (up u ty binding callers)
 
 (* CamlinternalOO builds objects as Obj.t: an object's type is that of the
    program's expression around the allocation (object ... end, new c, or
@@ -464,21 +486,392 @@ let rec resolve frames =
    outside CamlinternalOO, when its type is an object's. *)
 and object_type callers =
   match List.find_opt (fun f -> examine f; Filename.basename f.file <> "camlinternalOO.ml") callers with
-  | None -> ran_out := true; "unknown (an object, built by CamlinternalOO)"
+  | None -> ran_out := true; Error "an object, built by CamlinternalOO"
   | Some f ->
     match load_unit f.file with
-    | Missing -> "unknown (no .cmt for " ^ f.file ^ ")"
-    | Stale p -> "unknown (stale .cmt: " ^ p ^ ")"
+    | Missing -> Error ("no .cmt for " ^ f.file)
+    | Stale p -> Error ("stale .cmt: " ^ p)
     | Unit u ->
       match exprs_at u f with
       | (e, _) :: _ ->
         (match get_desc (Ctype.expand_head Env.empty e.exp_type) with
          | Tobject _ when not (has_variables e.exp_type) ->
-           print_type (List.hd (copy_types u [e.exp_type]))
+           Ok (List.hd (copy_types u [e.exp_type]))
          | Tconstr _ when (match e.exp_desc with Texp_new _ -> true | _ -> false) ->
-           print_type (List.hd (copy_types u [e.exp_type]))
-         | _ -> "unknown (an object, built by CamlinternalOO)")
-      | [] -> "unknown (an object, built by CamlinternalOO)"
+           Ok (List.hd (copy_types u [e.exp_type]))
+         | _ -> Error "an object, built by CamlinternalOO")
+      | [] -> Error "an object, built by CamlinternalOO"
+
+let resolve frames =
+  match resolve_type frames with Ok ty -> print_type ty | Error reason -> "unknown (" ^ reason ^ ")"
+
+(* ---- heap snapshots: module globals and the layout of types ---- *)
+
+(* A unit loaded by module name (Stdlib__Hashtbl), for the globals of a
+   snapshot and the type declarations of the types met from them. *)
+type snap_unit = {
+  info : unit_info;
+  str : Typedtree.structure;
+  (* Type declarations by their path inside the unit ("t", "M.t", and a
+     functor's body's "Make.t"). *)
+  decls : (string, Types.type_declaration) Hashtbl.t;
+  (* Modules that are a functor's application (module SM = Map.Make
+     (String)): their path inside the unit ("SM") -> the functor's path. *)
+  applied : (string, Path.t) Hashtbl.t;
+  (* The unit's signature (its .cmi), which orders its global block. *)
+  sign : Types.signature option;
+}
+
+let snap_units : (string, (snap_unit, string) result) Hashtbl.t = Hashtbl.create 64
+
+let rec index_decls decls applied prefix (items : Typedtree.structure_item list) =
+  List.iter
+    (fun (item : Typedtree.structure_item) ->
+      match item.str_desc with
+      | Tstr_type (_, tds) ->
+        List.iter
+          (fun (td : Typedtree.type_declaration) ->
+            Hashtbl.replace decls (prefix ^ Ident.name td.typ_id) td.typ_type)
+          tds
+      | Tstr_module { mb_id = Some id; mb_expr; _ } ->
+        let name = prefix ^ Ident.name id in
+        (* A functor's body is indexed as its structure: its types are
+           the same in every application but for the parameter's. *)
+        let rec body (me : Typedtree.module_expr) =
+          match me.mod_desc with
+          | Tmod_structure s -> index_decls decls applied (name ^ ".") s.str_items
+          | Tmod_constraint (me, _, _, _) | Tmod_functor (_, me) -> body me
+          | Tmod_apply (f, _, _) -> functor_path f
+          | _ -> ()
+        (* The functor applied, under the coercions typing adds. *)
+        and functor_path (f : Typedtree.module_expr) =
+          match f.mod_desc with
+          | Tmod_ident (p, _) -> Hashtbl.replace applied name p
+          | Tmod_constraint (f, _, _, _) -> functor_path f
+          | _ -> ()
+        in
+        body mb_expr
+      | _ -> ())
+    items
+
+(* The .cmt of the unit named [modname], its source unchanged since. *)
+let load_snap_unit modname =
+  match Hashtbl.find_opt snap_units modname with
+  | Some u -> u
+  | None ->
+    let rec first = function
+      | [] -> Error "no .cmt"
+      | path :: rest ->
+        Hashtbl.replace files_read path ();
+        (match Cmt_format.read_cmt path with
+         | exception _ -> Hashtbl.replace stale_cmts path (); first rest
+         | cmt when cmt.cmt_modname <> modname -> first rest
+         | cmt when not (source_digest_ok cmt path) ->
+           Hashtbl.replace stale_cmts path ();
+           (match first rest with Error _ -> Error ("stale .cmt: " ^ path) | ok -> ok)
+         | cmt ->
+           match cmt.cmt_annots with
+           | Implementation str ->
+             let unit_path = public_ident (Ident.create_persistent cmt.cmt_modname) in
+             let exprs, qualify, calls = index_structure str unit_path in
+             let decls = Hashtbl.create 64 and applied = Hashtbl.create 8 in
+             index_decls decls applied "" str.str_items;
+             let cmi = Filename.remove_extension path ^ ".cmi" in
+             let sign =
+               match Cmt_format.read_cmi cmi with
+               | exception _ -> None
+               | c -> Hashtbl.replace files_read cmi (); Some c.cmi_sign
+             in
+             Ok { info = { cmt_path = path; exprs; qualify; calls }; str; decls; applied; sign }
+           | _ -> first rest)
+    in
+    let u = first (List.rev (Hashtbl.find_all cmt_index (module_key modname))) in
+    Hashtbl.replace snap_units modname u;
+    u
+
+(* The declaration of type [p] (qualified, as copy_types leaves it) and
+   the unit that has it: Stdlib.Hashtbl.t is t of unit Stdlib__Hashtbl,
+   Leak.M.t is M.t of unit Leak; in a functor's body or application,
+   Stdlib.Map.Make(Ord).t and Leak.SM.t (SM = Map.Make (String)) are
+   Make.t of Stdlib__Map.  Only units' paths lead anywhere: a functor's
+   parameter (H.t in Hashtbl.Make's body) is not the unit named H. *)
+let rec find_decl ?(depth = 0) (p : Path.t) =
+  let rec names : Path.t -> string list option = function
+    | Pident id when Ident.global id -> Some (String.split_on_char '.' (Ident.name id))
+    | Pdot (q, s) -> Option.map (fun l -> l @ [ s ]) (names q)
+    | Papply (f, _) -> names f
+    | _ -> None
+  in
+  match names p with
+  | None -> None
+  | Some comps ->
+    let n = List.length comps in
+    let rec try_split i =
+      if i < 1 then None
+      else
+        let unit_name = String.concat "__" (List.filteri (fun k _ -> k < i) comps) in
+        let inner = String.concat "." (List.filteri (fun k _ -> k >= i) comps) in
+        match load_snap_unit unit_name with
+        | Ok u when Hashtbl.mem u.decls inner -> Some (u, Hashtbl.find u.decls inner)
+        | Ok u when depth < 4 && n - i >= 2 ->
+          let modpath = String.concat "." (List.filteri (fun k _ -> k >= i && k < n - 1) comps) in
+          (match Hashtbl.find_opt u.applied modpath with
+           | Some f ->
+             find_decl ~depth:(depth + 1) (Pdot (qualify_path u.info f, List.nth comps (n - 1)))
+           | None -> try_split (i - 1))
+        | _ -> try_split (i - 1)
+    in
+    try_split (n - 1)
+
+(* A copy of [ty] (a type of unit [u]'s .cmt) with its paths qualified and
+   the variables [params] replaced by [args] (copies already). *)
+let instantiate u params args ty =
+  let seen = Hashtbl.create 16 in
+  List.iter2 (fun p a -> Hashtbl.replace seen (get_id p) a) params args;
+  let rec copy ty =
+    match Hashtbl.find_opt seen (get_id ty) with
+    | Some c -> c
+    | None ->
+      let stub = Btype.newgenstub ~scope:Ident.highest_scope in
+      Hashtbl.add seen (get_id ty) stub;
+      let desc =
+        match get_desc ty with
+        | Tconstr (p, a, _) -> Tconstr (qualify_path u p, List.map copy a, ref Mnil)
+        | Tvariant row -> Tvariant (Btype.copy_row copy true row true (copy (row_more row)))
+        | d -> Btype.copy_type_desc ~keep_names:true copy d
+      in
+      Transient_expr.set_stub_desc stub desc;
+      stub
+  in
+  copy ty
+
+(* What a value of a type is in memory, for the C side to check a block
+   against and to type its fields.  Blocks: the block layouts it may have
+   (tag, size, per field its edge name and type), a record's or tuple's
+   one, a variant's one per non-constant constructor. *)
+type shape =
+  | Unknown
+  | Immediate
+  | String_block
+  | Float_block
+  | Closure
+  | Custom
+  | Object
+  | Lazy
+  | Float_array
+  | Array of int
+  | Blocks of (int * int * (string * int) list) list
+
+let shape_name = function
+  | Unknown -> "unknown" | Immediate -> "imm" | String_block -> "string"
+  | Float_block -> "float" | Closure -> "closure" | Custom -> "custom"
+  | Object -> "object" | Lazy -> "lazy" | Float_array -> "floatarray"
+  | Array _ -> "array" | Blocks _ -> "blocks"
+
+(* Types are numbered by their printed text; the recursion of a type's
+   fields ends at types already numbered, and at max_types (a
+   non-regular type has infinitely many instances). *)
+let max_types = 20000
+let type_ids : (string, int) Hashtbl.t = Hashtbl.create 1024
+let shape_lines = Buffer.create 4096
+
+let emit_shape id shape =
+  let b = shape_lines in
+  Printf.bprintf b "shape\t%d\t%s" id (shape_name shape);
+  (match shape with Array e -> Printf.bprintf b "\t%d" e | _ -> ());
+  Buffer.add_char b '\n';
+  match shape with
+  | Blocks alts ->
+    List.iter
+      (fun (tag, size, fields) ->
+        Printf.bprintf b "alt\t%d\t%d\t%d" id tag size;
+        List.iter (fun (name, t) -> Printf.bprintf b "\t%s\t%d" name t) fields;
+        Buffer.add_char b '\n')
+      alts
+  | _ -> ()
+
+let unknown_id = 0
+
+let rec type_id ty =
+  let text = String.concat " " (String.split_on_char '\n' (print_type ty)) in
+  match Hashtbl.find_opt type_ids text with
+  | Some id -> id
+  | None ->
+    let id = Hashtbl.length type_ids in
+    Hashtbl.add type_ids text id;
+    Printf.bprintf shape_lines "tname\t%d\t%s\n" id text;
+    let shape =
+      if id >= max_types then Unknown else try shape_of ty with Not_found -> Unknown
+    in
+    emit_shape id shape;
+    id
+
+and shape_of ty =
+  match get_desc ty with
+  | Tarrow _ -> Closure
+  | Ttuple _ ->
+    (* Its components by fold (5.4's are labelled). *)
+    let tys = children ty in
+    Blocks [ (0, List.length tys, List.mapi (fun i t -> (Printf.sprintf ".%d" (i + 1), type_id t)) tys) ]
+  | Tconstr (p, args, _) -> constr_shape p args
+  | Tobject _ -> Object
+  | Tpoly (t, _) -> shape_of t
+  | _ -> Unknown
+
+and constr_shape p args =
+  let is q = Path.same p q in
+  match args with
+  | _ when is Predef.path_int || is Predef.path_char || is Predef.path_bool || is Predef.path_unit ->
+    Immediate
+  | _ when is Predef.path_float -> Float_block
+  | _ when is Predef.path_string || is Predef.path_bytes -> String_block
+  | _ when is Predef.path_int32 || is Predef.path_int64 || is Predef.path_nativeint -> Custom
+  | _ when is Predef.path_floatarray -> Float_array
+  | _ when is Predef.path_lazy_t -> Lazy
+  | [ a ] when is Predef.path_array ->
+    (match get_desc a with
+     | Tconstr (q, [], _) when Path.same q Predef.path_float -> Float_array
+     | _ -> Array (type_id a))
+  | [ a ] when is Predef.path_list ->
+    let self = Btype.newgenty (Tconstr (p, [ a ], ref Mnil)) in
+    Blocks [ (0, 2, [ ("::.0", type_id a); ("::", type_id self) ]) ]
+  | [ a ] when is Predef.path_option -> Blocks [ (0, 1, [ ("Some", type_id a) ]) ]
+  | _ ->
+    match find_decl p with
+    | None -> Unknown
+    | Some (u, d) when List.length d.type_params <> List.length args -> ignore u; Unknown
+    | Some (u, d) ->
+      let inst ty = instantiate u.info d.type_params args ty in
+      let field_id prefix (ld : Types.label_declaration) =
+        (prefix ^ Ident.name ld.ld_id, type_id (inst ld.ld_type))
+      in
+      match d.type_kind with
+      | Type_record (lds, Record_regular) ->
+        Blocks [ (0, List.length lds, List.map (field_id ".") lds) ]
+      | Type_record (lds, Record_float) -> Blocks [ (254, List.length lds, []) ]
+      | Type_record ([ ld ], Record_unboxed _) -> shape_of (inst ld.ld_type)
+      | Type_variant ([ { cd_args = Cstr_tuple [ t ]; cd_res = None; _ } ], Variant_unboxed) ->
+        shape_of (inst t)
+      | Type_variant (cds, Variant_regular) ->
+        let tag = ref 0 in
+        let alts =
+          List.filter_map
+            (fun (cd : Types.constructor_declaration) ->
+              let name = Ident.name cd.cd_id in
+              (* A GADT constructor's arguments may have existential
+                 types: unknown. *)
+              let arg t = if cd.cd_res = None then type_id (inst t) else unknown_id in
+              let fields =
+                match cd.cd_args with
+                | Cstr_tuple [] -> None
+                | Cstr_tuple [ t ] -> Some [ (name, arg t) ]
+                | Cstr_tuple ts -> Some (List.mapi (fun i t -> (Printf.sprintf "%s.%d" name i, arg t)) ts)
+                | Cstr_record lds ->
+                  Some (List.map (fun (ld : Types.label_declaration) ->
+                            (name ^ "." ^ Ident.name ld.ld_id, arg ld.ld_type)) lds)
+              in
+              Option.map
+                (fun fields ->
+                  let t = !tag in
+                  incr tag;
+                  (t, List.length fields, fields))
+                fields)
+            cds
+        in
+        if alts = [] then Immediate else Blocks alts
+      | Type_abstract _ ->
+        (match d.type_manifest with Some m -> shape_of (inst m) | None -> Unknown)
+      | _ -> Unknown
+
+(* The identifiers of a structure in the order of its unit's global block
+   (Translmod.transl_store_gen in 5.3): first the runtime components of
+   the signature (.cmi: the .mli's, or the inferred one), each the last
+   identifier defined with its name; then the other identifiers defined
+   at the top, in order; then those of its submodules' structures, all
+   levels, in order.  Each with its name and, for values, its type. *)
+let global_fields u =
+  let defined = ref [] and more = ref [] in
+  let rec items prefix acc (l : Typedtree.structure_item list) =
+    List.iter
+      (fun (item : Typedtree.structure_item) ->
+        let add id ty = acc := (id, prefix ^ Ident.name id, ty) :: !acc in
+        let sub (mb_expr : Typedtree.module_expr) name =
+          match mb_expr.mod_desc with
+          | Tmod_structure s | Tmod_constraint ({ mod_desc = Tmod_structure s; _ }, _, _, _) ->
+            items (prefix ^ name ^ ".") more s.str_items
+          | _ -> ()
+        in
+        match item.str_desc with
+        | Tstr_value (_, vbs) ->
+          List.iter (fun (id, _, ty, _) -> add id (Some ty)) (Typedtree.let_bound_idents_full vbs)
+        | Tstr_typext te -> List.iter (fun (e : Typedtree.extension_constructor) -> add e.ext_id None) te.tyext_constructors
+        | Tstr_exception e -> add e.tyexn_constructor.ext_id None
+        | Tstr_module { mb_id = Some id; mb_presence = Mp_present; mb_expr; _ } ->
+          add id None;
+          sub mb_expr (Ident.name id)
+        | Tstr_recmodule mbs ->
+          List.iter (fun (mb : Typedtree.module_binding) -> Option.iter (fun id -> add id None) mb.mb_id) mbs
+        | Tstr_class cls -> List.iter (fun ((c : Typedtree.class_declaration), _) -> add c.ci_id_class None) cls
+        | Tstr_open od ->
+          List.iter (fun id -> add id None) (Types.bound_value_identifiers od.open_bound_items);
+          (match od.open_expr.mod_desc with
+           | Tmod_structure s -> items prefix more s.str_items
+           | _ -> ())
+        | Tstr_include incl ->
+          List.iter (fun id -> add id None) (Types.bound_value_identifiers incl.incl_type);
+          (match incl.incl_mod.mod_desc with
+           | Tmod_structure s | Tmod_constraint ({ mod_desc = Tmod_structure s; _ }, _, _, _) ->
+             items prefix more s.str_items
+           | _ -> ())
+        | _ -> ())
+      l
+  in
+  items "" defined u.str.str_items;
+  let defined = List.rev !defined and more = List.rev !more in
+  let exported =
+    match u.sign with
+    | None -> None
+    | Some sg ->
+      Some
+        (List.filter_map
+           (function
+             | Sig_value (id, { val_kind = Val_reg; _ }, _) | Sig_typext (id, _, _, _)
+             | Sig_module (id, Mp_present, _, _, _) | Sig_class (id, _, _, _) ->
+               Some (Ident.name id)
+             | _ -> None)
+           sg)
+  in
+  match exported with
+  | None -> None
+  | Some names ->
+    let last_named n =
+      List.fold_left (fun acc ((_, name, _) as d) -> if name = n then Some d else acc) None defined
+    in
+    let front = List.map (fun n -> (n, last_named n)) names in
+    let used = List.filter_map (fun (_, d) -> Option.map (fun (id, _, _) -> id) d) front in
+    let rest = List.filter (fun (id, _, _) -> not (List.exists (Ident.same id) used)) defined in
+    Some
+      (List.map (fun (n, d) -> match d with Some (_, _, ty) -> (n, ty) | None -> (n, None)) front
+       @ List.map (fun (_, n, ty) -> (n, ty)) (rest @ more))
+
+(* [global MODULE]: the fields of MODULE's global block, typed. *)
+let answer_global m =
+  let modname = String.concat "__" (String.split_on_char '.' m) in
+  match load_snap_unit modname with
+  | Error reason -> Printf.printf "nomodule\t%s\t%s\n" m reason
+  | Ok u ->
+    match global_fields u with
+    | None -> Printf.printf "nomodule\t%s\tno .cmi beside %s\n" m u.info.cmt_path
+    | Some fields ->
+      List.iteri
+        (fun i (name, ty) ->
+          let id =
+            match ty with
+            | Some ty -> (try type_id (instantiate u.info [] [] ty) with _ -> unknown_id)
+            | None -> unknown_id
+          in
+          Printf.printf "field\t%s\t%d\t%s\t%d\n" m i name id)
+        fields
 
 (* ---- the protocol ---- *)
 
@@ -498,18 +891,25 @@ let foreign_version trace_version =
 
 let () =
   Clflags.real_paths := true;
+  (* Large unmarshalled trees (the .cmt files) that all stay live until
+     the end: collecting less often saves most of the marking. *)
+  Gc.set { (Gc.get ()) with space_overhead = 400 };
   let stdlib_scanned = ref false and foreign = ref None in
+  (* Searched last: the program's own directories come first. *)
+  let scan_stdlib () =
+    if not !stdlib_scanned then begin
+      scan_dir 1 Config.standard_library;
+      stdlib_scanned := true
+    end
+  in
+  let globals = ref [] and sites = ref [] in
   (try
      while true do
        match String.split_on_char '\t' (input_line stdin) with
        | [ "dir"; depth; path ] -> scan_dir (int_of_string depth) path
        | [ "version"; v ] -> if v <> Sys.ocaml_version then foreign := Some v
        | "chain" :: key :: frames ->
-         (* Searched last: the program's own directories come first. *)
-         if not !stdlib_scanned then begin
-           scan_dir 1 Config.standard_library;
-           stdlib_scanned := true
-         end;
+         scan_stdlib ();
          frames_used := 1;
          ran_out := false;
          let ty =
@@ -523,10 +923,23 @@ let () =
          let ty = String.concat " " (List.filter (( <> ) "") (String.split_on_char '\n' ty)) in
          let depth = if !ran_out then "all" else string_of_int !frames_used in
          Printf.printf "type\t%s\t%s\t%s\n%!" key depth ty
+       | [ "global"; m ] -> globals := m :: !globals
+       | "site" :: key :: frames -> sites := (key, frames_of 0 frames) :: !sites
        | [ "" ] -> ()
        | l -> failwith ("bad input line: " ^ String.concat "\t" l)
      done
    with End_of_file -> ());
+  scan_stdlib ();
+  Hashtbl.add type_ids "(unknown)" unknown_id;
+  emit_shape unknown_id Unknown;
+  List.iter answer_global (List.rev !globals);
+  List.iter
+    (fun (key, frames) ->
+      let id = match resolve_type frames with Ok ty -> (try type_id ty with _ -> unknown_id)
+                                              | Error _ | exception _ -> unknown_id in
+      Printf.printf "site\t%s\t%d\n" key id)
+    (List.rev !sites);
+  print_string (Buffer.contents shape_lines);
   Hashtbl.iter (fun f () -> Printf.printf "missing\t%s\n" f) missing_files;
   Hashtbl.iter (fun p () -> Printf.printf "stale\t%s\n" p) stale_cmts;
   if !foreign <> None then Printf.printf "foreign\t%s\n" Sys.ocaml_version;
