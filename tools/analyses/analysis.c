@@ -81,6 +81,8 @@ struct an_ctx {
   size_t lmap_cap;
   uint32_t *gstack;
   size_t gstack_cap;
+  const mpt_location **gstack_locs;  /* a stack with callback frames */
+  size_t gstack_locs_cap;
   double bytes_per_sample;     /* word_bytes / lambda, 0 without sampling */
   int have_header;             /* set_header done */
 
@@ -426,6 +428,7 @@ void an_close(an_ctx *c)
   free(c->glocs);
   free(c->lmap);
   free(c->gstack);
+  free(c->gstack_locs);
   strpool_free(c->lockeys);
   strpool_free(c->strs);
   free(c->prev);
@@ -699,43 +702,34 @@ int an_is_callback_location(const mpt_location *l)
          && (!m->file || !m->file[0]);
 }
 
-/* Whether location [loc] has an entry (itself or inlined) of function
-   [fn] (an interned string: compared as a pointer). */
-static int loc_has_function(an_ctx *c, uint32_t loc, const char *fn)
+/* Whether location [l] has an entry (itself or inlined) of function
+   [fn]. */
+static int loc_has_function(const mpt_location *l, const char *fn)
 {
-  const mpt_location *l = an_location(c, loc);
   for (uint32_t i = 0; l && i < l->n; i++)
-    if (l->entries[i].function == fn) return 1;
+    if (l->entries[i].function && strcmp(l->entries[i].function, fn) == 0) return 1;
   return 0;
 }
 
-/* Callback frames (memprof_callbacks=N, docs/trace-format.md) that say
-   nothing the stack does not: the callback is running (its function is
-   a frame inside it, or the frame that holds it), or a callback frame of
-   the same function is inside it.  What is left names the callbacks that
-   the frames around them run for: Lwt's bind, once the program's
-   function has returned, holds it while it resolves the promise that
-   function gave.  [s] (innermost first) is compacted in place; returns
-   its new length. */
-static uint32_t drop_redundant_callbacks(an_ctx *c, uint32_t *s, uint32_t len)
+uint32_t an_drop_redundant_callbacks(const mpt_location **l, uint32_t *ids, uint32_t len)
 {
   uint32_t out = 0;
   for (uint32_t i = 0; i < len; i++) {
-    if (s[i] == 0 || s[i] > c->nglocs || !c->glocs[s[i] - 1].callback_name) {
-      s[out++] = s[i];
+    if (!an_is_callback_location(l[i])) {
+      l[out] = l[i]; ids[out++] = ids[i];
       continue;
     }
-    const char *fn = c->glocs[s[i] - 1].e[0].function;
+    const char *fn = l[i]->entries[0].function;
     int redundant = fn == NULL;
     for (uint32_t j = 0; j < out && !redundant; j++)
-      redundant = loc_has_function(c, s[j], fn);
+      redundant = loc_has_function(l[j], fn);
     /* the holder: the next frame out that is not a callback frame */
     for (uint32_t j = i + 1; j < len && !redundant; j++) {
-      if (s[j] >= 1 && s[j] <= c->nglocs && c->glocs[s[j] - 1].callback_name) continue;
-      redundant = loc_has_function(c, s[j], fn);
+      if (an_is_callback_location(l[j])) continue;
+      redundant = loc_has_function(l[j], fn);
       break;
     }
-    if (!redundant) s[out++] = s[i];
+    if (!redundant) { l[out] = l[i]; ids[out++] = ids[i]; }
   }
   return out;
 }
@@ -919,7 +913,11 @@ static int read_events(an_ctx *c, const an_callbacks *cb, progress *pg)
         c->gstack[i] = global_loc(c, ev.stack[i]);
         callbacks += c->glocs[c->gstack[i] - 1].callback_name != NULL;
       }
-      if (callbacks) len = drop_redundant_callbacks(c, c->gstack, len);
+      if (callbacks) {
+        grow_array((void **)&c->gstack_locs, &c->gstack_locs_cap, len, sizeof *c->gstack_locs);
+        for (uint32_t i = 0; i < len; i++) c->gstack_locs[i] = an_location(c, c->gstack[i]);
+        len = an_drop_redundant_callbacks(c->gstack_locs, c->gstack, len);
+      }
       uint32_t node = stack_node(c, c->gstack, len);
       int had;
       an_live *r = livetab_put(&c->live, ev.id, ev.stream, &had);

@@ -210,6 +210,17 @@ int an_location_matches(const mpt_location *l, const regex_t *re);
    MPT_CALLBACK_MARKER entry, docs/trace-format.md): views name it
    "callback FUNCTION" (an_loc_function), filters match its entries. */
 int an_is_callback_location(const mpt_location *l);
+/* The callback frames of a stack that say nothing the stack does not:
+   the callback is running (its function is a frame inside it, or the
+   frame that holds it), or a callback frame of the same function is
+   inside it, are dropped.  What is left names the callbacks that the
+   frames around them run for (Lwt's bind, once the program's function
+   has returned, holds it while it resolves the promise that function
+   gave).  [l] (the locations, innermost first) and [ids] (their ids,
+   kept in step) are compacted in place; returns the new length.  Every
+   view applies it (analysis.c to each sample's stack, the lwt command
+   to creation sites). */
+uint32_t an_drop_redundant_callbacks(const mpt_location **l, uint32_t *ids, uint32_t len);
 
 /* Compile [pat] for stack option [opt] as every such option does (--focus,
    --ignore, --hide, top --callers/--callees, retainers --site): a POSIX

@@ -38,6 +38,9 @@ typedef struct {
   uint8_t *hidden;             /* per location: 1 + hidden, 0 not yet */
   size_t hidden_cap;
   size_t counted;              /* allocations already classified */
+  uint32_t *ids;               /* alloc_stack's stack */
+  const mpt_location **locs;
+  size_t ids_cap, locs_cap;
 } lt_state;
 
 static int loc_hidden(lt_state *st, uint32_t loc)
@@ -67,6 +70,16 @@ static void keep_location(lt_state *st, uint32_t loc)
   d->used = 1;
   const mpt_location *l = ti_location(st->r->t, loc);
   if (!l || !l->n) return;
+  if (an_is_callback_location(l)) {
+    /* one frame, named as every view names it */
+    const mpt_loc_entry *e = &l->entries[0];
+    char name[512];
+    snprintf(name, sizeof name, "callback %s", e->function ? e->function : "?");
+    d->frames = xcalloc(1, sizeof *d->frames);
+    d->n = 1;
+    d->frames[0] = (lt_frame){ xstrdup(name), xstrdup(e->file ? e->file : ""), e->line };
+    return;
+  }
   d->frames = xcalloc(l->n, sizeof *d->frames);
   d->n = l->n;
   for (uint32_t k = 0; k < l->n; k++) {
@@ -75,28 +88,46 @@ static void keep_location(lt_state *st, uint32_t loc)
   }
 }
 
+/* Allocation [a]'s stack (innermost first) without its redundant
+   callback frames (an_drop_redundant_callbacks, as every view drops
+   them): its location ids into st->ids, their count returned. */
+static uint32_t alloc_stack(lt_state *st, const hg_alloc *a)
+{
+  uint32_t n = a->stack_len;
+  grow_array((void **)&st->ids, &st->ids_cap, n ? n : 1, sizeof *st->ids);
+  grow_array((void **)&st->locs, &st->locs_cap, n ? n : 1, sizeof *st->locs);
+  int callbacks = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    st->ids[k] = st->r->stacks[a->stack_off + k];
+    st->locs[k] = ti_location(st->r->t, st->ids[k]);
+    callbacks |= an_is_callback_location(st->locs[k]);
+  }
+  return callbacks ? an_drop_redundant_callbacks(st->locs, st->ids, n) : n;
+}
+
 /* The key of allocation [a]'s site into [key] (its length returned): by
    stack its first locations' ids, else its first frame that [hiding]
    leaves, named "Function (file:line)". */
 static size_t site_key(lt_state *st, const hg_alloc *a, char key[512])
 {
+  uint32_t len = alloc_stack(st, a);
   if (st->res->by_stack) {
-    uint32_t n = a->stack_len < LT_STACK_FRAMES ? a->stack_len : LT_STACK_FRAMES;
+    uint32_t n = len < LT_STACK_FRAMES ? len : LT_STACK_FRAMES;
     for (uint32_t k = 0; k < n; k++) {
-      uint32_t loc = st->r->stacks[a->stack_off + k];
+      uint32_t loc = st->ids[k];
       keep_location(st, loc);
       memcpy(key + 4 * k, &loc, 4);
     }
     return 4 * (size_t)n;
   }
   snprintf(key, 512, "(no frame outside the hidden ones)");
-  for (uint32_t k = 0; k < a->stack_len; k++) {
-    uint32_t loc = st->r->stacks[a->stack_off + k];
+  for (uint32_t k = 0; k < len; k++) {
+    uint32_t loc = st->ids[k];
     if (loc_hidden(st, loc)) continue;
-    const mpt_location *l = ti_location(st->r->t, loc);
+    const mpt_location *l = st->locs[k];
     if (l && l->n > 0)
-      snprintf(key, 512, "%s (%s:%u)", l->entries[0].function, l->entries[0].file,
-               l->entries[0].line);
+      snprintf(key, 512, "%s%s (%s:%u)", an_is_callback_location(l) ? "callback " : "",
+               l->entries[0].function, l->entries[0].file, l->entries[0].line);
     else snprintf(key, 512, "? (no debug information)");
     break;
   }
@@ -268,6 +299,8 @@ int lt_run(const char *path, const an_filter *hiding, int by_stack, lt_result *r
   res->allocs_seen = r.nallocs;
   res->truncated = r.truncated;
   free(st.alloc_site);
+  free(st.ids);
+  free(st.locs);
   free(st.hidden);
   hg_close(&r);
   return rc;

@@ -1587,7 +1587,11 @@ function lwtReportHides() {
   return out;
 }
 function lwtPatterns() { return hidePatterns().concat(lwtReportHides(), PRESETS.lwt ? [PRESETS.lwt] : []).map(re).filter(Boolean); }
-function lwtTest(pats, fn, file) { return pats.some(function (r) { return r.test(fn) || (file !== '' && r.test(file)); }); }
+// A callback frame ("callback F") is tested as its function F, as the CLI does.
+function lwtTest(pats, fn, file) {
+  var g = fn.lastIndexOf('callback ', 0) === 0 ? fn.slice(9) : fn;
+  return pats.some(function (r) { return r.test(g) || (file !== '' && r.test(file)); });
+}
 function lwtFrameName(fn, file, line) { return fn === '<unknown>' && file === '' ? '? (no debug information)' : fn + ' (' + file + ':' + line + ')'; }
 var LWT_NONE = '(no frame outside the hidden ones)';
 // Per call-tree node: its creation site's name under [pats] (cached per node).
