@@ -47,7 +47,7 @@ RATE, SEED = "1e-2", 1
 # Callback frames (memprof_callbacks): what Lwt allocates for a callback is
 # charged to it, not to the program's entry.  Without them the entry kept
 # 2.9 to 11 % of all allocation here (leak_table 9.6 to 10 %); with them
-# 2.8 to 7.1 % over 24 runs (issue 30's target is 5 %: the rest is Lwt's
+# 2.9 to 7.1 % over 16 runs (issue 30's target is 5 %: the rest is Lwt's
 # own callbacks, Lwt_io's auto-flush, Lwt_unix's job and event handling,
 # which no function of the program registered).  The runs are not
 # deterministic (the loopback sockets order the callbacks): the check
