@@ -19,7 +19,8 @@
 # compatibility package, which Lwt core and ocplib-endian name) and Lwt's
 # `dune.configurator`, renamed `dune-configurator`.
 #
-# Exit 0 with the programs in WORKDIR/ws/_build/default/programs/; 77 when
+# Exit 0 with the programs in WORKDIR/ws/_build/default/programs/ (and
+# the .cmt files of the programs, Lwt and ocplib-endian); 77 when
 # a source is missing from the cache and cannot be downloaded (no network:
 # the caller counts the suite as skipped); 1 on any other failure, with a
 # one-line reason on stderr.
@@ -144,6 +145,16 @@ cat > "$WS/programs/dune" <<EOF
  (libraries lwt lwt.unix))
 EOF
 targets=$(for p in $programs; do printf ' programs/%s.exe' "$p"; done)
-(cd "$WS" && "$DUNE" build --root . $targets) > "$WORK/dune-build.log" 2>&1 ||
+# The .cmt files, for `--by type` and typed retainer paths: dune writes
+# them with the bytecode objects, which native programs do not need, so
+# its @check alias builds them: the programs' and those of the libraries
+# they link (named directory by directory: a recursive alias does not
+# enter vendored directories).
+cmt_libs="vendor/lwt/src/core vendor/lwt/src/unix vendor/ocplib-endian/src"
+checks="@programs/check$(for d in $cmt_libs; do printf ' @@%s/check' "$d"; done)"
+(cd "$WS" && "$DUNE" build --root . $targets $checks) > "$WORK/dune-build.log" 2>&1 ||
   die "dune build of Lwt and the programs failed (see $WORK/dune-build.log: $(grep -m1 -i error "$WORK/dune-build.log"))"
-echo "build-lwt: built$targets with Lwt 5.6.1 on OCaml $ocaml_version"
+for cmt in 'programs/.*.eobjs/byte/dune__exe__Leak_table.cmt' vendor/lwt/src/core/.lwt.objs/byte/lwt.cmt; do
+  compgen -G "$WS/_build/default/$cmt" > /dev/null || die "dune @check left no _build/default/$cmt"
+done
+echo "build-lwt: built$targets and the .cmt files ($checks) with Lwt 5.6.1 on OCaml $ocaml_version"

@@ -32,8 +32,16 @@ with ocaml-memprof as it is.  Asserts, per program:
 Traced with callback frames (memprof_callbacks=16), the share of all
 allocation that `top --preset lwt` charges to the program entry (the
 module initialiser calling Lwt_main.run; issue 30's target is 5 % or
-less) is at most ENTRY_SHARE_MAX.  Figures (not asserted): the steps of
-retainer paths that carry an allocation site.  Last line: "N passed, N failed"."""
+less) is at most ENTRY_SHARE_MAX.  leak_table leak, with the .cmt files
+build-lwt.sh has dune's @check write (issue 31, found from the
+executable's path): `retainers --by type` gives a path from global
+Leak_table to the planted line's blocks whose every step is named by
+field and type (Leak_table.in_flight : (int, Leak_table.request)
+Hashtbl.t, .data, .(_), Cons.data : Leak_table.request, .body : Bytes.t),
+counts exactly the requests kept as Leak_table.request blocks, and the
+table's type retains Obj.reachable_words of it within 5 %.  Figures (not
+asserted): the steps of retainer paths that carry an allocation site, and
+the share that carry a type or field name.  Last line: "N passed, N failed"."""
 import json
 import os
 import re
@@ -221,6 +229,71 @@ check("the four leak programs are built", names == ["leak_pending", "leak_stream
       str(names))
 
 
+# What a block step shows when its type is unknown: its tag's name.
+TAG_NAMES = re.compile(r"(block tag \d+|lazy|closure|object|infix|forward|abstract|string|float|"
+                       r"float array|custom|continuation) \(\d+ words?\)")
+
+
+def typed_step(step):
+    """A block step of a retainer path named by a field or an OCaml type
+    ("Cons.data : Leak_table.request (3 words)"), not by its tag alone
+    ("block tag 0 (3 words)"; a type printed as a tag's name, such as
+    string, counts as untyped)."""
+    return " : " in step or not TAG_NAMES.match(step)
+
+
+def check_typed_paths(name, mod, planted, trace, facts):
+    """Issue 31 on a dune project: the types of the .cmt files that dune's
+    @check wrote (the program's unit is Dune__exe__Leak_table, its global
+    named Leak_table), found from the executable's path alone."""
+    ret = tool_json("retainers", "--preset", "lwt", "--by", "type", "--json", "-n", "8", "--paths", "5",
+                    "--site", "Dune__exe__%s\\.handle" % mod, trace)
+    site = next((s for s in ret["sites"] if any("%s.ml:%d)" % (name, line) in s["site"] for line in planted)), None)
+    paths = site["paths"] if site else []
+    # The leak: in_flight : (int, request) Hashtbl.t -> .data (the bucket
+    # array) -> .(_) a bucket -> (Cons.next ...) -> Cons.data : request ->
+    # .body : Bytes.t, the planted line's block.
+    want = [mod + ".in_flight : (int, %s.request) Hashtbl.t" % mod,
+            ".data : (int, %s.request) Stdlib.Hashtbl.bucketlist array" % mod,
+            ".(_) : (int, %s.request) Stdlib.Hashtbl.bucketlist" % mod,
+            "Cons.data : %s.request" % mod, ".body : Bytes.t"]
+
+    def typed_leak_path(p):
+        st = p["steps"]
+        heads = [x for x in st[1:] if not x.startswith("Cons.next : ")]
+        return (st[0] == "global " + mod and len(heads) == len(want)
+                and all(h.startswith(w + " (") for h, w in zip(heads, want))
+                and any("%s.ml:%d)" % (name, line) in st[-1] for line in planted))
+    good = [p for p in paths if typed_leak_path(p)]
+    check("%s leak: retainers --by type: a path from global %s to the planted site's blocks named by "
+          "field and type (%s)" % (name, mod, " -> ".join(w.split(" : ")[0] for w in want)),
+          good != [], json.dumps(paths[:1])[:400])
+    steps = [x for p in paths for x in p["steps"][1:]]
+    typed = [x for x in steps if typed_step(x)]
+    check("%s leak: retainers --by type: every step of the planted site's %d paths is typed (%d of %d)"
+          % (name, len(paths), len(typed), len(steps)), steps != [] and len(typed) == len(steps),
+          str([x for x in steps if not typed_step(x)][:3]))
+    weighted = sum(p["blocks"] * (len(p["steps"]) - 1) for p in paths)
+    weighted_typed = sum(p["blocks"] * sum(typed_step(x) for x in p["steps"][1:]) for p in paths)
+    figure("%s leak: %d of %d steps (%.1f %%) of the planted site's %d retainer paths carry a type or field "
+           "name; weighted by sampled blocks %.1f %%; %d of %d paths are the typed leak path"
+           % (name, len(typed), len(steps), 100.0 * len(typed) / max(len(steps), 1), len(paths),
+              100.0 * weighted_typed / max(weighted, 1), len(good), len(paths)))
+    all_steps = [x for s in ret["sites"] for p in s["paths"] for x in p["steps"][1:]]
+    figure("%s leak: over the %d sites' paths shown: %d of %d steps (%.1f %%) typed"
+           % (name, len(ret["sites"]), sum(map(typed_step, all_steps)), len(all_steps),
+              100.0 * sum(map(typed_step, all_steps)) / max(len(all_steps), 1)))
+    rows = {r["type"]: r for r in ret.get("types", [])}
+    req = rows.get("%s.request" % mod)
+    check("%s leak: retainers --by type counts %s %s.request blocks, the %d requests the table keeps"
+          % (name, req["blocks"] if req else 0, mod, facts["requests_kept"]),
+          req is not None and req["blocks"] == facts["requests_kept"])
+    tbl = rows.get("(int, %s.request) Hashtbl.t" % mod)
+    check("%s leak: (int, %s.request) Hashtbl.t retains %d bytes, within 5 %% of Obj.reachable_words "
+          "of %s (%d)" % (name, mod, tbl["retained"] if tbl else 0, facts["holder"], facts["holder_bytes"]),
+          tbl is not None and within(tbl["retained"], facts["holder_bytes"], 5))
+
+
 def check_program(name):
     mod = module_name(name)
     planted = marked_lines(name, "(* planted *)")
@@ -252,6 +325,8 @@ def check_program(name):
         located = [s for s in steps if " from " in s]
         figure("%s leak: %d of %d blocks on the first %d retainer paths carry an allocation site "
                "(unsampled blocks have none)" % (name, len(located), len(steps), len(paths)))
+        if name == "leak_table":
+            check_typed_paths(name, mod, planted, trace, facts)
         figure("%s leak: planted line rank %s, live %d B vs reachable %d B (%+.1f %%); holder retained %d B vs "
                "reachable %d B (%+.2f %%)" % (name, rank, live, facts["planted_bytes"],
                                               100.0 * (live - facts["planted_bytes"]) / facts["planted_bytes"],

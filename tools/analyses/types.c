@@ -416,16 +416,21 @@ static int send_all(types_map *m, const char *s, size_t n)
 
 /* The directories to search: --cmt-path's, the executable's, and when it
    was built by dune the whole _build tree (the helper adds the standard
-   library's); those that a protocol line cannot hold are left out. */
+   library's); those that a protocol line cannot hold are left out.  The
+   first .cmt found of a module is used, so the executable's own come
+   before the rest of _build (where another executable may have a module
+   of the same name): dune puts them two levels below it, in
+   .NAME.eobjs/byte. */
 void types_write_dirs(FILE *in, const char *exe, const char *const *cmt_paths, size_t n)
 {
   for (size_t i = 0; i < n; i++)
     if (is_plain(cmt_paths[i])) fprintf(in, "dir\t8\t%s\n", cmt_paths[i]);
   if (!exe || !exe[0] || !is_plain(exe)) return;
   const char *slash = strrchr(exe, '/');
-  if (slash) fprintf(in, "dir\t1\t%.*s\n", (int)(slash - exe), exe);
-  else fprintf(in, "dir\t1\t.\n");
   const char *b = strstr(exe, "/_build/");
+  int depth = b ? 2 : 1;
+  if (slash) fprintf(in, "dir\t%d\t%.*s\n", depth, (int)(slash - exe), exe);
+  else fprintf(in, "dir\t%d\t.\n", depth);
   if (b) fprintf(in, "dir\t10\t%.*s\n", (int)(b - exe + 7), exe);
 }
 

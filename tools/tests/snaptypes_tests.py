@@ -14,7 +14,11 @@ Checks: the retainer path to the table's buckets is named by fields
 Obj.reachable_words (printed by the program: a snapshot is complete); the
 globals and what they hold get their types; nothing the module holds is
 left unknown; --no-types, a stripped executable, a stale .cmt and a
-missing one keep today's names with one hint line."""
+missing one keep today's names with one hint line.  As dune builds an
+executable (its module compiled as the unit Dune__exe__Snap_leak, its
+.cmt in _build/default/bin/.main.eobjs/byte/, two levels below the
+executable): found from the executable's path alone, its global named
+Snap_leak, its types Snap_leak.cache."""
 import json
 import os
 import re
@@ -169,3 +173,35 @@ def test_snapshot_types(check, tool, run, out_dir, here, ocamlopt, helper):
     missing = [t for t in STD if not any(n.startswith(t + " ") for n in tree)]
     check("snaptypes: Queue, Stack, Buffer and a Map.Make map are typed", not missing,
           "missing %s in %s" % (missing, [n for n in tree if " : " in n][:40]))
+
+    # Dune's layout, without dune: the unit Dune__exe__Snap_leak (dune's
+    # -o names it), its .cmt two levels below the executable, which
+    # dune's byte rules write (its native ones write none).
+    bdir = os.path.join(work, "dune", "_build", "default", "bin")
+    objs = os.path.join(bdir, ".main.eobjs", "byte")
+    os.makedirs(objs)
+    shutil.copy(os.path.join(here, "types", "snapleak.ml"), os.path.join(bdir, "snap_leak.ml"))
+    root = os.path.join(work, "dune", "_build", "default")
+    r = run([ocamlopt, "-g", "-bin-annot", "-c", "-o", ".main.eobjs/byte/dune__exe__Snap_leak.cmx",
+             "snap_leak.ml"], cwd=bdir)
+    if r.returncode == 0:
+        r = run([ocamlopt, "-g", "-o", "main.exe", ".main.eobjs/byte/dune__exe__Snap_leak.cmx"], cwd=bdir)
+    check("snaptypes: dune's layout: compile unit Dune__exe__Snap_leak", r.returncode == 0
+          and os.path.exists(os.path.join(objs, "dune__exe__Snap_leak.cmt")), r.stderr[-500:])
+    if r.returncode != 0:
+        return
+    trace = os.path.join(work, "dune.trace")
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-3,memprof_seed=1,"
+               "memprof_snapshot_at_exit=1" % trace)
+    r = run([os.path.join(bdir, "main.exe")], env=env, cwd=root)
+    r = tool("retainers", "--json", "--by", "type", "--site", "Hashtbl.replace", trace)
+    check("snaptypes: dune's layout: retainers --by type finds the .cmt, no hint",
+          r.returncode == 0 and "hint" not in r.stderr, r.stderr[-400:])
+    j = json.loads(r.stdout) if r.returncode == 0 else {"paths": {"paths": []}, "types": []}
+    paths = j["paths"]["paths"]
+    steps = paths[0]["steps"] if paths else []
+    check("snaptypes: dune's layout: the path is global Snap_leak -> Snap_leak.state : Snap_leak.cache "
+          "-> .tbl : (string, bytes) Hashtbl.t",
+          len(steps) > 2 and steps[0] == "global Snap_leak"
+          and steps[1].startswith("Snap_leak.state : Snap_leak.cache (")
+          and steps[2].startswith(".tbl : (string, bytes) Hashtbl.t ("), json.dumps(steps))

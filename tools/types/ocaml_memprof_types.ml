@@ -95,13 +95,34 @@ let rec scan_dir depth dir =
         then scan_dir (depth - 1) p)
       entries
 
+(* The parts of [s] between its "__" (Stdlib__In_channel: Stdlib,
+   In_channel), empty ones left out. *)
+let split_double_underscore s =
+  let rec go acc start i =
+    if i + 1 >= String.length s then List.rev (String.sub s start (String.length s - start) :: acc)
+    else if s.[i] = '_' && s.[i + 1] = '_' then go (String.sub s start (i - start) :: acc) (i + 2) (i + 2)
+    else go acc start (i + 1)
+  in
+  List.filter (( <> ) "") (go [] 0 0)
+
+(* Dune compiles an executable's module M as the unit Dune__exe__M; the
+   executable's symbols are read as M (tools/formats/elf_symbols.c), so a
+   snapshot's global, and its types, are named M, as the source is. *)
+let dune_exe_prefix = "Dune__exe__"
+
+let strip_dune_exe name =
+  let n = String.length dune_exe_prefix in
+  if String.length name > n && String.starts_with ~prefix:dune_exe_prefix name
+  then String.sub name n (String.length name - n)
+  else name
+
 (* Dune and the standard library name a library's module Lib__M: show
-   Lib.M, as users write it. *)
+   Lib.M, as users write it (M for an executable's Dune__exe__M). *)
 let public_ident id =
   let name = Ident.name id in
   if Ident.global id && last_double_underscore name <> None
   then
-    let parts = String.split_on_char '_' name |> List.filter (( <> ) "") in
+    let parts = split_double_underscore (strip_dune_exe name) in
     Path.Pident (Ident.create_persistent (String.concat "." parts))
   else Path.Pident id
 
@@ -554,7 +575,9 @@ let rec index_decls decls applied prefix (items : Typedtree.structure_item list)
       | _ -> ())
     items
 
-(* The .cmt of the unit named [modname], its source unchanged since. *)
+(* The .cmt of the unit named [modname], its source unchanged since; a
+   dune executable's module M is the unit Dune__exe__M (the first found,
+   the executable's directory being searched first). *)
 let load_snap_unit modname =
   match Hashtbl.find_opt snap_units modname with
   | Some u -> u
@@ -565,7 +588,8 @@ let load_snap_unit modname =
         Hashtbl.replace files_read path ();
         (match Cmt_format.read_cmt path with
          | exception _ -> Hashtbl.replace stale_cmts path (); first rest
-         | cmt when cmt.cmt_modname <> modname -> first rest
+         | cmt when cmt.cmt_modname <> modname
+                    && cmt.cmt_modname <> dune_exe_prefix ^ modname -> first rest
          | cmt when not (source_digest_ok cmt path) ->
            Hashtbl.replace stale_cmts path ();
            (match first rest with Error _ -> Error ("stale .cmt: " ^ path) | ok -> ok)
