@@ -1639,7 +1639,8 @@ function lwtRows(by) {
 function lwtStackNames(T, pats) {
   var rf = re(S.focus), ri = re(S.ignore);
   function matches(r, e) { return e.length ? e.some(function (x) { return r.test(x[0]) || (x[1] !== '' && r.test(x[1])); }) : r.test('<unknown>'); }
-  var hid = T.locs.map(function (e) { return matches({ test: function (s) { return pats.some(function (r) { return r.test(s); }); } }, e); });
+  // a callback frame ("callback F") is hidden as its function F (lwtTest)
+  var hid = T.locs.map(function (e) { return matches({ test: function (s) { return lwtTest(pats, s, ''); } }, e); });
   return T.stacks.map(function (st) {
     if ((rf && !st.some(function (l) { return matches(rf, T.locs[l]); })) || (ri && st.some(function (l) { return matches(ri, T.locs[l]); }))) return null;
     for (var k = 0; k < st.length; k++) {
