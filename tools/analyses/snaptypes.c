@@ -550,7 +550,7 @@ void st_print_hints(const snap_types *t, int verbose)
 {
   if (verbose)
     hint("types: modules without a usable .cmt (their globals untyped):", t, &t->missing,
-         "compile with -bin-annot (dune does) or give --cmt-path DIR");
+         "compile with -bin-annot (dune: `dune build @check` writes executables' .cmt too) or give --cmt-path DIR");
   hint("types: stale or foreign .cmt files ignored:", t, &t->stale,
        "the source changed since, or another compiler wrote them; rebuild");
 }

@@ -651,7 +651,7 @@ void types_print_hints(const types_map *m)
   size_t n = set_names(m, &m->missing, names, sizeof names);
   if (n)
     msg("hint: no .cmt for %zu source file%s (%s): their sites' types are unknown; compile "
-        "with -bin-annot (dune does) or give --cmt-path DIR\n", n, n > 1 ? "s" : "", names);
+        "with -bin-annot (dune: `dune build @check` writes executables' .cmt too) or give --cmt-path DIR\n", n, n > 1 ? "s" : "", names);
   n = set_names(m, &m->stale, names, sizeof names);
   if (n)
     msg("hint: %zu stale or foreign .cmt file%s ignored (%s): the source changed since, or "
