@@ -119,14 +119,21 @@
    the API force one (caml_finish_major_cycle). */
 
 #define CAML_INTERNALS
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #ifdef __linux__
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #endif
 #include "caml/alloc.h"
 #include "caml/backtrace_prim.h"
@@ -156,7 +163,11 @@
 #include "caml/memprof_tracer.h"
 #include "caml/memprof_heap_snapshot.h"
 
-struct caml_heap_snapshot_params caml_heap_snapshot_params;
+struct caml_heap_snapshot_params caml_heap_snapshot_params = {
+#ifdef __linux__
+  .fork = 1
+#endif
+};
 
 static atomic_int requested;              /* API / exit: next cycle end */
 static volatile sig_atomic_t signalled;   /* the snapshot signal came   */
@@ -164,6 +175,8 @@ static int periodic;                      /* every_s or every_cycles    */
 static uintnat cycles_seen;               /* domain 0's cycle ends      */
 static uint64_t last_snapshot_us;
 static uint64_t snapshot_seq;
+static atomic_int deferred;               /* due while a child walked   */
+static atomic_int taking;                 /* a domain is taking one     */
 
 /* Per domain id: 1 + the major cycle for which the domain's statmemprof
    tables are settled (see Synchronisation); 0 before its first cycle end. */
@@ -173,6 +186,31 @@ static atomic_uintnat memprof_settled[Max_domains_max];
 
 /* ------------------------------------------------------------------ */
 /* Address-keyed open-addressing maps (young ids, samples, ephemerons) */
+
+/* The walk's growing tables (maps, entry chunks) are mapped pages, never
+   malloc's: a forked child grows them too, and malloc may have been
+   locked by another thread of the parent at the fork.  Zeroed. */
+static void *pages_alloc(size_t bytes)
+{
+#ifdef __linux__
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+#else
+  return calloc(1, bytes);
+#endif
+}
+
+static void pages_free(void *p, size_t bytes)
+{
+  if (p == NULL) return;
+#ifdef __linux__
+  munmap(p, bytes);
+#else
+  (void)bytes;
+  free(p);
+#endif
+}
 
 typedef struct { uintnat key; uint64_t val; } slot;
 typedef struct { slot *t; size_t cap, count; } addr_map;
@@ -187,7 +225,7 @@ static int map_put(addr_map *m, uintnat key, uint64_t val)
 {
   if (2 * (m->count + 1) > m->cap) {
     size_t ncap = m->cap ? 2 * m->cap : 1024;
-    slot *nt = calloc(ncap, sizeof *nt);
+    slot *nt = pages_alloc(ncap * sizeof *nt);
     if (!nt) return 0;
     for (size_t i = 0; i < m->cap; i++)
       if (m->t[i].key) {
@@ -195,7 +233,7 @@ static int map_put(addr_map *m, uintnat key, uint64_t val)
         while (nt[h].key) h = (h + 1) & (ncap - 1);
         nt[h] = m->t[i];
       }
-    free(m->t); m->t = nt; m->cap = ncap;
+    pages_free(m->t, m->cap * sizeof *m->t); m->t = nt; m->cap = ncap;
   }
   size_t h = hash_addr(key) & (m->cap - 1);
   while (m->t[h].key && m->t[h].key != key) h = (h + 1) & (m->cap - 1);
@@ -215,7 +253,11 @@ static inline uint64_t map_get(const addr_map *m, uintnat key)
   return 0;
 }
 
-static void map_free(addr_map *m) { free(m->t); m->t = NULL; m->cap = m->count = 0; }
+static void map_free(addr_map *m)
+{
+  pages_free(m->t, m->cap * sizeof *m->t);
+  m->t = NULL; m->cap = m->count = 0;
+}
 
 /* ------------------------------------------------------------------ */
 /* The walk's state                                                    */
@@ -240,6 +282,9 @@ typedef struct {
   mpt_snap_encoder snap;
   uint8_t *buf, *zbuf; size_t zcap;
   int failed;                   /* the writer stopped */
+  int companion;                /* chunks go to this file (a forked walk's
+                                   TRACE.snapshot), or -1: to the trace */
+  uint64_t companion_bytes;     /* written there so far */
   /* blocks, by id (index 0 unused): address and original header */
   entry **chunks; size_t nchunks; uint64_t n;   /* ENTRY_CHUNKS slots */
   int incomplete;               /* out of memory: no new block named */
@@ -269,9 +314,13 @@ static void flush(walk *w)
 {
   size_t used = mpt_enc_used(&w->enc);
   if (used == 0 || w->failed) { mpt_enc_reset_buffer(&w->enc, w->enc.start, w->enc.end - w->enc.start); return; }
-  if (caml_trace_writer_typed_chunk(MPT_CHUNK_SNAPSHOT, (uint16_t)w->self->id,
-                                    w->buf, used, NULL, w->zbuf, w->zcap) < 0)
-    w->failed = 1;
+  int rc = w->companion >= 0
+    ? caml_trace_writer_companion_chunk(w->companion, MPT_CHUNK_SNAPSHOT,
+                                        (uint16_t)w->self->id, w->buf, used,
+                                        w->zbuf, w->zcap, &w->companion_bytes)
+    : caml_trace_writer_typed_chunk(MPT_CHUNK_SNAPSHOT, (uint16_t)w->self->id,
+                                    w->buf, used, NULL, w->zbuf, w->zcap);
+  if (rc < 0) w->failed = 1;
   mpt_enc_reset_buffer(&w->enc, w->buf + MPT_CHUNK_HEADER_BYTES,
                        BUF_BYTES - MPT_CHUNK_HEADER_BYTES);
 }
@@ -305,16 +354,21 @@ static inline entry *entry_at(entry *const *chunks, uint64_t id)
 /* A chunk of entries, advised for huge pages where the system has them:
    the table is hundreds of MB on a large heap, and its page faults were
    a good part of the pause with 4 KiB pages. */
+#define CHUNK_BYTES (ENTRY_CHUNK * sizeof(entry))
 static entry *new_chunk(void)
 {
-  size_t bytes = ENTRY_CHUNK * sizeof(entry);
 #ifdef MADV_HUGEPAGE
-  void *p = NULL;
-  if (posix_memalign(&p, (size_t)2 << 20, bytes) != 0) return NULL;
-  madvise(p, bytes, MADV_HUGEPAGE);
-  return p;
+  /* Mapped 2 MiB more, then trimmed to a 2 MiB boundary. */
+  size_t huge = (size_t)2 << 20;
+  char *p = pages_alloc(CHUNK_BYTES + huge);
+  if (!p) return NULL;
+  char *a = (char *)(((uintnat)p + huge - 1) & ~(uintnat)(huge - 1));
+  if (a > p) munmap(p, (size_t)(a - p));
+  munmap(a + CHUNK_BYTES, (size_t)(p + huge - a));
+  madvise(a, CHUNK_BYTES, MADV_HUGEPAGE);
+  return (entry *)a;
 #else
-  return malloc(bytes);
+  return pages_alloc(CHUNK_BYTES);
 #endif
 }
 
@@ -700,21 +754,37 @@ static void add_sample(void *data, value block, uint64_t id)
   map_put(&w->samples, block, id);
 }
 
-static void take_snapshot(caml_domain_state *self)
+static void walk_free(walk *w)
 {
-  uint64_t t0 = mono_ns();
+  free(w->buf); free(w->zbuf);
+  for (size_t c = 0; c < w->nchunks; c++) pages_free(w->chunks[c], CHUNK_BYTES);
+  free(w->chunks);
+  map_free(&w->young); map_free(&w->samples); map_free(&w->ephemerons);
+  map_free(&w->labels);
+#ifdef NATIVE_CODE
+  free(w->frames); free(w->globals);
+#endif
+  free(w);
+}
+
+/* The walk's first part, in the pause, from what only the running world
+   knows: the tracked samples, the ephemerons, BEGIN and every root (which
+   names, and marks, the roots' targets: entries 1..w->n).  NULL when out
+   of memory. */
+static walk *walk_roots(caml_domain_state *self, int companion)
+{
   caml_domain_state *doms[Max_domains_max];
   int ndoms = caml_memprof_tracer_domain_states(doms, Max_domains_max);
   walk *w = calloc(1, sizeof *w);
-  if (!w) return;
+  if (!w) return NULL;
   w->self = self;
+  w->companion = companion;
   w->chunks = calloc(ENTRY_CHUNKS, sizeof *w->chunks);
-  if (!w->chunks) { free(w); return; }
   w->visited = caml_global_heap_state.GARBAGE;
   w->zcap = mpt_frame_bound(BUF_BYTES);
   w->buf = malloc(BUF_BYTES);
   w->zbuf = malloc(w->zcap);
-  if (!w->buf || !w->zbuf) goto out;
+  if (!w->chunks || !w->buf || !w->zbuf) { walk_free(w); return NULL; }
   mpt_enc_init(&w->enc, w->buf + MPT_CHUNK_HEADER_BYTES,
                BUF_BYTES - MPT_CHUNK_HEADER_BYTES, NULL, 0);
   /* Every ALLOC a SAMPLE record names must precede it in the file. */
@@ -743,11 +813,18 @@ static void take_snapshot(caml_domain_state *self)
   for (int i = 0; i < ndoms; i++) scan_domain_roots(w, doms[i]);
   for (int i = 0; i < ndoms; i++)
     scan_memprof_roots(w, doms[i], caml_major_cycles_completed);
-  /* Breadth first: blocks are written in id order, each naming its
-     targets (and thereby queueing the new ones).  The walk is bound by
-     cache misses: two stages of prefetching, the block PREFETCH_BLOCK
-     ahead (header and first fields), then the targets of the block
-     PREFETCH_TARGETS ahead (whose fields are in cache by then). */
+  return w;
+}
+
+/* The walk's second part, which reads the heap only (a forked child's
+   copy, or the heap itself in the pause): breadth first, blocks are
+   written in id order, each naming its targets (and thereby queueing the
+   new ones).  The walk is bound by cache misses: two stages of
+   prefetching, the block PREFETCH_BLOCK ahead (header and first fields),
+   then the targets of the block PREFETCH_TARGETS ahead (whose fields are
+   in cache by then).  [orphaned] (a child's) says whether to give up. */
+static void walk_blocks(walk *w, int (*orphaned)(void))
+{
   entry *const *chunks = w->chunks;
   for (uint64_t id = 1; id <= w->n; id++) {
     if (id + PREFETCH_BLOCK <= w->n)
@@ -756,33 +833,237 @@ static void take_snapshot(caml_domain_state *self)
       prefetch_targets(entry_at(chunks, id + PREFETCH_TARGETS));
     const entry *e = entry_at(chunks, id);
     write_block(w, id, e->v, e->hd);
+    if (orphaned && (id & ((1 << 20) - 1)) == 0 && orphaned()) return;
   }
-  /* Every major block visited gets its header back (young ones never
-     lost theirs: storing it again is harmless). */
-  for (uint64_t id = 1; id <= w->n; id++) {
-    if (id + PREFETCH_BLOCK <= w->n)
+}
+
+/* Every major block named so far (ids 1..[upto]) gets its header back
+   (young ones never lost theirs: storing it again is harmless). */
+static void restore_headers(walk *w, uint64_t upto)
+{
+  entry *const *chunks = w->chunks;
+  for (uint64_t id = 1; id <= upto; id++) {
+    if (id + PREFETCH_BLOCK <= upto)
       __builtin_prefetch((void *)Hp_val(entry_at(chunks, id + PREFETCH_BLOCK)->v), 1);
     const entry *e = entry_at(chunks, id);
     atomic_store_relaxed(Hp_atomic_val(e->v), e->hd);
   }
-  uint64_t pause = mono_ns() - t0;
-  room(w, 64);
-  mpt_enc_snap_end(&w->enc, &w->snap, caml_trace_writer_now(), pause,
+}
+
+static void walk_end(walk *w, uint32_t mode, uint64_t walk_ns,
+                     uint64_t extra_bytes, uint64_t pause_ns)
+{
+  room(w, 128);
+  mpt_enc_snap_walk(&w->enc, mode, walk_ns, extra_bytes);
+  mpt_enc_snap_end(&w->enc, &w->snap, caml_trace_writer_now(), pause_ns,
                    w->nedges, w->incomplete ? MPT_SNAP_INCOMPLETE : 0);
   flush(w);
+}
+
+/* ------------------------------------------------------------------ */
+/* The forked walk                                                     */
+
+/* The snapshot's child process: created by a raw clone(2) with fork's
+   semantics (a copy-on-write image of the whole process, only the calling
+   thread in it) and exit signal 0, so that it sends no SIGCHLD, and only
+   waitpid with __WCLONE (or __WALL) sees it: the program's waitpid(-1),
+   Unix.wait and SIGCHLD handlers never do.  fork(3) is not used: it would
+   run the program's and the runtime's at-fork handlers.
+   The child runs no OCaml code and takes no lock: it blocks every signal
+   (the program's handlers are not its), walks its copy of the heap (its
+   header marks copy the pages it writes: its memory, not the parent's),
+   writes its chunks to the companion file (memprof_trace_writer.c) with
+   write(2), and leaves by _exit.  The tables it grows are mapped pages
+   (pages_alloc), LZ4's state is on its stack, and it uses no stdio.
+   The parent, once the roots are written, restores the headers of the
+   roots' targets, the only ones it marked, and resumes at once; its pause
+   goes to the child through a shared page (the END record's pause_ns).
+   The child is reaped, and its file appended to the trace, by
+   caml_heap_snapshot_reap: the flusher's ticks, without waiting, and the
+   end of tracing (or a Gc.Memprof_trace.snapshot ()), waiting.  One child
+   at a time: a snapshot due while one runs waits for a later cycle end.
+   A child whose parent died (reparented) gives up; a child that did not
+   exit with 0 (killed) leaves no part of its snapshot in the trace. */
+typedef struct {
+  _Atomic uint64_t parent_pause_ns; /* 1 + the parent's pause, 0: not yet */
+} fork_shared;
+#define SHARED_BYTES 4096
+
+static pid_t child_pid;              /* set before child_running */
+static int child_file = -1;
+static fork_shared *child_shared;
+static atomic_int child_running;     /* child_* belong to the reaper */
+static pthread_mutex_t child_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t parent_pid;             /* the child's, to see it orphaned */
+
+#ifdef __linux__
+static int child_orphaned(void)
+{
+  return (pid_t)syscall(SYS_getppid) != parent_pid;
+}
+
+/* The child's private memory at its end (kB lines of smaps_rollup), the
+   snapshot's extra memory: its tables, and the pages either process has
+   written since the fork (each then has its own copy).  0 if unknown. */
+static uint64_t child_private_bytes(void)
+{
+  char text[4096];
+  int fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  text[n] = 0;
+  uint64_t kb = 0;
+  for (char *p = text; (p = strstr(p, "Private_")) != NULL; ) {
+    p = strchr(p, ':');
+    if (!p) break;
+    while (*++p == ' ') {}
+    uint64_t v = 0;
+    while (*p >= '0' && *p <= '9') v = v * 10 + (uint64_t)(*p++ - '0');
+    kb += v;
+  }
+  return kb * 1024;
+}
+
+static _Noreturn void child_main(walk *w, uint64_t t_fork)
+{
+  sigset_t all;
+  sigfillset(&all);
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(uint64_t));
+  walk_blocks(w, child_orphaned);
+  uint64_t walk_ns = mono_ns() - t_fork;
+  if (child_orphaned()) _exit(2);
+  uint64_t pause;
+  struct timespec tick = { 0, 20000 };
+  while ((pause = atomic_load_acquire(&child_shared->parent_pause_ns)) == 0) {
+    if (child_orphaned()) _exit(2);
+    nanosleep(&tick, NULL);
+  }
+  walk_end(w, MPT_WALK_FORK, walk_ns, child_private_bytes(), pause - 1);
+  _exit(w->failed ? 1 : 0);
+}
+
+/* The child, or -1 (errno set). */
+static pid_t clone_child(void)
+{
+  return (pid_t)syscall(SYS_clone, 0UL, NULL, NULL, NULL, NULL);
+}
+#endif
+
+void caml_heap_snapshot_reap(int wait)
+{
+  if (!atomic_load_acquire(&child_running)) return;
+  pthread_mutex_lock(&child_lock);
+  if (atomic_load_acquire(&child_running)) {
+    int st = 0;
+    pid_t r;
+    do r = waitpid(child_pid, &st, __WCLONE | (wait ? 0 : WNOHANG));
+    while (r < 0 && errno == EINTR);
+    if (r == child_pid || (r < 0 && errno == ECHILD)) {
+      struct stat sb;
+      uint64_t len = 0;
+      if (r == child_pid && WIFEXITED(st) && WEXITSTATUS(st) == 0
+          && fstat(child_file, &sb) == 0)
+        len = (uint64_t)sb.st_size;
+      else
+        caml_gc_log("heap snapshot: its child ended with status 0x%x; "
+                    "no part of it is kept", st);
+      caml_trace_writer_companion_merge(child_file, len);
+      munmap(child_shared, SHARED_BYTES);
+      child_file = -1; child_shared = NULL; child_pid = 0;
+      atomic_store_release(&child_running, 0);
+    }
+  }
+  pthread_mutex_unlock(&child_lock);
+}
+
+void caml_heap_snapshot_forget_after_fork(void)
+{
+  /* Only this thread exists in the child of the program's fork, and the
+     snapshot's child is not its child. */
+  pthread_mutex_init(&child_lock, NULL);
+  if (atomic_load(&child_running)) {
+    close(child_file);
+    munmap(child_shared, SHARED_BYTES);
+    child_file = -1; child_shared = NULL; child_pid = 0;
+    atomic_store(&child_running, 0);
+  }
+}
+
+/* Start a forked walk (roots in the pause, the rest in a child): 1 when
+   the snapshot was taken (the child walks; or the clone failed and the
+   walk was done in the pause), 0 when it could not start (the caller
+   walks in the pause). */
+static int take_forked(caml_domain_state *self, uint64_t t0)
+{
+#ifdef __linux__
+  int file = caml_trace_writer_companion_open();
+  if (file < 0) return 0;
+  fork_shared *shared = mmap(NULL, SHARED_BYTES, PROT_READ | PROT_WRITE,
+                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  walk *w = shared == MAP_FAILED ? NULL : walk_roots(self, file);
+  if (!w) {
+    if (shared != MAP_FAILED) munmap(shared, SHARED_BYTES);
+    caml_trace_writer_companion_merge(file, 0);
+    return 0;
+  }
+  flush(w);                     /* the roots, before the child's blocks */
+  child_shared = shared;
+  parent_pid = getpid();
+  uint64_t t_fork = mono_ns();
+  pid_t pid = clone_child();
+  if (pid == 0) child_main(w, t_fork);
+  if (pid < 0) {
+    /* Refused (memory, process limits): the walk goes on in the pause,
+       into the same file, appended at once. */
+    caml_gc_log("heap snapshot: clone failed (%s); walking in the pause",
+                strerror(errno));
+    walk_blocks(w, NULL);
+    uint64_t walk_ns = mono_ns() - t_fork;
+    restore_headers(w, w->n);
+    walk_end(w, MPT_WALK_FORK_REFUSED, walk_ns, 0, mono_ns() - t0);
+    munmap(shared, SHARED_BYTES);
+    child_shared = NULL;
+    struct stat sb;
+    caml_trace_writer_companion_merge(
+      file, !w->failed && fstat(file, &sb) == 0 ? (uint64_t)sb.st_size : 0);
+    walk_free(w);
+    return 1;
+  }
+  restore_headers(w, w->n);     /* the roots' targets */
+  uint64_t named = w->n;
+  walk_free(w);
+  uint64_t pause = mono_ns() - t0;
+  atomic_store_release(&shared->parent_pause_ns, pause + 1);
+  child_pid = pid;
+  child_file = file;
+  atomic_store_release(&child_running, 1);
+  caml_gc_log("heap snapshot %lu: %lu blocks named by roots, child %d walks; "
+              "pause %lu us", (unsigned long)snapshot_seq,
+              (unsigned long)named, (int)pid, (unsigned long)(pause / 1000));
+  return 1;
+#else
+  (void)self; (void)t0;
+  return 0;
+#endif
+}
+
+static void take_snapshot(caml_domain_state *self)
+{
+  uint64_t t0 = mono_ns();
+  if (caml_heap_snapshot_params.fork && take_forked(self, t0)) return;
+  walk *w = walk_roots(self, -1);
+  if (!w) return;
+  uint64_t t_roots = mono_ns();
+  walk_blocks(w, NULL);
+  restore_headers(w, w->n);
+  uint64_t pause = mono_ns() - t0;
+  walk_end(w, MPT_WALK_PAUSE, mono_ns() - t_roots, 0, pause);
   caml_gc_log("heap snapshot %lu: %lu blocks, %lu edges, %lu us",
               (unsigned long)snapshot_seq, (unsigned long)w->n,
               (unsigned long)w->nedges, (unsigned long)(pause / 1000));
- out:
-  free(w->buf); free(w->zbuf);
-  for (size_t c = 0; c < w->nchunks; c++) free(w->chunks[c]);
-  free(w->chunks);
-  map_free(&w->young); map_free(&w->samples); map_free(&w->ephemerons);
-  map_free(&w->labels);
-#ifdef NATIVE_CODE
-  free(w->frames); free(w->globals);
-#endif
-  free(w);
+  walk_free(w);
 }
 
 /* ------------------------------------------------------------------ */
@@ -794,10 +1075,11 @@ void caml_heap_snapshot_at_cycle_end(caml_domain_state *s)
 {
   atomic_store_release(&memprof_settled[s->id], caml_major_cycles_completed + 1);
   if (!atomic_load_explicit(&requested, memory_order_relaxed) && !signalled
-      && !periodic)
+      && !periodic && !atomic_load_explicit(&deferred, memory_order_relaxed))
     return;
   int due = 0;
   if (atomic_exchange(&requested, 0)) due = 1;
+  if (atomic_exchange(&deferred, 0)) due = 1;
   if (s->id == 0) {
     if (signalled) { signalled = 0; due = 1; }
     if (periodic) {
@@ -809,7 +1091,15 @@ void caml_heap_snapshot_at_cycle_end(caml_domain_state *s)
     }
   }
   if (!due || !caml_memprof_tracer_tracing()) return;
+  /* One snapshot at a time: while another domain takes one in this
+     section, or a forked child still walks, this one waits for a later
+     cycle end. */
+  if (atomic_load_acquire(&child_running) || atomic_exchange(&taking, 1)) {
+    atomic_store(&deferred, 1);
+    return;
+  }
   take_snapshot(s);
+  atomic_store(&taking, 0);
   last_snapshot_us = now_us();
 }
 
@@ -818,6 +1108,7 @@ void caml_heap_snapshot_at_cycle_end(caml_domain_state *s)
 static void snapshot_now(void)
 {
   if (!caml_memprof_tracer_tracing()) return;
+  caml_heap_snapshot_reap(1);         /* the previous one's child, if any */
   atomic_store(&requested, 1);
   caml_empty_minor_heaps_once();
   caml_finish_major_cycle(0);
