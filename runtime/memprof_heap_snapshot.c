@@ -33,6 +33,21 @@
    (caml_scan_global_roots, caml_scan_stack, caml_final_do_roots, the
    systhreads caml_scan_roots_hook).
 
+   Where the walk runs: in a forked child (memprof_snapshot_fork=1, the
+   default on Linux), else in the pause
+   The pause only needs what the running world knows: the tracked
+   samples, the ephemeron lists, and the roots (module globals, C global
+   and local roots, every domain's stack and fibers, systhreads,
+   finalisers, statmemprof's tables), which also name their targets
+   (entries 1..n, marked in their headers).  Then a child process is
+   created with a raw clone(2) (see "The forked walk" below), the parent
+   restores those few headers and every domain resumes; the child walks
+   its copy-on-write image of the heap, in which every domain is still
+   stopped at this instant, and writes the rest of the snapshot.  Where
+   the child cannot be created the walk goes on in the pause (WALK mode 2),
+   as it always does with memprof_snapshot_fork=0 (mode 0).  The two walks
+   are the same code on the same heap: the same records.
+
    Design choice: a traversal from the roots, not a heap sweep
    A linear sweep over the pools would need an iterator over another
    domain's pools and large allocations, which only shared_heap.c can
@@ -64,7 +79,9 @@
      descriptor), to label stack roots with their frame's location;
    - label strings: an id per distinct label, defined before first use.
    Memory is bounded by those tables, never by a copy of the heap: records
-   stream through a 256 KiB buffer into the writer.
+   stream through a 256 KiB buffer into the writer.  A forked child's
+   header marks copy the pages it writes (its private memory, the WALK
+   record's extra_bytes), not the parent's.
 
    Synchronisation
    One walker per snapshot: a requested snapshot is claimed by an atomic
@@ -878,10 +895,13 @@ static void walk_end(walk *w, uint32_t mode, uint64_t walk_ns,
    The parent, once the roots are written, restores the headers of the
    roots' targets, the only ones it marked, and resumes at once; its pause
    goes to the child through a shared page (the END record's pause_ns).
-   The child is reaped, and its file appended to the trace, by
-   caml_heap_snapshot_reap: the flusher's ticks, without waiting, and the
-   end of tracing (or a Gc.Memprof_trace.snapshot ()), waiting.  One child
-   at a time: a snapshot due while one runs waits for a later cycle end.
+   The child is reaped, and its file appended to the trace, by a reaper
+   thread of the parent started with it (plain C, every signal blocked,
+   as the flusher), blocked in waitpid(child, __WCLONE) until it ends;
+   where that thread cannot be started, by the flusher's ticks.  The end
+   of tracing, and Gc.Memprof_trace.snapshot () before it asks for
+   another, wait for that (caml_heap_snapshot_reap).  One child at a
+   time: a snapshot due while one runs waits for a later cycle end.
    A child whose parent died (reparented) gives up; a child that did not
    exit with 0 (killed) leaves no part of its snapshot in the trace. */
 typedef struct {
@@ -893,7 +913,11 @@ static pid_t child_pid;              /* set before child_running */
 static int child_file = -1;
 static fork_shared *child_shared;
 static atomic_int child_running;     /* child_* belong to the reaper */
+static int reaper_thread;            /* a thread waits for the child */
+/* Guards child_* and reaper_thread while a child runs; child_ended is
+   signalled when child_running drops back to 0. */
 static pthread_mutex_t child_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t child_ended = PTHREAD_COND_INITIALIZER;
 static pid_t parent_pid;             /* the child's, to see it orphaned */
 
 #ifdef __linux__
@@ -951,30 +975,76 @@ static pid_t clone_child(void)
 }
 #endif
 
+/* With child_lock: the child [pid] ended with status [st] (-1: reaped
+   elsewhere, or unknown): its snapshot goes into the trace if complete. */
+static void child_done_locked(pid_t pid, int st)
+{
+  if (!atomic_load(&child_running) || pid != child_pid) return;
+  struct stat sb;
+  uint64_t len = 0;
+  if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0
+      && fstat(child_file, &sb) == 0)
+    len = (uint64_t)sb.st_size;
+  else
+    caml_gc_log("heap snapshot: its child ended with status 0x%x; "
+                "no part of it is kept", st);
+  caml_trace_writer_companion_merge(child_file, len);
+  munmap(child_shared, SHARED_BYTES);
+  child_file = -1; child_shared = NULL; child_pid = 0;
+  atomic_store_release(&child_running, 0);
+  pthread_cond_broadcast(&child_ended);
+}
+
+/* Wait for the child [pid] ([block]: until it ends): 1 when it ended,
+   with its status in [*st] (-1 if unknown). */
+static int child_ended_now(pid_t pid, int block, int *st)
+{
+  pid_t r;
+  *st = 0;
+  do r = waitpid(pid, st, __WCLONE | (block ? 0 : WNOHANG));
+  while (r < 0 && errno == EINTR);
+  if (r < 0) *st = -1;
+  return r == pid || r < 0;
+}
+
+static void *reaper_main(void *arg)
+{
+  pid_t pid = (pid_t)(intptr_t)arg;
+  int st;
+  child_ended_now(pid, 1, &st);
+  pthread_mutex_lock(&child_lock);
+  child_done_locked(pid, st);
+  pthread_mutex_unlock(&child_lock);
+  return NULL;
+}
+
+/* The reaper thread of child [pid]: 1 if started. */
+static int start_reaper(pid_t pid)
+{
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_t th;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  int ok = pthread_create(&th, &attr, reaper_main, (void *)(intptr_t)pid) == 0;
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return ok;
+}
+
 void caml_heap_snapshot_reap(int wait)
 {
   if (!atomic_load_acquire(&child_running)) return;
   pthread_mutex_lock(&child_lock);
-  if (atomic_load_acquire(&child_running)) {
-    int st = 0;
-    pid_t r;
-    do r = waitpid(child_pid, &st, __WCLONE | (wait ? 0 : WNOHANG));
-    while (r < 0 && errno == EINTR);
-    if (r == child_pid || (r < 0 && errno == ECHILD)) {
-      struct stat sb;
-      uint64_t len = 0;
-      if (r == child_pid && WIFEXITED(st) && WEXITSTATUS(st) == 0
-          && fstat(child_file, &sb) == 0)
-        len = (uint64_t)sb.st_size;
-      else
-        caml_gc_log("heap snapshot: its child ended with status 0x%x; "
-                    "no part of it is kept", st);
-      caml_trace_writer_companion_merge(child_file, len);
-      munmap(child_shared, SHARED_BYTES);
-      child_file = -1; child_shared = NULL; child_pid = 0;
-      atomic_store_release(&child_running, 0);
-    }
-  }
+  int st;
+  if (atomic_load(&child_running) && !reaper_thread
+      && child_ended_now(child_pid, wait, &st))
+    child_done_locked(child_pid, st);
+  while (wait && atomic_load(&child_running))
+    pthread_cond_wait(&child_ended, &child_lock);
   pthread_mutex_unlock(&child_lock);
 }
 
@@ -983,6 +1053,7 @@ void caml_heap_snapshot_forget_after_fork(void)
   /* Only this thread exists in the child of the program's fork, and the
      snapshot's child is not its child. */
   pthread_mutex_init(&child_lock, NULL);
+  pthread_cond_init(&child_ended, NULL);
   if (atomic_load(&child_running)) {
     close(child_file);
     munmap(child_shared, SHARED_BYTES);
@@ -1034,11 +1105,15 @@ static int take_forked(caml_domain_state *self, uint64_t t0)
   restore_headers(w, w->n);     /* the roots' targets */
   uint64_t named = w->n;
   walk_free(w);
-  uint64_t pause = mono_ns() - t0;
-  atomic_store_release(&shared->parent_pause_ns, pause + 1);
+  /* Free: no child runs (the caller checked), so no reaper holds it. */
+  pthread_mutex_lock(&child_lock);
   child_pid = pid;
   child_file = file;
+  reaper_thread = start_reaper(pid);
   atomic_store_release(&child_running, 1);
+  pthread_mutex_unlock(&child_lock);
+  uint64_t pause = mono_ns() - t0;
+  atomic_store_release(&shared->parent_pause_ns, pause + 1);
   caml_gc_log("heap snapshot %lu: %lu blocks named by roots, child %d walks; "
               "pause %lu us", (unsigned long)snapshot_seq,
               (unsigned long)named, (int)pid, (unsigned long)(pause / 1000));
