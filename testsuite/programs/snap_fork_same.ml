@@ -18,18 +18,20 @@ type _ Effect.t += Pause : unit Effect.t
 let suspended : (unit, unit) Effect.Deep.continuation option ref = ref None
 let fiber_sum = ref 0
 
+(* The other domains and the systhread wait on [c] (in a blocking
+   section: the same frames on every run) until [released]. *)
 let ready = Atomic.make 0
-let go = Atomic.make false
-
-let domain_worker k () =
-  let mine = cells (100 + k) (2000 * (k + 1)) in
-  Atomic.incr ready;
-  while not (Atomic.get go) do Domain.cpu_relax () done;
-  List.length mine
-
 let m = Mutex.create ()
 let c = Condition.create ()
 let released = ref false
+
+let domain_worker k () =
+  let mine = cells (100 + k) (2000 * (k + 1)) in
+  Mutex.lock m;
+  Atomic.incr ready;
+  while not !released do Condition.wait c m done;
+  Mutex.unlock m;
+  List.length mine
 
 let thread_worker () =
   let mine = cells 7 3000 in
@@ -58,7 +60,6 @@ let () =
   while Atomic.get ready < ndomains do Domain.cpu_relax () done;
   let on_stack = cells 3 1500 in
   with_local_roots (cells 4 2500) (fun () -> Gc.Memprof_trace.snapshot ());
-  Atomic.set go true;
   Mutex.lock m; released := true; Condition.broadcast c; Mutex.unlock m;
   Thread.join th;
   let from_domains = List.fold_left (fun a d -> a + Domain.join d) 0 doms in
