@@ -211,7 +211,7 @@ static void *pages_alloc(size_t bytes)
 {
 #ifdef __linux__
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 #else
   return calloc(1, bytes);
@@ -283,14 +283,25 @@ static void map_free(addr_map *m)
 typedef struct { char *lo, *hi; frame_descr *d; } frame_range;
 #endif
 
-/* A visited block: its address (the BFS queue) and its original header
-   (restored at the end).  Stored in chunks of 2^ENTRY_CHUNK_BITS, never
-   moved, through a directory of fixed size (so that the walk's loops can
-   keep a pointer to it): the table grows without copying. */
-typedef struct { value v; header_t hd; } entry;
+/* A visited block: its address (the BFS queue).  Stored in chunks of
+   2^ENTRY_CHUNK_BITS, never moved, through a directory of fixed size (so
+   that the walk's loops can keep a pointer to it): the table grows
+   without copying. */
+typedef struct { value v; } entry;
 #define ENTRY_CHUNK_BITS 20
 #define ENTRY_CHUNK ((uint64_t)1 << ENTRY_CHUNK_BITS)
-#define ENTRY_CHUNKS 16384             /* 2^34 blocks at most */
+#define MAX_BLOCK_ID UINT32_MAX        /* what an id slot holds */
+#define ENTRY_CHUNKS ((MAX_BLOCK_ID >> ENTRY_CHUNK_BITS) + 1)
+
+/* The ids of visited major blocks, beside the heap: a slot per heap word
+   (the block's first field's), in leaves of SIDE_LEAF_WORDS slots (16 MiB
+   of address space each) mapped on first use, found through a directory
+   of a pointer per leaf over the 48-bit address space (mapped, touched
+   only where the heap is). */
+#define SIDE_LEAF_BITS 21
+#define SIDE_LEAF_WORDS ((uintnat)1 << SIDE_LEAF_BITS)
+#define SIDE_TOP_ENTRIES ((uintnat)1 << (48 - 3 - SIDE_LEAF_BITS))
+#define SIDE_LEAF_BYTES (SIDE_LEAF_WORDS * sizeof(uint32_t))
 
 typedef struct {
   caml_domain_state *self;
@@ -305,7 +316,8 @@ typedef struct {
   /* blocks, by id (index 0 unused): address and original header */
   entry **chunks; size_t nchunks; uint64_t n;   /* ENTRY_CHUNKS slots */
   int incomplete;               /* out of memory: no new block named */
-  status visited;               /* the GARBAGE status, marking visited blocks */
+  uint32_t **side_top;          /* SIDE_TOP_ENTRIES leaves, or NULL */
+  uint32_t **leaves; size_t nleaves, leaves_cap; /* the leaves mapped */
   addr_map young, samples, ephemerons;
   /* labels: key (a pointer or a small code) -> string id */
   addr_map labels; uint32_t nlabels;
@@ -404,17 +416,46 @@ static int entry_room(walk *w, uint64_t id)
   return 1;
 }
 
-/* Name major block [v] (header [hd]), seen for the first time: the next
-   id, marked in its header. */
-static uint64_t add_major(walk *w, value v, header_t hd)
+/* The leaf for directory index [t], mapped now: NULL when memory ran
+   out. */
+static uint32_t *side_leaf(walk *w, uintnat t)
+{
+  if (w->nleaves == w->leaves_cap) {
+    size_t cap = w->leaves_cap ? 2 * w->leaves_cap : 512;
+    uint32_t **l = pages_alloc(cap * sizeof *l);
+    if (!l) return NULL;
+    if (w->nleaves) memcpy(l, w->leaves, w->nleaves * sizeof *l);
+    pages_free(w->leaves, w->leaves_cap * sizeof *l);
+    w->leaves = l; w->leaves_cap = cap;
+  }
+  uint32_t *leaf = pages_alloc(SIDE_LEAF_BYTES);
+  if (!leaf) return NULL;
+  w->leaves[w->nleaves++] = leaf;
+  w->side_top[t] = leaf;
+  return leaf;
+}
+
+/* The id slot of major block [v]; NULL when out of memory (or out of the
+   address space covered, which no heap reaches). */
+static inline uint32_t *side_slot(walk *w, value v)
+{
+  uintnat a = (uintnat)v >> 3, t = a >> SIDE_LEAF_BITS;
+  if (t >= SIDE_TOP_ENTRIES) return NULL;
+  uint32_t *leaf = w->side_top[t];
+  if (leaf == NULL && (leaf = side_leaf(w, t)) == NULL) return NULL;
+  return &leaf[a & (SIDE_LEAF_WORDS - 1)];
+}
+
+/* Name major block [v], whose id slot is [slot], seen for the first time:
+   the next id. */
+static uint64_t add_major(walk *w, value v, uint32_t *slot)
 {
   uint64_t id = w->n + 1;
   if ((id >> ENTRY_CHUNK_BITS) >= w->nchunks || w->incomplete) {
-    if (!entry_room(w, id)) return 0;
+    if (!entry_room(w, id)) return 0;     /* past MAX_BLOCK_ID too */
   }
-  atomic_store_relaxed(Hp_atomic_val(v), Make_header(id, Tag_hd(hd), w->visited));
-  entry *e = entry_at(w->chunks, id);
-  e->v = v; e->hd = hd;
+  *slot = (uint32_t)id;
+  entry_at(w->chunks, id)->v = v;
   w->n = id;
   return id;
 }
@@ -428,25 +469,31 @@ static uint64_t visit_young(walk *w, value v)
   id = w->n + 1;
   if (!entry_room(w, id)) return 0;
   if (!map_put(&w->young, v, id)) { w->incomplete = 1; return 0; }
-  entry *e = entry_at(w->chunks, id);
-  e->v = v; e->hd = Hd_val(v);
+  entry_at(w->chunks, id)->v = v;
   w->n = id;
   return id;
 }
 
 /* The id of block [v], naming it (and queueing it) on first sight; 0 when
    [v] is not a heap block (an immediate, static data).  The common case,
-   a major block already named, is one header read. */
+   a major block already named, is one read of its id slot. */
 static inline uint64_t visit(walk *w, value v)
 {
   /* 0: a field of a module block not initialised yet */
   if (!Is_block(v) || v == 0) return 0;
   if (Is_young(v)) return visit_young(w, v);
+  uint32_t *slot = side_slot(w, v);
+  if (slot && *slot) return *slot;
   header_t hd = Hd_val(v);
-  if (Tag_hd(hd) == Infix_tag) { v -= Infix_offset_hd(hd); hd = Hd_val(v); }
-  if (Has_status_hd(hd, w->visited)) return Wosize_hd(hd);
+  if (Tag_hd(hd) == Infix_tag) {
+    /* The closure's id, kept in the infix pointer's slot too. */
+    uint64_t id = visit(w, v - Infix_offset_hd(hd));
+    if (slot) *slot = (uint32_t)id;
+    return id;
+  }
   if (Has_status_hd(hd, NOT_MARKABLE)) return 0;
-  return add_major(w, v, hd);
+  if (!slot) { w->incomplete = 1; return 0; }
+  return add_major(w, v, slot);
 }
 
 /* ------------------------------------------------------------------ */
@@ -685,8 +732,9 @@ static void edge_action(void *data, value v, volatile value *p)
   edge(data, v);
 }
 
-static void write_block(walk *w, uint64_t id, value v, header_t hd)
+static void write_block(walk *w, uint64_t id, value v)
 {
+  header_t hd = Hd_val(v);
   tag_t tag = Tag_hd(hd);
   mlsize_t wosize = Wosize_hd(hd);
   if (w->samples.count) {
@@ -744,17 +792,22 @@ static void write_block(walk *w, uint64_t id, value v, header_t hd)
 #define PREFETCH_BLOCK 16
 #define PREFETCH_TARGETS 6
 
-/* Prefetch the headers of the first targets of block [e], which the
-   walk will soon check. */
-static inline void prefetch_targets(const entry *e)
+/* Prefetch the id slots of the first targets of block [e], which the
+   walk will soon check, and their headers (read for the new ones). */
+static inline void prefetch_targets(walk *w, const entry *e)
 {
-  tag_t tag = Tag_hd(e->hd);
+  header_t hd = Hd_val(e->v);
+  tag_t tag = Tag_hd(hd);
   if (tag >= No_scan_tag || tag == Closure_tag || tag == Cont_tag) return;
-  mlsize_t n = Wosize_hd(e->hd);
+  mlsize_t n = Wosize_hd(hd);
   if (n > 8) n = 8;
   for (mlsize_t i = 0; i < n; i++) {
     value f = Field(e->v, i);
-    if (Is_block(f) && f != 0) __builtin_prefetch((void *)Hp_val(f));
+    if (!Is_block(f) || f == 0) continue;
+    uintnat a = (uintnat)f >> 3, t = a >> SIDE_LEAF_BITS;
+    if (t < SIDE_TOP_ENTRIES && w->side_top[t])
+      __builtin_prefetch(&w->side_top[t][a & (SIDE_LEAF_WORDS - 1)]);
+    __builtin_prefetch((void *)Hp_val(f));
   }
 }
 
@@ -776,6 +829,9 @@ static void walk_free(walk *w)
   free(w->buf); free(w->zbuf);
   for (size_t c = 0; c < w->nchunks; c++) pages_free(w->chunks[c], CHUNK_BYTES);
   free(w->chunks);
+  for (size_t l = 0; l < w->nleaves; l++) pages_free(w->leaves[l], SIDE_LEAF_BYTES);
+  pages_free(w->leaves, w->leaves_cap * sizeof *w->leaves);
+  pages_free(w->side_top, SIDE_TOP_ENTRIES * sizeof *w->side_top);
   map_free(&w->young); map_free(&w->samples); map_free(&w->ephemerons);
   map_free(&w->labels);
 #ifdef NATIVE_CODE
@@ -797,11 +853,14 @@ static walk *walk_roots(caml_domain_state *self, int companion)
   w->self = self;
   w->companion = companion;
   w->chunks = calloc(ENTRY_CHUNKS, sizeof *w->chunks);
-  w->visited = caml_global_heap_state.GARBAGE;
+  w->side_top = pages_alloc(SIDE_TOP_ENTRIES * sizeof *w->side_top);
   w->zcap = mpt_frame_bound(BUF_BYTES);
   w->buf = malloc(BUF_BYTES);
   w->zbuf = malloc(w->zcap);
-  if (!w->chunks || !w->buf || !w->zbuf) { walk_free(w); return NULL; }
+  if (!w->chunks || !w->side_top || !w->buf || !w->zbuf) {
+    walk_free(w);
+    return NULL;
+  }
   mpt_enc_init(&w->enc, w->buf + MPT_CHUNK_HEADER_BYTES,
                BUF_BYTES - MPT_CHUNK_HEADER_BYTES, NULL, 0);
   /* Every ALLOC a SAMPLE record names must precede it in the file. */
@@ -847,23 +906,9 @@ static void walk_blocks(walk *w, int (*orphaned)(void))
     if (id + PREFETCH_BLOCK <= w->n)
       __builtin_prefetch((void *)Hp_val(entry_at(chunks, id + PREFETCH_BLOCK)->v));
     if (id + PREFETCH_TARGETS <= w->n)
-      prefetch_targets(entry_at(chunks, id + PREFETCH_TARGETS));
-    const entry *e = entry_at(chunks, id);
-    write_block(w, id, e->v, e->hd);
+      prefetch_targets(w, entry_at(chunks, id + PREFETCH_TARGETS));
+    write_block(w, id, entry_at(chunks, id)->v);
     if (orphaned && (id & ((1 << 20) - 1)) == 0 && orphaned()) return;
-  }
-}
-
-/* Every major block named so far (ids 1..[upto]) gets its header back
-   (young ones never lost theirs: storing it again is harmless). */
-static void restore_headers(walk *w, uint64_t upto)
-{
-  entry *const *chunks = w->chunks;
-  for (uint64_t id = 1; id <= upto; id++) {
-    if (id + PREFETCH_BLOCK <= upto)
-      __builtin_prefetch((void *)Hp_val(entry_at(chunks, id + PREFETCH_BLOCK)->v), 1);
-    const entry *e = entry_at(chunks, id);
-    atomic_store_relaxed(Hp_atomic_val(e->v), e->hd);
   }
 }
 
@@ -1092,7 +1137,6 @@ static int take_forked(caml_domain_state *self, uint64_t t0)
                 strerror(errno));
     walk_blocks(w, NULL);
     uint64_t walk_ns = mono_ns() - t_fork;
-    restore_headers(w, w->n);
     walk_end(w, MPT_WALK_FORK_REFUSED, walk_ns, 0, mono_ns() - t0);
     munmap(shared, SHARED_BYTES);
     child_shared = NULL;
@@ -1102,7 +1146,6 @@ static int take_forked(caml_domain_state *self, uint64_t t0)
     walk_free(w);
     return 1;
   }
-  restore_headers(w, w->n);     /* the roots' targets */
   uint64_t named = w->n;
   walk_free(w);
   /* Free: no child runs (the caller checked), so no reaper holds it. */
@@ -1132,7 +1175,6 @@ static void take_snapshot(caml_domain_state *self)
   if (!w) return;
   uint64_t t_roots = mono_ns();
   walk_blocks(w, NULL);
-  restore_headers(w, w->n);
   uint64_t pause = mono_ns() - t0;
   walk_end(w, MPT_WALK_PAUSE, mono_ns() - t_roots, 0, pause);
   caml_gc_log("heap snapshot %lu: %lu blocks, %lu edges, %lu us",

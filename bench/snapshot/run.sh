@@ -75,8 +75,8 @@ awk -v header="$header" -v evo="$evo" -v prog="$prog" -v raw_prog="$raw_prog" \
   printf "| live heap | %.3f GiB | >= 1 GiB |\n", gib
   split(fork, f, " "); split(inpause, q0, " ")
   printf "| pause, walk in a forked child (END record; walk: %s) | %.1f ms = **%.1f ms per GiB** | <= 50 ms per GiB |\n", f[4], f[1] / 1e6, f[1] / 1e6 / gib
-  printf "| the child's walk (WALK record) / Gc.major of the same heap | %.2f s / %.2f s = **%.2f x** | <= 1.5 x |\n", f[2] / 1e9, f[5], f[2] / 1e9 / f[5]
-  printf "| the snapshot's extra memory (the child's private memory at its end) | %.2f GiB (%.0f %% of the live heap) | |\n", f[3] / 1073741824, 100 * f[3] / live
+  printf "| walk of the forked child (WALK record) / Gc.major of the same heap | %.2f s / %.2f s = **%.2f x** | <= 1.5 x |\n", f[2] / 1e9, f[5], f[2] / 1e9 / f[5]
+  printf "| extra memory of the snapshot (private memory of the child at its end) | %.2f GiB (%.0f %% of the live heap) | |\n", f[3] / 1073741824, 100 * f[3] / live
   printf "| pause, walk in the pause (memprof_snapshot_fork=0; walk: %s) | %.2f s = %.2f s per GiB; walk %.2f s = %.2f x Gc.major (%.2f s) | |\n", q0[4], q0[1] / 1e9, q0[1] / 1e9 / gib, q0[2] / 1e9, q0[2] / 1e9 / q0[5], q0[5]
   printf "| bytes per block, LZ4 file | %.3f | <= 4 + edges |\n", size / blocks
   printf "| bytes before LZ4 (memprof_compress=0) | %d: **%.2f per block+edge** (%.2f per block) | <= 4 per block + edges |\n", raw, raw / (blocks + edges), raw / blocks
