@@ -1146,7 +1146,7 @@ static int take_forked(caml_domain_state *self, uint64_t t0)
     walk_free(w);
     return 1;
   }
-  uint64_t named = w->n;
+  uint64_t t_forked = mono_ns(), named = w->n;
   walk_free(w);
   /* Free: no child runs (the caller checked), so no reaper holds it. */
   pthread_mutex_lock(&child_lock);
@@ -1158,8 +1158,10 @@ static int take_forked(caml_domain_state *self, uint64_t t0)
   uint64_t pause = mono_ns() - t0;
   atomic_store_release(&shared->parent_pause_ns, pause + 1);
   caml_gc_log("heap snapshot %lu: %lu blocks named by roots, child %d walks; "
-              "pause %lu us", (unsigned long)snapshot_seq,
-              (unsigned long)named, (int)pid, (unsigned long)(pause / 1000));
+              "pause %lu us (roots %lu, clone %lu)", (unsigned long)snapshot_seq,
+              (unsigned long)named, (int)pid, (unsigned long)(pause / 1000),
+              (unsigned long)((t_fork - t0) / 1000),
+              (unsigned long)((t_forked - t_fork) / 1000));
   return 1;
 #else
   (void)self; (void)t0;
