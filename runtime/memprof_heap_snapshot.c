@@ -23,8 +23,8 @@
      barrier that starts caml_empty_minor_heap_no_major_slice_from_stw,
      which the walker reaches only after the walk;
    - marking is complete and sweeping finished: every reachable block of
-     the major heap has the MARKED status, and no block has the GARBAGE
-     status (swept blocks are free);
+     the major heap is marked (the walk itself needs only the roots and
+     the blocks' headers and fields);
    - the minor heaps have not been emptied yet: young blocks are walked
      too (they are few: the requester empties its minor heap and a
      cycle end follows within the same STW for Gc.Memprof_trace.snapshot).
@@ -39,11 +39,13 @@
    samples, the ephemeron lists, and the roots (module globals, C global
    and local roots, every domain's stack and fibers, systhreads,
    finalisers, statmemprof's tables), which also name their targets
-   (entries 1..n, marked in their headers).  Then a child process is
-   created with a raw clone(2) (see "The forked walk" below), the parent
-   restores those few headers and every domain resumes; the child walks
-   its copy-on-write image of the heap, in which every domain is still
-   stopped at this instant, and writes the rest of the snapshot.  Where
+   (entries 1..n).  Then a child process is created with a raw clone(2)
+   (see "The forked walk" below) and every domain of the parent resumes;
+   the child walks its copy-on-write image of the heap, in which every
+   domain is still stopped at this instant, and writes the rest of the
+   snapshot.  The walk never writes to the heap, so the child's image
+   stays shared with the program's pages but for those the program
+   writes meanwhile.  Where
    the child cannot be created the walk goes on in the pause (WALK mode 2),
    as it always does with memprof_snapshot_fork=0 (mode 0).  The two walks
    are the same code on the same heap: the same records.
@@ -59,18 +61,21 @@
    "the next id" and costs one byte.
 
    Data structures (freed after each snapshot; none exist before the first)
-   - visited mark and id, in the header: a visited major block gets the
-     GARBAGE status (unused at this point, as compaction also assumes for
-     MARKED after the cycle flip) and its id in the wosize bits, so that
-     naming a target already seen is one header read; its address and
-     original header are kept in entry[id] (the BFS queue), in chunks of
-     16 MiB that never move, advised for transparent huge pages (with
-     4 KiB pages, their page faults and the copies of a doubling array
-     were most of the pause).  16 bytes per reachable block; every header
-     is restored from these entries before the walker leaves.  Young
-     blocks are not
-     marked in place (their status bits mean nothing): a small open-
-     addressing map young address -> id;
+   - id of each visited major block, beside the heap (side_slot): a
+     32-bit slot per heap word, in leaves covering 16 MiB of address
+     space each, mapped on first use and found through a directory over
+     the 48-bit address space (mapped whole, touched only where the heap
+     lies), so that naming a target already seen is one read, as the
+     header mark of earlier versions was, without writing to the heap (a
+     forked child's writes would have copied every page of it, and every
+     header had to be restored at the end).  About 4 bytes per heap word
+     where the heap is dense; ids up to 2^32 - 1 (then the snapshot is
+     flagged incomplete);
+   - entry[id], the BFS queue: the block's address, in chunks of 8 MiB
+     that never move, advised for transparent huge pages (with 4 KiB
+     pages, their page faults and the copies of a doubling array were
+     most of the pause): 8 bytes per reachable block.  Young blocks are
+     named through a small open-addressing map young address -> id;
    - tracked samples: address -> ALLOC id, copied from the tracer's
      per-domain tables (caml_memprof_tracer_iter_tracked);
    - ephemerons: address set, from each domain's ephemeron lists (an
@@ -79,16 +84,16 @@
      descriptor), to label stack roots with their frame's location;
    - label strings: an id per distinct label, defined before first use.
    Memory is bounded by those tables, never by a copy of the heap: records
-   stream through a 256 KiB buffer into the writer.  A forked child's
-   header marks copy the pages it writes (its private memory, the WALK
-   record's extra_bytes), not the parent's.
+   stream through a 256 KiB buffer into the writer.  In a forked child,
+   its private memory at the end (the WALK record's extra_bytes) is those
+   tables plus the pages the program wrote during the walk.
 
    Synchronisation
    One walker per snapshot: a requested snapshot is claimed by an atomic
-   exchange, a periodic one by domain 0 only.  Other domains meanwhile run
-   their own tracer and statmemprof cycle-end work, which reads the status
-   of blocks they track: GARBAGE is not UNMARKED, so a visited block still
-   reads as live, as it is.
+   exchange, a periodic one by domain 0 only, and [taking] makes sure
+   that only one runs at a time.  Other domains meanwhile run their own
+   tracer and statmemprof cycle-end work, which reads the status of
+   blocks they track: the walk leaves headers alone.
    Statmemprof's roots (Gc.Memprof's per-domain entry tables: tracker
    data and trackers) are updated by their own domain in the same STW
    section, just before it calls this hook (upstream's
@@ -103,14 +108,16 @@
    the lock that also changes STW participation), so the wait ends.  The
    mark is one store per domain and major cycle, snapshot or not.
 
-   Cost (make bench: bench/snapshot, 48 M blocks and 64 M edges, 1.19 GiB
-   live, on 2 shared cores at load average 7): pause 3.1 s, 2.6 s per GiB
-   (12 M blocks, 0.3 GiB: 1 to 1.4 s per GiB).  The walk is bound by
-   memory latency: a cache and TLB miss per block (prefetched a few blocks
-   ahead), the header writes and, at the end, their restoration; about
-   280 instructions per block (callgrind).  Side tables 16 bytes per block
-   (768 MB there) plus the program's own heap; 3.3 bytes per block and 1
-   per edge before LZ4 (a regular heap compresses to almost nothing).
+   Cost (make bench: bench/snapshot, 12 M blocks and 16 M edges, 0.3 GiB
+   live, on 2 shared cores at load average 8): pause 11 to 32 ms with the
+   walk forked, almost all of it clone(2) copying the page tables of the
+   program's 0.55 GB; the child's walk 0.5 to 0.9 s, its private memory
+   257 MB (the entries, 96 MB, and the id slots' leaves); walked in the
+   pause, 0.5 to 0.9 s (header marks: 0.45 to 1.2 s).  The walk is bound
+   by memory latency: a cache and TLB miss per block for its id slot and
+   one for its header (both prefetched a few blocks ahead); 3.3 bytes per
+   block and 1 per edge before LZ4 (a regular heap compresses to almost
+   nothing).
 
    Statmemprof's strong roots are written as MPT_ROOT_MEMPROF roots
    flagged non-retaining, labelled "Gc.Memprof tracker data" (the values
@@ -170,6 +177,7 @@
 #include "caml/platform.h"
 #include "caml/roots.h"
 #include "caml/shared_heap.h"
+#include "caml/signals.h"
 #include "caml/weak.h"
 #ifdef NATIVE_CODE
 #include "caml/frame_descriptors.h"
@@ -932,14 +940,13 @@ static void walk_end(walk *w, uint32_t mode, uint64_t walk_ns,
    Unix.wait and SIGCHLD handlers never do.  fork(3) is not used: it would
    run the program's and the runtime's at-fork handlers.
    The child runs no OCaml code and takes no lock: it blocks every signal
-   (the program's handlers are not its), walks its copy of the heap (its
-   header marks copy the pages it writes: its memory, not the parent's),
-   writes its chunks to the companion file (memprof_trace_writer.c) with
+   (the program's handlers are not its), walks its copy of the heap
+   (reading it only), writes its chunks to the companion file (memprof_trace_writer.c) with
    write(2), and leaves by _exit.  The tables it grows are mapped pages
    (pages_alloc), LZ4's state is on its stack, and it uses no stdio.
-   The parent, once the roots are written, restores the headers of the
-   roots' targets, the only ones it marked, and resumes at once; its pause
-   goes to the child through a shared page (the END record's pause_ns).
+   The parent, once the roots are written, frees its copy of the tables
+   and resumes at once; its pause goes to the child through a shared page
+   (the END record's pause_ns), which the child waits for before its END.
    The child is reaped, and its file appended to the trace, by a reaper
    thread of the parent started with it (plain C, every signal blocked,
    as the flusher), blocked in waitpid(child, __WCLONE) until it ends;
@@ -1227,7 +1234,13 @@ void caml_heap_snapshot_at_cycle_end(caml_domain_state *s)
 static void snapshot_now(void)
 {
   if (!caml_memprof_tracer_tracing()) return;
-  caml_heap_snapshot_reap(1);         /* the previous one's child, if any */
+  if (atomic_load_acquire(&child_running)) {
+    /* The previous one's child: other domains may stop the world
+       meanwhile. */
+    caml_enter_blocking_section_no_pending();
+    caml_heap_snapshot_reap(1);
+    caml_leave_blocking_section();
+  }
   atomic_store(&requested, 1);
   caml_empty_minor_heaps_once();
   caml_finish_major_cycle(0);
