@@ -482,25 +482,38 @@ static uint64_t visit_young(walk *w, value v)
   return id;
 }
 
+static uint64_t visit_new(walk *w, value v, uint32_t *slot);
+
 /* The id of block [v], naming it (and queueing it) on first sight; 0 when
    [v] is not a heap block (an immediate, static data).  The common case,
-   a major block already named, is one read of its id slot. */
+   a major block already named, is one read of its id slot, inline; the
+   rest is visit_new's. */
 static inline uint64_t visit(walk *w, value v)
 {
   /* 0: a field of a module block not initialised yet */
   if (!Is_block(v) || v == 0) return 0;
+  uintnat a = (uintnat)v >> 3, t = a >> SIDE_LEAF_BITS;
+  uint32_t *leaf = t < SIDE_TOP_ENTRIES ? w->side_top[t] : NULL;
+  uint32_t *slot = leaf ? &leaf[a & (SIDE_LEAF_WORDS - 1)] : NULL;
+  if (slot && *slot && !Is_young(v)) return *slot;
+  return visit_new(w, v, slot);
+}
+
+/* visit, for a young block, or a major one not named yet or whose leaf
+   is not mapped yet ([slot] NULL). */
+static uint64_t visit_new(walk *w, value v, uint32_t *slot)
+{
   if (Is_young(v)) return visit_young(w, v);
-  uint32_t *slot = side_slot(w, v);
-  if (slot && *slot) return *slot;
+  if (!slot && !(slot = side_slot(w, v))) { w->incomplete = 1; return 0; }
+  if (*slot) return *slot;
   header_t hd = Hd_val(v);
   if (Tag_hd(hd) == Infix_tag) {
     /* The closure's id, kept in the infix pointer's slot too. */
     uint64_t id = visit(w, v - Infix_offset_hd(hd));
-    if (slot) *slot = (uint32_t)id;
+    *slot = (uint32_t)id;
     return id;
   }
   if (Has_status_hd(hd, NOT_MARKABLE)) return 0;
-  if (!slot) { w->incomplete = 1; return 0; }
   return add_major(w, v, slot);
 }
 

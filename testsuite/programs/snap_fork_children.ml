@@ -30,7 +30,7 @@ let () =
   | "sigchld" ->
     let n = ref 0 in
     Sys.set_signal Sys.sigchld (Sys.Signal_handle (fun _ -> incr n));
-    for _ = 1 to 30 do churn () done;
+    for _ = 1 to 60 do churn () done;
     let without = !n in
     for _ = 1 to 5 do
       let pid = child 0 in
@@ -40,7 +40,7 @@ let () =
     Printf.printf "SIGCHLD without children: %d; with children: %b\n" without (!n >= 1)
   | "waitall" ->
     let stolen = ref 0 in
-    for _ = 1 to 30 do
+    for _ = 1 to 60 do
       churn ();
       match Unix.wait () with
       | _ -> incr stolen
