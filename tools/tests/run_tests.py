@@ -1758,7 +1758,8 @@ def test_info_snapshots(gs, small):
     run([gs, "periodic", "3", "1000", "3500", on_time])
     j = tool_json("info", "--json", late)
     want = [{"seq": k, "domain": 0, "time_ns": k * 10**9, "blocks": k, "bytes": 24 * k, "edges": k - 1,
-             "outside_heap_bytes": 0, "pause_ns": k * 10**6, "complete": True, "blocks_missing": False}
+             "outside_heap_bytes": 0, "pause_ns": k * 10**6, "complete": True, "blocks_missing": False,
+             "walk": None, "walk_ns": 0, "walk_extra_bytes": 0}
             for k in (1, 2, 3)]
     check("info --json: heap_snapshots of a trace with 3 (walk, domain, time, blocks, bytes, edges, pause)",
           j.get("heap_snapshots") == want, json.dumps(j.get("heap_snapshots")))
