@@ -108,16 +108,20 @@
    the lock that also changes STW participation), so the wait ends.  The
    mark is one store per domain and major cycle, snapshot or not.
 
-   Cost (make bench: bench/snapshot, 12 M blocks and 16 M edges, 0.3 GiB
-   live, on 2 shared cores at load average 8): pause 11 to 32 ms with the
-   walk forked, almost all of it clone(2) copying the page tables of the
-   program's 0.55 GB; the child's walk 0.5 to 0.9 s, its private memory
-   257 MB (the entries, 96 MB, and the id slots' leaves); walked in the
-   pause, 0.5 to 0.9 s (header marks: 0.45 to 1.2 s).  The walk is bound
-   by memory latency: a cache and TLB miss per block for its id slot and
-   one for its header (both prefetched a few blocks ahead); 3.3 bytes per
-   block and 1 per edge before LZ4 (a regular heap compresses to almost
-   nothing).
+   Cost (bench/snapshot's heap, 2 shared cores at load average 3.3):
+   live heap      pause, forked  child's walk  in the pause  Gc.major
+   0.30 GiB  12 M  14 ms          0.68 s        0.43 s        0.18 s
+   1.19 GiB  48 M  42 ms          2.75 s        2.45 s        0.94 s
+   2.01 GiB  81 M  63 ms          3.87 s        4.32 s        1.67 s
+   The forked pause is almost all clone(2) copying the page tables of
+   the program (2.2 GB resident at 1.19 GiB live); the child's private
+   memory is 80 % of the live heap there (the entries, 8 bytes per block,
+   and the id slots' leaves, 4 bytes per heap word).  The walk is bound
+   by memory latency (a cache and TLB miss per block for its id slot and
+   one for its header, both prefetched a few blocks ahead) and by its
+   instructions, about 300 per block (callgrind: a third encoding the
+   records); 3.3 bytes per block and 1 per edge before LZ4 (a regular
+   heap compresses to almost nothing).
 
    Statmemprof's strong roots are written as MPT_ROOT_MEMPROF roots
    flagged non-retaining, labelled "Gc.Memprof tracker data" (the values
