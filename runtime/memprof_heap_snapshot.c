@@ -216,9 +216,9 @@ static atomic_uintnat memprof_settled[Max_domains_max];
 /* ------------------------------------------------------------------ */
 /* Address-keyed open-addressing maps (young ids, samples, ephemerons) */
 
-/* The walk's growing tables (maps, entry chunks) are mapped pages, never
-   malloc's: a forked child grows them too, and malloc may have been
-   locked by another thread of the parent at the fork.  Zeroed. */
+/* The walk's growing tables (maps, entry chunks, id slots) are mapped
+   pages, never malloc's: a forked child grows them too, and malloc may
+   have been locked by another thread of the parent at the fork.  Zeroed. */
 static void *pages_alloc(size_t bytes)
 {
 #ifdef __linux__
@@ -324,8 +324,7 @@ typedef struct {
   int failed;                   /* the writer stopped */
   int companion;                /* chunks go to this file (a forked walk's
                                    TRACE.snapshot), or -1: to the trace */
-  uint64_t companion_bytes;     /* written there so far */
-  /* blocks, by id (index 0 unused): address and original header */
+  /* blocks, by id (index 0 unused): their address */
   entry **chunks; size_t nchunks; uint64_t n;   /* ENTRY_CHUNKS slots */
   int incomplete;               /* out of memory: no new block named */
   uint32_t **side_top;          /* SIDE_TOP_ENTRIES leaves, or NULL */
@@ -358,7 +357,7 @@ static void flush(walk *w)
   int rc = w->companion >= 0
     ? caml_trace_writer_companion_chunk(w->companion, MPT_CHUNK_SNAPSHOT,
                                         (uint16_t)w->self->id, w->buf, used,
-                                        w->zbuf, w->zcap, &w->companion_bytes)
+                                        w->zbuf, w->zcap)
     : caml_trace_writer_typed_chunk(MPT_CHUNK_SNAPSHOT, (uint16_t)w->self->id,
                                     w->buf, used, NULL, w->zbuf, w->zcap);
   if (rc < 0) w->failed = 1;

@@ -669,7 +669,7 @@ static int append_fd(int fd, const uint8_t *p, size_t len)
 int caml_trace_writer_companion_chunk(int fd, enum mpt_chunk_type type,
                                       uint16_t stream, uint8_t *chunk,
                                       size_t body_len, uint8_t *zbuf,
-                                      size_t zcap, uint64_t *written)
+                                      size_t zcap)
 {
   mpt_chunk_header(chunk, type, stream, (uint32_t)body_len);
   size_t len = MPT_CHUNK_HEADER_BYTES + body_len;
@@ -680,9 +680,7 @@ int caml_trace_writer_companion_chunk(int fd, enum mpt_chunk_type type,
     out = zbuf;
     if (len == 0) return -1;
   }
-  if (append_fd(fd, out, len) < 0) return -1;
-  *written += len;
-  return 0;
+  return append_fd(fd, out, len);
 }
 
 int caml_trace_writer_companion_merge(int fd, uint64_t len)

@@ -114,12 +114,11 @@ int caml_trace_writer_compressed(void);
 int caml_trace_writer_companion_open(void);
 /* Append a chunk to the companion [fd] as caml_trace_writer_typed_chunk
    does to the trace, without a lock, malloc or stdio (a forked child
-   calls it); on success adds the bytes written to [*written].  Returns 0
-   or -1. */
+   calls it).  Returns 0 or -1. */
 int caml_trace_writer_companion_chunk(int fd, enum mpt_chunk_type type,
                                       uint16_t stream, uint8_t *chunk,
                                       size_t body_len, uint8_t *zbuf,
-                                      size_t zcap, uint64_t *written);
+                                      size_t zcap);
 /* Append the companion's first [len] bytes (whole frames) to the trace,
    then close and remove it; [len] 0 only removes it.  Returns 0, or -1
    if the trace had to stop. */
