@@ -23,8 +23,8 @@
      barrier that starts caml_empty_minor_heap_no_major_slice_from_stw,
      which the walker reaches only after the walk;
    - marking is complete and sweeping finished: every reachable block of
-     the major heap has the MARKED status, and no block has the GARBAGE
-     status (swept blocks are free);
+     the major heap is marked (the walk itself needs only the roots and
+     the blocks' headers and fields);
    - the minor heaps have not been emptied yet: young blocks are walked
      too (they are few: the requester empties its minor heap and a
      cycle end follows within the same STW for Gc.Memprof_trace.snapshot).
@@ -32,6 +32,23 @@
    lives here and uses upstream's root-scanning entry points
    (caml_scan_global_roots, caml_scan_stack, caml_final_do_roots, the
    systhreads caml_scan_roots_hook).
+
+   Where the walk runs: in a forked child (memprof_snapshot_fork=1, the
+   default on Linux), else in the pause
+   The pause only needs what the running world knows: the tracked
+   samples, the ephemeron lists, and the roots (module globals, C global
+   and local roots, every domain's stack and fibers, systhreads,
+   finalisers, statmemprof's tables), which also name their targets
+   (entries 1..n).  Then a child process is created with a raw clone(2)
+   (see "The forked walk" below) and every domain of the parent resumes;
+   the child walks its copy-on-write image of the heap, in which every
+   domain is still stopped at this instant, and writes the rest of the
+   snapshot.  The walk never writes to the heap, so the child's image
+   stays shared with the program's pages but for those the program
+   writes meanwhile.  Where
+   the child cannot be created the walk goes on in the pause (WALK mode 2),
+   as it always does with memprof_snapshot_fork=0 (mode 0).  The two walks
+   are the same code on the same heap: the same records.
 
    Design choice: a traversal from the roots, not a heap sweep
    A linear sweep over the pools would need an iterator over another
@@ -44,18 +61,21 @@
    "the next id" and costs one byte.
 
    Data structures (freed after each snapshot; none exist before the first)
-   - visited mark and id, in the header: a visited major block gets the
-     GARBAGE status (unused at this point, as compaction also assumes for
-     MARKED after the cycle flip) and its id in the wosize bits, so that
-     naming a target already seen is one header read; its address and
-     original header are kept in entry[id] (the BFS queue), in chunks of
-     16 MiB that never move, advised for transparent huge pages (with
-     4 KiB pages, their page faults and the copies of a doubling array
-     were most of the pause).  16 bytes per reachable block; every header
-     is restored from these entries before the walker leaves.  Young
-     blocks are not
-     marked in place (their status bits mean nothing): a small open-
-     addressing map young address -> id;
+   - id of each visited major block, beside the heap (side_slot): a
+     32-bit slot per heap word, in leaves covering 16 MiB of address
+     space each, mapped on first use and found through a directory over
+     the 48-bit address space (mapped whole, touched only where the heap
+     lies), so that naming a target already seen is one read, as the
+     header mark of earlier versions was, without writing to the heap (a
+     forked child's writes would have copied every page of it, and every
+     header had to be restored at the end).  About 4 bytes per heap word
+     where the heap is dense; ids up to 2^32 - 1 (then the snapshot is
+     flagged incomplete);
+   - entry[id], the BFS queue: the block's address, in chunks of 8 MiB
+     that never move, advised for transparent huge pages (with 4 KiB
+     pages, their page faults and the copies of a doubling array were
+     most of the pause): 8 bytes per reachable block.  Young blocks are
+     named through a small open-addressing map young address -> id;
    - tracked samples: address -> ALLOC id, copied from the tracer's
      per-domain tables (caml_memprof_tracer_iter_tracked);
    - ephemerons: address set, from each domain's ephemeron lists (an
@@ -64,14 +84,16 @@
      descriptor), to label stack roots with their frame's location;
    - label strings: an id per distinct label, defined before first use.
    Memory is bounded by those tables, never by a copy of the heap: records
-   stream through a 256 KiB buffer into the writer.
+   stream through a 256 KiB buffer into the writer.  In a forked child,
+   its private memory at the end (the WALK record's extra_bytes) is those
+   tables plus the pages the program wrote during the walk.
 
    Synchronisation
    One walker per snapshot: a requested snapshot is claimed by an atomic
-   exchange, a periodic one by domain 0 only.  Other domains meanwhile run
-   their own tracer and statmemprof cycle-end work, which reads the status
-   of blocks they track: GARBAGE is not UNMARKED, so a visited block still
-   reads as live, as it is.
+   exchange, a periodic one by domain 0 only, and [taking] makes sure
+   that only one runs at a time.  Other domains meanwhile run their own
+   tracer and statmemprof cycle-end work, which reads the status of
+   blocks they track: the walk leaves headers alone.
    Statmemprof's roots (Gc.Memprof's per-domain entry tables: tracker
    data and trackers) are updated by their own domain in the same STW
    section, just before it calls this hook (upstream's
@@ -86,14 +108,20 @@
    the lock that also changes STW participation), so the wait ends.  The
    mark is one store per domain and major cycle, snapshot or not.
 
-   Cost (make bench: bench/snapshot, 48 M blocks and 64 M edges, 1.19 GiB
-   live, on 2 shared cores at load average 7): pause 3.1 s, 2.6 s per GiB
-   (12 M blocks, 0.3 GiB: 1 to 1.4 s per GiB).  The walk is bound by
-   memory latency: a cache and TLB miss per block (prefetched a few blocks
-   ahead), the header writes and, at the end, their restoration; about
-   280 instructions per block (callgrind).  Side tables 16 bytes per block
-   (768 MB there) plus the program's own heap; 3.3 bytes per block and 1
-   per edge before LZ4 (a regular heap compresses to almost nothing).
+   Cost (bench/snapshot's heap, 2 shared cores at load average 3.3):
+   live heap      pause, forked  child's walk  in the pause  Gc.major
+   0.30 GiB  12 M  14 ms          0.68 s        0.43 s        0.18 s
+   1.19 GiB  48 M  42 ms          2.75 s        2.45 s        0.94 s
+   2.01 GiB  81 M  63 ms          3.87 s        4.32 s        1.67 s
+   The forked pause is almost all clone(2) copying the page tables of
+   the program (2.2 GB resident at 1.19 GiB live); the child's private
+   memory is 80 % of the live heap there (the entries, 8 bytes per block,
+   and the id slots' leaves, 4 bytes per heap word).  The walk is bound
+   by memory latency (a cache and TLB miss per block for its id slot and
+   one for its header, both prefetched a few blocks ahead) and by its
+   instructions, about 300 per block (callgrind: a third encoding the
+   records); 3.3 bytes per block and 1 per edge before LZ4 (a regular
+   heap compresses to almost nothing).
 
    Statmemprof's strong roots are written as MPT_ROOT_MEMPROF roots
    flagged non-retaining, labelled "Gc.Memprof tracker data" (the values
@@ -119,14 +147,21 @@
    the API force one (caml_finish_major_cycle). */
 
 #define CAML_INTERNALS
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #ifdef __linux__
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #endif
 #include "caml/alloc.h"
 #include "caml/backtrace_prim.h"
@@ -146,6 +181,7 @@
 #include "caml/platform.h"
 #include "caml/roots.h"
 #include "caml/shared_heap.h"
+#include "caml/signals.h"
 #include "caml/weak.h"
 #ifdef NATIVE_CODE
 #include "caml/frame_descriptors.h"
@@ -156,7 +192,11 @@
 #include "caml/memprof_tracer.h"
 #include "caml/memprof_heap_snapshot.h"
 
-struct caml_heap_snapshot_params caml_heap_snapshot_params;
+struct caml_heap_snapshot_params caml_heap_snapshot_params = {
+#ifdef __linux__
+  .fork = 1
+#endif
+};
 
 static atomic_int requested;              /* API / exit: next cycle end */
 static volatile sig_atomic_t signalled;   /* the snapshot signal came   */
@@ -164,6 +204,8 @@ static int periodic;                      /* every_s or every_cycles    */
 static uintnat cycles_seen;               /* domain 0's cycle ends      */
 static uint64_t last_snapshot_us;
 static uint64_t snapshot_seq;
+static atomic_int deferred;               /* due while a child walked   */
+static atomic_int taking;                 /* a domain is taking one     */
 
 /* Per domain id: 1 + the major cycle for which the domain's statmemprof
    tables are settled (see Synchronisation); 0 before its first cycle end. */
@@ -173,6 +215,31 @@ static atomic_uintnat memprof_settled[Max_domains_max];
 
 /* ------------------------------------------------------------------ */
 /* Address-keyed open-addressing maps (young ids, samples, ephemerons) */
+
+/* The walk's growing tables (maps, entry chunks, id slots) are mapped
+   pages, never malloc's: a forked child grows them too, and malloc may
+   have been locked by another thread of the parent at the fork.  Zeroed. */
+static void *pages_alloc(size_t bytes)
+{
+#ifdef __linux__
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+#else
+  return calloc(1, bytes);
+#endif
+}
+
+static void pages_free(void *p, size_t bytes)
+{
+  if (p == NULL) return;
+#ifdef __linux__
+  munmap(p, bytes);
+#else
+  (void)bytes;
+  free(p);
+#endif
+}
 
 typedef struct { uintnat key; uint64_t val; } slot;
 typedef struct { slot *t; size_t cap, count; } addr_map;
@@ -187,7 +254,7 @@ static int map_put(addr_map *m, uintnat key, uint64_t val)
 {
   if (2 * (m->count + 1) > m->cap) {
     size_t ncap = m->cap ? 2 * m->cap : 1024;
-    slot *nt = calloc(ncap, sizeof *nt);
+    slot *nt = pages_alloc(ncap * sizeof *nt);
     if (!nt) return 0;
     for (size_t i = 0; i < m->cap; i++)
       if (m->t[i].key) {
@@ -195,7 +262,7 @@ static int map_put(addr_map *m, uintnat key, uint64_t val)
         while (nt[h].key) h = (h + 1) & (ncap - 1);
         nt[h] = m->t[i];
       }
-    free(m->t); m->t = nt; m->cap = ncap;
+    pages_free(m->t, m->cap * sizeof *m->t); m->t = nt; m->cap = ncap;
   }
   size_t h = hash_addr(key) & (m->cap - 1);
   while (m->t[h].key && m->t[h].key != key) h = (h + 1) & (m->cap - 1);
@@ -215,7 +282,11 @@ static inline uint64_t map_get(const addr_map *m, uintnat key)
   return 0;
 }
 
-static void map_free(addr_map *m) { free(m->t); m->t = NULL; m->cap = m->count = 0; }
+static void map_free(addr_map *m)
+{
+  pages_free(m->t, m->cap * sizeof *m->t);
+  m->t = NULL; m->cap = m->count = 0;
+}
 
 /* ------------------------------------------------------------------ */
 /* The walk's state                                                    */
@@ -224,14 +295,25 @@ static void map_free(addr_map *m) { free(m->t); m->t = NULL; m->cap = m->count =
 typedef struct { char *lo, *hi; frame_descr *d; } frame_range;
 #endif
 
-/* A visited block: its address (the BFS queue) and its original header
-   (restored at the end).  Stored in chunks of 2^ENTRY_CHUNK_BITS, never
-   moved, through a directory of fixed size (so that the walk's loops can
-   keep a pointer to it): the table grows without copying. */
-typedef struct { value v; header_t hd; } entry;
+/* A visited block: its address (the BFS queue).  Stored in chunks of
+   2^ENTRY_CHUNK_BITS, never moved, through a directory of fixed size (so
+   that the walk's loops can keep a pointer to it): the table grows
+   without copying. */
+typedef struct { value v; } entry;
 #define ENTRY_CHUNK_BITS 20
 #define ENTRY_CHUNK ((uint64_t)1 << ENTRY_CHUNK_BITS)
-#define ENTRY_CHUNKS 16384             /* 2^34 blocks at most */
+#define MAX_BLOCK_ID UINT32_MAX        /* what an id slot holds */
+#define ENTRY_CHUNKS ((MAX_BLOCK_ID >> ENTRY_CHUNK_BITS) + 1)
+
+/* The ids of visited major blocks, beside the heap: a slot per heap word
+   (the block's first field's), in leaves of SIDE_LEAF_WORDS slots (16 MiB
+   of address space each) mapped on first use, found through a directory
+   of a pointer per leaf over the 48-bit address space (mapped, touched
+   only where the heap is). */
+#define SIDE_LEAF_BITS 21
+#define SIDE_LEAF_WORDS ((uintnat)1 << SIDE_LEAF_BITS)
+#define SIDE_TOP_ENTRIES ((uintnat)1 << (48 - 3 - SIDE_LEAF_BITS))
+#define SIDE_LEAF_BYTES (SIDE_LEAF_WORDS * sizeof(uint32_t))
 
 typedef struct {
   caml_domain_state *self;
@@ -240,10 +322,13 @@ typedef struct {
   mpt_snap_encoder snap;
   uint8_t *buf, *zbuf; size_t zcap;
   int failed;                   /* the writer stopped */
-  /* blocks, by id (index 0 unused): address and original header */
+  int companion;                /* chunks go to this file (a forked walk's
+                                   TRACE.snapshot), or -1: to the trace */
+  /* blocks, by id (index 0 unused): their address */
   entry **chunks; size_t nchunks; uint64_t n;   /* ENTRY_CHUNKS slots */
   int incomplete;               /* out of memory: no new block named */
-  status visited;               /* the GARBAGE status, marking visited blocks */
+  uint32_t **side_top;          /* SIDE_TOP_ENTRIES leaves, or NULL */
+  uint32_t **leaves; size_t nleaves, leaves_cap; /* the leaves mapped */
   addr_map young, samples, ephemerons;
   /* labels: key (a pointer or a small code) -> string id */
   addr_map labels; uint32_t nlabels;
@@ -269,9 +354,13 @@ static void flush(walk *w)
 {
   size_t used = mpt_enc_used(&w->enc);
   if (used == 0 || w->failed) { mpt_enc_reset_buffer(&w->enc, w->enc.start, w->enc.end - w->enc.start); return; }
-  if (caml_trace_writer_typed_chunk(MPT_CHUNK_SNAPSHOT, (uint16_t)w->self->id,
-                                    w->buf, used, NULL, w->zbuf, w->zcap) < 0)
-    w->failed = 1;
+  int rc = w->companion >= 0
+    ? caml_trace_writer_companion_chunk(w->companion, MPT_CHUNK_SNAPSHOT,
+                                        (uint16_t)w->self->id, w->buf, used,
+                                        w->zbuf, w->zcap)
+    : caml_trace_writer_typed_chunk(MPT_CHUNK_SNAPSHOT, (uint16_t)w->self->id,
+                                    w->buf, used, NULL, w->zbuf, w->zcap);
+  if (rc < 0) w->failed = 1;
   mpt_enc_reset_buffer(&w->enc, w->buf + MPT_CHUNK_HEADER_BYTES,
                        BUF_BYTES - MPT_CHUNK_HEADER_BYTES);
 }
@@ -305,16 +394,21 @@ static inline entry *entry_at(entry *const *chunks, uint64_t id)
 /* A chunk of entries, advised for huge pages where the system has them:
    the table is hundreds of MB on a large heap, and its page faults were
    a good part of the pause with 4 KiB pages. */
+#define CHUNK_BYTES (ENTRY_CHUNK * sizeof(entry))
 static entry *new_chunk(void)
 {
-  size_t bytes = ENTRY_CHUNK * sizeof(entry);
 #ifdef MADV_HUGEPAGE
-  void *p = NULL;
-  if (posix_memalign(&p, (size_t)2 << 20, bytes) != 0) return NULL;
-  madvise(p, bytes, MADV_HUGEPAGE);
-  return p;
+  /* Mapped 2 MiB more, then trimmed to a 2 MiB boundary. */
+  size_t huge = (size_t)2 << 20;
+  char *p = pages_alloc(CHUNK_BYTES + huge);
+  if (!p) return NULL;
+  char *a = (char *)(((uintnat)p + huge - 1) & ~(uintnat)(huge - 1));
+  if (a > p) munmap(p, (size_t)(a - p));
+  munmap(a + CHUNK_BYTES, (size_t)(p + huge - a));
+  madvise(a, CHUNK_BYTES, MADV_HUGEPAGE);
+  return (entry *)a;
 #else
-  return malloc(bytes);
+  return pages_alloc(CHUNK_BYTES);
 #endif
 }
 
@@ -333,17 +427,46 @@ static int entry_room(walk *w, uint64_t id)
   return 1;
 }
 
-/* Name major block [v] (header [hd]), seen for the first time: the next
-   id, marked in its header. */
-static uint64_t add_major(walk *w, value v, header_t hd)
+/* The leaf for directory index [t], mapped now: NULL when memory ran
+   out. */
+static uint32_t *side_leaf(walk *w, uintnat t)
+{
+  if (w->nleaves == w->leaves_cap) {
+    size_t cap = w->leaves_cap ? 2 * w->leaves_cap : 512;
+    uint32_t **l = pages_alloc(cap * sizeof *l);
+    if (!l) return NULL;
+    if (w->nleaves) memcpy(l, w->leaves, w->nleaves * sizeof *l);
+    pages_free(w->leaves, w->leaves_cap * sizeof *l);
+    w->leaves = l; w->leaves_cap = cap;
+  }
+  uint32_t *leaf = pages_alloc(SIDE_LEAF_BYTES);
+  if (!leaf) return NULL;
+  w->leaves[w->nleaves++] = leaf;
+  w->side_top[t] = leaf;
+  return leaf;
+}
+
+/* The id slot of major block [v]; NULL when out of memory (or out of the
+   address space covered, which no heap reaches). */
+static inline uint32_t *side_slot(walk *w, value v)
+{
+  uintnat a = (uintnat)v >> 3, t = a >> SIDE_LEAF_BITS;
+  if (t >= SIDE_TOP_ENTRIES) return NULL;
+  uint32_t *leaf = w->side_top[t];
+  if (leaf == NULL && (leaf = side_leaf(w, t)) == NULL) return NULL;
+  return &leaf[a & (SIDE_LEAF_WORDS - 1)];
+}
+
+/* Name major block [v], whose id slot is [slot], seen for the first time:
+   the next id. */
+static uint64_t add_major(walk *w, value v, uint32_t *slot)
 {
   uint64_t id = w->n + 1;
   if ((id >> ENTRY_CHUNK_BITS) >= w->nchunks || w->incomplete) {
-    if (!entry_room(w, id)) return 0;
+    if (!entry_room(w, id)) return 0;     /* past MAX_BLOCK_ID too */
   }
-  atomic_store_relaxed(Hp_atomic_val(v), Make_header(id, Tag_hd(hd), w->visited));
-  entry *e = entry_at(w->chunks, id);
-  e->v = v; e->hd = hd;
+  *slot = (uint32_t)id;
+  entry_at(w->chunks, id)->v = v;
   w->n = id;
   return id;
 }
@@ -357,25 +480,44 @@ static uint64_t visit_young(walk *w, value v)
   id = w->n + 1;
   if (!entry_room(w, id)) return 0;
   if (!map_put(&w->young, v, id)) { w->incomplete = 1; return 0; }
-  entry *e = entry_at(w->chunks, id);
-  e->v = v; e->hd = Hd_val(v);
+  entry_at(w->chunks, id)->v = v;
   w->n = id;
   return id;
 }
 
+static uint64_t visit_new(walk *w, value v, uint32_t *slot);
+
 /* The id of block [v], naming it (and queueing it) on first sight; 0 when
    [v] is not a heap block (an immediate, static data).  The common case,
-   a major block already named, is one header read. */
+   a major block already named, is one read of its id slot, inline; the
+   rest is visit_new's. */
 static inline uint64_t visit(walk *w, value v)
 {
   /* 0: a field of a module block not initialised yet */
   if (!Is_block(v) || v == 0) return 0;
+  uintnat a = (uintnat)v >> 3, t = a >> SIDE_LEAF_BITS;
+  uint32_t *leaf = t < SIDE_TOP_ENTRIES ? w->side_top[t] : NULL;
+  uint32_t *slot = leaf ? &leaf[a & (SIDE_LEAF_WORDS - 1)] : NULL;
+  if (slot && *slot && !Is_young(v)) return *slot;
+  return visit_new(w, v, slot);
+}
+
+/* visit, for a young block, or a major one not named yet or whose leaf
+   is not mapped yet ([slot] NULL). */
+static uint64_t visit_new(walk *w, value v, uint32_t *slot)
+{
   if (Is_young(v)) return visit_young(w, v);
+  if (!slot && !(slot = side_slot(w, v))) { w->incomplete = 1; return 0; }
+  if (*slot) return *slot;
   header_t hd = Hd_val(v);
-  if (Tag_hd(hd) == Infix_tag) { v -= Infix_offset_hd(hd); hd = Hd_val(v); }
-  if (Has_status_hd(hd, w->visited)) return Wosize_hd(hd);
+  if (Tag_hd(hd) == Infix_tag) {
+    /* The closure's id, kept in the infix pointer's slot too. */
+    uint64_t id = visit(w, v - Infix_offset_hd(hd));
+    *slot = (uint32_t)id;
+    return id;
+  }
   if (Has_status_hd(hd, NOT_MARKABLE)) return 0;
-  return add_major(w, v, hd);
+  return add_major(w, v, slot);
 }
 
 /* ------------------------------------------------------------------ */
@@ -614,8 +756,9 @@ static void edge_action(void *data, value v, volatile value *p)
   edge(data, v);
 }
 
-static void write_block(walk *w, uint64_t id, value v, header_t hd)
+static void write_block(walk *w, uint64_t id, value v)
 {
+  header_t hd = Hd_val(v);
   tag_t tag = Tag_hd(hd);
   mlsize_t wosize = Wosize_hd(hd);
   if (w->samples.count) {
@@ -673,17 +816,22 @@ static void write_block(walk *w, uint64_t id, value v, header_t hd)
 #define PREFETCH_BLOCK 16
 #define PREFETCH_TARGETS 6
 
-/* Prefetch the headers of the first targets of block [e], which the
-   walk will soon check. */
-static inline void prefetch_targets(const entry *e)
+/* Prefetch the id slots of the first targets of block [e], which the
+   walk will soon check, and their headers (read for the new ones). */
+static inline void prefetch_targets(walk *w, const entry *e)
 {
-  tag_t tag = Tag_hd(e->hd);
+  header_t hd = Hd_val(e->v);
+  tag_t tag = Tag_hd(hd);
   if (tag >= No_scan_tag || tag == Closure_tag || tag == Cont_tag) return;
-  mlsize_t n = Wosize_hd(e->hd);
+  mlsize_t n = Wosize_hd(hd);
   if (n > 8) n = 8;
   for (mlsize_t i = 0; i < n; i++) {
     value f = Field(e->v, i);
-    if (Is_block(f) && f != 0) __builtin_prefetch((void *)Hp_val(f));
+    if (!Is_block(f) || f == 0) continue;
+    uintnat a = (uintnat)f >> 3, t = a >> SIDE_LEAF_BITS;
+    if (t < SIDE_TOP_ENTRIES && w->side_top[t])
+      __builtin_prefetch(&w->side_top[t][a & (SIDE_LEAF_WORDS - 1)]);
+    __builtin_prefetch((void *)Hp_val(f));
   }
 }
 
@@ -700,21 +848,43 @@ static void add_sample(void *data, value block, uint64_t id)
   map_put(&w->samples, block, id);
 }
 
-static void take_snapshot(caml_domain_state *self)
+static void walk_free(walk *w)
 {
-  uint64_t t0 = mono_ns();
+  free(w->buf); free(w->zbuf);
+  for (size_t c = 0; c < w->nchunks; c++) pages_free(w->chunks[c], CHUNK_BYTES);
+  free(w->chunks);
+  for (size_t l = 0; l < w->nleaves; l++) pages_free(w->leaves[l], SIDE_LEAF_BYTES);
+  pages_free(w->leaves, w->leaves_cap * sizeof *w->leaves);
+  pages_free(w->side_top, SIDE_TOP_ENTRIES * sizeof *w->side_top);
+  map_free(&w->young); map_free(&w->samples); map_free(&w->ephemerons);
+  map_free(&w->labels);
+#ifdef NATIVE_CODE
+  free(w->frames); free(w->globals);
+#endif
+  free(w);
+}
+
+/* The walk's first part, in the pause, from what only the running world
+   knows: the tracked samples, the ephemerons, BEGIN and every root (which
+   names, and marks, the roots' targets: entries 1..w->n).  NULL when out
+   of memory. */
+static walk *walk_roots(caml_domain_state *self, int companion)
+{
   caml_domain_state *doms[Max_domains_max];
   int ndoms = caml_memprof_tracer_domain_states(doms, Max_domains_max);
   walk *w = calloc(1, sizeof *w);
-  if (!w) return;
+  if (!w) return NULL;
   w->self = self;
+  w->companion = companion;
   w->chunks = calloc(ENTRY_CHUNKS, sizeof *w->chunks);
-  if (!w->chunks) { free(w); return; }
-  w->visited = caml_global_heap_state.GARBAGE;
+  w->side_top = pages_alloc(SIDE_TOP_ENTRIES * sizeof *w->side_top);
   w->zcap = mpt_frame_bound(BUF_BYTES);
   w->buf = malloc(BUF_BYTES);
   w->zbuf = malloc(w->zcap);
-  if (!w->buf || !w->zbuf) goto out;
+  if (!w->chunks || !w->side_top || !w->buf || !w->zbuf) {
+    walk_free(w);
+    return NULL;
+  }
   mpt_enc_init(&w->enc, w->buf + MPT_CHUNK_HEADER_BYTES,
                BUF_BYTES - MPT_CHUNK_HEADER_BYTES, NULL, 0);
   /* Every ALLOC a SAMPLE record names must precede it in the file. */
@@ -743,46 +913,299 @@ static void take_snapshot(caml_domain_state *self)
   for (int i = 0; i < ndoms; i++) scan_domain_roots(w, doms[i]);
   for (int i = 0; i < ndoms; i++)
     scan_memprof_roots(w, doms[i], caml_major_cycles_completed);
-  /* Breadth first: blocks are written in id order, each naming its
-     targets (and thereby queueing the new ones).  The walk is bound by
-     cache misses: two stages of prefetching, the block PREFETCH_BLOCK
-     ahead (header and first fields), then the targets of the block
-     PREFETCH_TARGETS ahead (whose fields are in cache by then). */
+  return w;
+}
+
+/* The walk's second part, which reads the heap only (a forked child's
+   copy, or the heap itself in the pause): breadth first, blocks are
+   written in id order, each naming its targets (and thereby queueing the
+   new ones).  The walk is bound by cache misses: two stages of
+   prefetching, the block PREFETCH_BLOCK ahead (header and first fields),
+   then the targets of the block PREFETCH_TARGETS ahead (whose fields are
+   in cache by then).  [orphaned] (a child's) says whether to give up. */
+static void walk_blocks(walk *w, int (*orphaned)(void))
+{
   entry *const *chunks = w->chunks;
   for (uint64_t id = 1; id <= w->n; id++) {
     if (id + PREFETCH_BLOCK <= w->n)
       __builtin_prefetch((void *)Hp_val(entry_at(chunks, id + PREFETCH_BLOCK)->v));
     if (id + PREFETCH_TARGETS <= w->n)
-      prefetch_targets(entry_at(chunks, id + PREFETCH_TARGETS));
-    const entry *e = entry_at(chunks, id);
-    write_block(w, id, e->v, e->hd);
+      prefetch_targets(w, entry_at(chunks, id + PREFETCH_TARGETS));
+    write_block(w, id, entry_at(chunks, id)->v);
+    if (orphaned && (id & ((1 << 20) - 1)) == 0 && orphaned()) return;
   }
-  /* Every major block visited gets its header back (young ones never
-     lost theirs: storing it again is harmless). */
-  for (uint64_t id = 1; id <= w->n; id++) {
-    if (id + PREFETCH_BLOCK <= w->n)
-      __builtin_prefetch((void *)Hp_val(entry_at(chunks, id + PREFETCH_BLOCK)->v), 1);
-    const entry *e = entry_at(chunks, id);
-    atomic_store_relaxed(Hp_atomic_val(e->v), e->hd);
-  }
-  uint64_t pause = mono_ns() - t0;
-  room(w, 64);
-  mpt_enc_snap_end(&w->enc, &w->snap, caml_trace_writer_now(), pause,
+}
+
+static void walk_end(walk *w, uint32_t mode, uint64_t walk_ns,
+                     uint64_t extra_bytes, uint64_t pause_ns)
+{
+  room(w, 128);
+  mpt_enc_snap_walk(&w->enc, mode, walk_ns, extra_bytes);
+  mpt_enc_snap_end(&w->enc, &w->snap, caml_trace_writer_now(), pause_ns,
                    w->nedges, w->incomplete ? MPT_SNAP_INCOMPLETE : 0);
   flush(w);
+}
+
+/* ------------------------------------------------------------------ */
+/* The forked walk                                                     */
+
+/* The snapshot's child process: created by a raw clone(2) with fork's
+   semantics (a copy-on-write image of the whole process, only the calling
+   thread in it) and exit signal 0, so that it sends no SIGCHLD, and only
+   waitpid with __WCLONE (or __WALL) sees it: the program's waitpid(-1),
+   Unix.wait and SIGCHLD handlers never do.  fork(3) is not used: it would
+   run the program's and the runtime's at-fork handlers.
+   The child runs no OCaml code and takes no lock: it blocks every signal
+   (the program's handlers are not its), walks its copy of the heap
+   (reading it only), writes its chunks to the companion file (memprof_trace_writer.c) with
+   write(2), and leaves by _exit.  The tables it grows are mapped pages
+   (pages_alloc), LZ4's state is on its stack, and it uses no stdio.
+   The parent, once the roots are written, frees its copy of the tables
+   and resumes at once; its pause goes to the child through a shared page
+   (the END record's pause_ns), which the child waits for before its END.
+   The child is reaped, and its file appended to the trace, by a reaper
+   thread of the parent started with it (plain C, every signal blocked,
+   as the flusher), blocked in waitpid(child, __WCLONE) until it ends;
+   where that thread cannot be started, by the flusher's ticks.  The end
+   of tracing, and Gc.Memprof_trace.snapshot () before it asks for
+   another, wait for that (caml_heap_snapshot_reap).  One child at a
+   time: a snapshot due while one runs waits for a later cycle end.
+   A child whose parent died (reparented) gives up; a child that did not
+   exit with 0 (killed) leaves no part of its snapshot in the trace. */
+typedef struct {
+  _Atomic uint64_t parent_pause_ns; /* 1 + the parent's pause, 0: not yet */
+} fork_shared;
+#define SHARED_BYTES 4096
+
+static pid_t child_pid;              /* set before child_running */
+static int child_file = -1;
+static fork_shared *child_shared;
+static atomic_int child_running;     /* child_* belong to the reaper */
+static int reaper_thread;            /* a thread waits for the child */
+/* Guards child_* and reaper_thread while a child runs; child_ended is
+   signalled when child_running drops back to 0. */
+static pthread_mutex_t child_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t child_ended = PTHREAD_COND_INITIALIZER;
+static pid_t parent_pid;             /* the child's, to see it orphaned */
+
+#ifdef __linux__
+static int child_orphaned(void)
+{
+  return (pid_t)syscall(SYS_getppid) != parent_pid;
+}
+
+/* The child's private memory at its end (kB lines of smaps_rollup), the
+   snapshot's extra memory: its tables, and the pages either process has
+   written since the fork (each then has its own copy).  0 if unknown. */
+static uint64_t child_private_bytes(void)
+{
+  char text[4096];
+  int fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  text[n] = 0;
+  uint64_t kb = 0;
+  for (char *p = text; (p = strstr(p, "Private_")) != NULL; ) {
+    p = strchr(p, ':');
+    if (!p) break;
+    while (*++p == ' ') {}
+    uint64_t v = 0;
+    while (*p >= '0' && *p <= '9') v = v * 10 + (uint64_t)(*p++ - '0');
+    kb += v;
+  }
+  return kb * 1024;
+}
+
+static _Noreturn void child_main(walk *w, uint64_t t_fork)
+{
+  sigset_t all;
+  sigfillset(&all);
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(uint64_t));
+  walk_blocks(w, child_orphaned);
+  uint64_t walk_ns = mono_ns() - t_fork;
+  if (child_orphaned()) _exit(2);
+  uint64_t pause;
+  struct timespec tick = { 0, 20000 };
+  while ((pause = atomic_load_acquire(&child_shared->parent_pause_ns)) == 0) {
+    if (child_orphaned()) _exit(2);
+    nanosleep(&tick, NULL);
+  }
+  walk_end(w, MPT_WALK_FORK, walk_ns, child_private_bytes(), pause - 1);
+  _exit(w->failed ? 1 : 0);
+}
+
+/* The child, or -1 (errno set). */
+static pid_t clone_child(void)
+{
+  return (pid_t)syscall(SYS_clone, 0UL, NULL, NULL, NULL, NULL);
+}
+#endif
+
+/* With child_lock: the child [pid] ended with status [st] (-1: reaped
+   elsewhere, or unknown): its snapshot goes into the trace if complete. */
+static void child_done_locked(pid_t pid, int st)
+{
+  if (!atomic_load(&child_running) || pid != child_pid) return;
+  struct stat sb;
+  uint64_t len = 0;
+  if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0
+      && fstat(child_file, &sb) == 0)
+    len = (uint64_t)sb.st_size;
+  else
+    caml_gc_log("heap snapshot: its child ended with status 0x%x; "
+                "no part of it is kept", st);
+  caml_trace_writer_companion_merge(child_file, len);
+  munmap(child_shared, SHARED_BYTES);
+  child_file = -1; child_shared = NULL; child_pid = 0;
+  atomic_store_release(&child_running, 0);
+  pthread_cond_broadcast(&child_ended);
+}
+
+/* Wait for the child [pid] ([block]: until it ends): 1 when it ended,
+   with its status in [*st] (-1 if unknown). */
+static int child_ended_now(pid_t pid, int block, int *st)
+{
+  pid_t r;
+  *st = 0;
+  do r = waitpid(pid, st, __WCLONE | (block ? 0 : WNOHANG));
+  while (r < 0 && errno == EINTR);
+  if (r < 0) *st = -1;
+  return r == pid || r < 0;
+}
+
+static void *reaper_main(void *arg)
+{
+  pid_t pid = (pid_t)(intptr_t)arg;
+  int st;
+  child_ended_now(pid, 1, &st);
+  pthread_mutex_lock(&child_lock);
+  child_done_locked(pid, st);
+  pthread_mutex_unlock(&child_lock);
+  return NULL;
+}
+
+/* The reaper thread of child [pid]: 1 if started. */
+static int start_reaper(pid_t pid)
+{
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_t th;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  int ok = pthread_create(&th, &attr, reaper_main, (void *)(intptr_t)pid) == 0;
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return ok;
+}
+
+void caml_heap_snapshot_reap(int wait)
+{
+  if (!atomic_load_acquire(&child_running)) return;
+  pthread_mutex_lock(&child_lock);
+  int st;
+  if (atomic_load(&child_running) && !reaper_thread
+      && child_ended_now(child_pid, wait, &st))
+    child_done_locked(child_pid, st);
+  while (wait && atomic_load(&child_running))
+    pthread_cond_wait(&child_ended, &child_lock);
+  pthread_mutex_unlock(&child_lock);
+}
+
+void caml_heap_snapshot_forget_after_fork(void)
+{
+  /* Only this thread exists in the child of the program's fork, and the
+     snapshot's child is not its child. */
+  pthread_mutex_init(&child_lock, NULL);
+  pthread_cond_init(&child_ended, NULL);
+  if (atomic_load(&child_running)) {
+    close(child_file);
+    munmap(child_shared, SHARED_BYTES);
+    child_file = -1; child_shared = NULL; child_pid = 0;
+    atomic_store(&child_running, 0);
+  }
+}
+
+/* Start a forked walk (roots in the pause, the rest in a child): 1 when
+   the snapshot was taken (the child walks; or the clone failed and the
+   walk was done in the pause), 0 when it could not start (the caller
+   walks in the pause). */
+static int take_forked(caml_domain_state *self, uint64_t t0)
+{
+#ifdef __linux__
+  int file = caml_trace_writer_companion_open();
+  if (file < 0) return 0;
+  fork_shared *shared = mmap(NULL, SHARED_BYTES, PROT_READ | PROT_WRITE,
+                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  walk *w = shared == MAP_FAILED ? NULL : walk_roots(self, file);
+  if (!w) {
+    if (shared != MAP_FAILED) munmap(shared, SHARED_BYTES);
+    caml_trace_writer_companion_merge(file, 0);
+    return 0;
+  }
+  flush(w);                     /* the roots, before the child's blocks */
+  child_shared = shared;
+  parent_pid = getpid();
+  uint64_t t_fork = mono_ns();
+  pid_t pid = clone_child();
+  if (pid == 0) child_main(w, t_fork);
+  if (pid < 0) {
+    /* Refused (memory, process limits): the walk goes on in the pause,
+       into the same file, appended at once. */
+    caml_gc_log("heap snapshot: clone failed (%s); walking in the pause",
+                strerror(errno));
+    walk_blocks(w, NULL);
+    uint64_t walk_ns = mono_ns() - t_fork;
+    walk_end(w, MPT_WALK_FORK_REFUSED, walk_ns, 0, mono_ns() - t0);
+    munmap(shared, SHARED_BYTES);
+    child_shared = NULL;
+    struct stat sb;
+    caml_trace_writer_companion_merge(
+      file, !w->failed && fstat(file, &sb) == 0 ? (uint64_t)sb.st_size : 0);
+    walk_free(w);
+    return 1;
+  }
+  uint64_t t_forked = mono_ns(), named = w->n;
+  walk_free(w);
+  /* Free: no child runs (the caller checked), so no reaper holds it. */
+  pthread_mutex_lock(&child_lock);
+  child_pid = pid;
+  child_file = file;
+  reaper_thread = start_reaper(pid);
+  atomic_store_release(&child_running, 1);
+  pthread_mutex_unlock(&child_lock);
+  uint64_t pause = mono_ns() - t0;
+  atomic_store_release(&shared->parent_pause_ns, pause + 1);
+  caml_gc_log("heap snapshot %lu: %lu blocks named by roots, child %d walks; "
+              "pause %lu us (roots %lu, clone %lu)", (unsigned long)snapshot_seq,
+              (unsigned long)named, (int)pid, (unsigned long)(pause / 1000),
+              (unsigned long)((t_fork - t0) / 1000),
+              (unsigned long)((t_forked - t_fork) / 1000));
+  return 1;
+#else
+  (void)self; (void)t0;
+  return 0;
+#endif
+}
+
+static void take_snapshot(caml_domain_state *self)
+{
+  uint64_t t0 = mono_ns();
+  if (caml_heap_snapshot_params.fork && take_forked(self, t0)) return;
+  walk *w = walk_roots(self, -1);
+  if (!w) return;
+  uint64_t t_roots = mono_ns();
+  walk_blocks(w, NULL);
+  uint64_t pause = mono_ns() - t0;
+  walk_end(w, MPT_WALK_PAUSE, mono_ns() - t_roots, 0, pause);
   caml_gc_log("heap snapshot %lu: %lu blocks, %lu edges, %lu us",
               (unsigned long)snapshot_seq, (unsigned long)w->n,
               (unsigned long)w->nedges, (unsigned long)(pause / 1000));
- out:
-  free(w->buf); free(w->zbuf);
-  for (size_t c = 0; c < w->nchunks; c++) free(w->chunks[c]);
-  free(w->chunks);
-  map_free(&w->young); map_free(&w->samples); map_free(&w->ephemerons);
-  map_free(&w->labels);
-#ifdef NATIVE_CODE
-  free(w->frames); free(w->globals);
-#endif
-  free(w);
+  walk_free(w);
 }
 
 /* ------------------------------------------------------------------ */
@@ -794,10 +1217,11 @@ void caml_heap_snapshot_at_cycle_end(caml_domain_state *s)
 {
   atomic_store_release(&memprof_settled[s->id], caml_major_cycles_completed + 1);
   if (!atomic_load_explicit(&requested, memory_order_relaxed) && !signalled
-      && !periodic)
+      && !periodic && !atomic_load_explicit(&deferred, memory_order_relaxed))
     return;
   int due = 0;
   if (atomic_exchange(&requested, 0)) due = 1;
+  if (atomic_exchange(&deferred, 0)) due = 1;
   if (s->id == 0) {
     if (signalled) { signalled = 0; due = 1; }
     if (periodic) {
@@ -809,7 +1233,15 @@ void caml_heap_snapshot_at_cycle_end(caml_domain_state *s)
     }
   }
   if (!due || !caml_memprof_tracer_tracing()) return;
+  /* One snapshot at a time: while another domain takes one in this
+     section, or a forked child still walks, this one waits for a later
+     cycle end. */
+  if (atomic_load_acquire(&child_running) || atomic_exchange(&taking, 1)) {
+    atomic_store(&deferred, 1);
+    return;
+  }
   take_snapshot(s);
+  atomic_store(&taking, 0);
   last_snapshot_us = now_us();
 }
 
@@ -818,6 +1250,13 @@ void caml_heap_snapshot_at_cycle_end(caml_domain_state *s)
 static void snapshot_now(void)
 {
   if (!caml_memprof_tracer_tracing()) return;
+  if (atomic_load_acquire(&child_running)) {
+    /* The previous one's child: other domains may stop the world
+       meanwhile. */
+    caml_enter_blocking_section_no_pending();
+    caml_heap_snapshot_reap(1);
+    caml_leave_blocking_section();
+  }
   atomic_store(&requested, 1);
   caml_empty_minor_heaps_once();
   caml_finish_major_cycle(0);

@@ -99,7 +99,8 @@ enum {
   SNAP_STRING = 0x85,
   SNAP_CUSTOM = 0x86,
   SNAP_BEGIN = 0x87,
-  SNAP_END = 0x88
+  SNAP_END = 0x88,
+  SNAP_WALK = 0x89              /* where the walk ran, before END      */
 };
 
 /* ---------------------------------------------------------------- */
@@ -467,6 +468,16 @@ void mpt_enc_snap_custom(mpt_encoder *e, mpt_snap_encoder *s, uint64_t block,
   p = mpt_put_uvarint(p, s->emitted - block);
   p = mpt_put_uvarint(p, ident_str_id);
   e->pos = mpt_put_uvarint(p, ext_bytes);
+}
+
+void mpt_enc_snap_walk(mpt_encoder *e, uint32_t mode, uint64_t walk_ns,
+                       uint64_t extra_bytes)
+{
+  uint8_t *p = e->pos;
+  *p++ = SNAP_WALK;
+  p = mpt_put_uvarint(p, mode);
+  p = mpt_put_uvarint(p, walk_ns);
+  e->pos = mpt_put_uvarint(p, extra_bytes);
 }
 
 void mpt_enc_snap_end(mpt_encoder *e, mpt_snap_encoder *s, uint64_t time,
@@ -1369,6 +1380,15 @@ static int snap_record(mpt_reader *r, mpt_event *ev)
     if (ev->snap.total_blocks != r->snap.emitted || ev->snap.total_edges != r->snap.nedges)
       return fail(r, "snapshot end does not match its blocks and edges");
     r->snap.open = 0;
+    return MPT_OK;
+  case SNAP_WALK:
+    ev->kind = MPT_EV_SNAP_WALK;
+    ev->snap.walk_mode = (uint32_t)get_var(r);
+    ev->snap.walk_ns = get_var(r);
+    ev->snap.extra_bytes = get_var(r);
+    if (r->failed) return MPT_ERR;
+    if (ev->snap.walk_mode >= MPT_WALK_MODE_COUNT)
+      return fail(r, "snapshot walk record with an unknown mode");
     return MPT_OK;
   default: {
     char m[64];

@@ -56,7 +56,17 @@
      may belong to either trace, as with clock_gettime.  A time may step
      back by a unit at the switch, which streams clamp
      (mpt_enc_alloc_shared).  A TSC found far behind (reset by a resume)
-     sends every thread back to clock_gettime. */
+     sends every thread back to clock_gettime.
+   - Companion file: a forked heap snapshot's child process (see
+     memprof_heap_snapshot.c) cannot take writer_lock (another thread of
+     the parent may have held it at the fork) nor share the trace's end
+     with the parent (a child killed in the middle of a write would leave
+     a cut frame inside the trace).  It writes its frames to TRACE.snapshot
+     instead, with plain write(2)s; the parent, having reaped it, appends
+     the frames it completed to the trace under writer_lock, in one go (a
+     snapshot is a few MB at most once compressed: 0.02 bytes per block on
+     the bench heap), and removes the file.  A file left behind by a
+     process killed before that holds no part of the trace. */
 
 #define CAML_INTERNALS
 #include <errno.h>
@@ -624,6 +634,75 @@ void caml_trace_writer_close(uint64_t total_samples, uint64_t lost_samples)
     free(z);
   }
   pthread_mutex_unlock(&writer_lock);
+}
+
+static char *companion_path;   /* of the trace being written, or NULL */
+
+int caml_trace_writer_companion_open(void)
+{
+  int fd = -1;
+  pthread_mutex_lock(&writer_lock);
+  if (trace_fd >= 0 && path) {
+    free(companion_path);
+    size_t n = strlen(path) + sizeof ".snapshot";
+    companion_path = malloc(n);
+    if (companion_path) {
+      snprintf(companion_path, n, "%s.snapshot", path);
+      fd = open(companion_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    }
+  }
+  pthread_mutex_unlock(&writer_lock);
+  return fd;
+}
+
+static int append_fd(int fd, const uint8_t *p, size_t len)
+{
+  while (len > 0) {
+    ssize_t n = write(fd, p, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
+    p += n; len -= (size_t)n;
+  }
+  return 0;
+}
+
+int caml_trace_writer_companion_chunk(int fd, enum mpt_chunk_type type,
+                                      uint16_t stream, uint8_t *chunk,
+                                      size_t body_len, uint8_t *zbuf,
+                                      size_t zcap)
+{
+  mpt_chunk_header(chunk, type, stream, (uint32_t)body_len);
+  size_t len = MPT_CHUNK_HEADER_BYTES + body_len;
+  const uint8_t *out = chunk;
+  if (compress) {
+    /* No state: LZ4F_compressFrame's lives on the stack (no malloc). */
+    len = mpt_frame_compress(NULL, zbuf, zcap, chunk, len, 1);
+    out = zbuf;
+    if (len == 0) return -1;
+  }
+  return append_fd(fd, out, len);
+}
+
+int caml_trace_writer_companion_merge(int fd, uint64_t len)
+{
+  int rc = 0;
+  size_t cap = 1 << 20;
+  uint8_t *buf = len ? malloc(cap) : NULL;
+  pthread_mutex_lock(&writer_lock);
+  for (uint64_t off = 0; trace_fd >= 0 && off < len; ) {
+    size_t want = len - off < cap ? (size_t)(len - off) : cap;
+    /* Pieces are not whole frames: one that fails ends the trace there,
+       as a failed write does. */
+    ssize_t n = buf ? pread(fd, buf, want, (off_t)off) : -1;
+    if (n <= 0) { if (n == 0) errno = 0; rc = -1; write_failed(); break; }
+    if ((rc = append(buf, (size_t)n)) < 0) { write_failed(); break; }
+    off += (uint64_t)n;
+  }
+  if (companion_path) unlink(companion_path);
+  pthread_mutex_unlock(&writer_lock);
+  free(buf);
+  close(fd);
+  return rc;
 }
 
 int caml_trace_writer_forget_after_fork(void)

@@ -260,13 +260,17 @@ static void set_param(const char *key, const char *val)
   } else if (strcmp(key, "memprof_snapshot_every_cycles") == 0) {
     if (parse_uint(val, 1, (uintnat)1 << 40, &u)) caml_heap_snapshot_params.every_cycles = u;
     else bad_param(key, val, "expected a number of major cycles from 1 to 2^40");
+  } else if (strcmp(key, "memprof_snapshot_fork") == 0) {
+    if (parse_uint(val, 0, 1, &u)) caml_heap_snapshot_params.fork = (int)u;
+    else bad_param(key, val, "expected 0 (walk in the pause) or 1 (in a forked child)");
   } else {
     fprintf(stderr, "memprof: OCAMLRUNPARAM: unknown key %s ignored (known: "
             "memprof, memprof_rate, memprof_frames, memprof_compress, "
             "memprof_seed, memprof_signal, memprof_flush_ms, memprof_verify, "
             "memprof_callbacks, "
             "memprof_snapshot_at_exit, memprof_snapshot_signal, "
-            "memprof_snapshot_every_s, memprof_snapshot_every_cycles)\n", key);
+            "memprof_snapshot_every_s, memprof_snapshot_every_cycles, "
+            "memprof_snapshot_fork)\n", key);
   }
 }
 
@@ -1564,6 +1568,7 @@ static void *flusher_main(void *arg)
   for (;;) {
     nanosleep(&period, NULL);
     if (atomic_load(&caml_memprof_tracer_active)) flush_streams(1);
+    caml_heap_snapshot_reap(0);
   }
   return NULL;
 }
@@ -1668,6 +1673,7 @@ static void stop_locked(tracer_domain *self)
     }
     stream_unlock(d);
   }
+  caml_heap_snapshot_reap(1);   /* a forked snapshot still walking */
   caml_trace_writer_close(samples, lost);
 }
 
@@ -1706,6 +1712,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
   pthread_mutex_init(&control_lock, NULL);
+  caml_heap_snapshot_forget_after_fork();
   pthread_mutex_init(&orphan_lock, NULL);
   orphans.len = 0;
   memset(orphan_origins, 0, sizeof orphan_origins);

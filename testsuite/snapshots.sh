@@ -34,7 +34,7 @@ within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = 
 
 cd "$W"
 # (compiled here: the compilers write their .cm* files next to the source)
-cp "$here"/programs/snap_*.ml .
+cp "$here"/programs/snap_*.ml "$here"/programs/snap_*.c .
 for p in snap_hashtbl snap_retention snap_domains snap_memprof snap_holders snap_weak snap_live; do
   ocamlopt -g -o "$p" "$p.ml" > "$p.build" 2>&1 || ko "build $p" "$(head -3 "$p.build")"
 done
@@ -210,6 +210,95 @@ cycles=$(sed -n 's/^ok //p' stress.out)
 n=$("$MP" retainers --evolution "$W/stress.trace" 2>/dev/null | grep -c '^ *[0-9]')
 check "stress: 3 domains' data intact after $n snapshots in $cycles cycles, heap verified, nothing on stderr" \
   [ -n "$cycles" -a "${n:-0}" -ge 10 -a ! -s stress.err ]
+
+# ---- forked walks (issue 32): the same snapshot as the walk in the
+# pause, for every kind of root the pause records (1, 2 and 4 domains, a
+# systhread, a suspended fiber, C local roots); address randomisation off
+# (setarch -R) so that both runs build the same heap ----
+ocamlopt -g -I +unix -I +threads unix.cmxa threads.cmxa snap_fork_same_stubs.c snap_fork_same.ml \
+  -o snap_fork_same > snap_fork_same.build 2>&1 || ko "build snap_fork_same" "$(head -3 snap_fork_same.build)"
+norandom() { setarch "$(uname -m)" -R "$@"; }
+# snapshot_facts TRACE: the snapshot's walk mode, then its blocks, bytes,
+# edges, and retainers' tables without the header (which has the pause)
+snapshot_facts() {
+  "$MP" info --json "$1" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)["heap_snapshots"]
+print(len(s), s[0]["walk"], s[0]["blocks"], s[0]["bytes"], s[0]["edges"], s[0]["complete"])'
+  "$MP" retainers --bytes -n 1000 "$1" | sed 1d
+}
+for nd in 1 2 4; do
+  for mode in 1 0; do
+    OCAMLRUNPARAM="memprof=$W/same$nd-$mode.trace,memprof_rate=0,memprof_snapshot_fork=$mode" \
+      norandom ./snap_fork_same $nd > same$nd-$mode.out 2> same$nd-$mode.err
+    snapshot_facts "$W/same$nd-$mode.trace" > same$nd-$mode.facts 2>&1
+  done
+  read -r n1 walk1 blocks1 _ <<< "$(head -1 same$nd-1.facts)"
+  read -r n0 walk0 blocks0 _ <<< "$(head -1 same$nd-0.facts)"
+  check "fork, $nd domain(s): both runs print the same ($(cat same$nd-1.out)), nothing on stderr" \
+    [ "$(cat same$nd-1.out)" = "$(cat same$nd-0.out)" -a -s same$nd-1.out -a ! -s same$nd-1.err -a ! -s same$nd-0.err ]
+  check "fork, $nd domain(s): one snapshot each, walked in a forked child ($walk1) and in the pause ($walk0)" \
+    [ "$n1" = 1 -a "$n0" = 1 -a "$walk1" = fork -a "$walk0" = pause ]
+  check "fork, $nd domain(s): same blocks, bytes, edges, roots and retained sizes ($blocks1 blocks; $blocks0 in the pause)" \
+    [ "$(tail -n +2 same$nd-1.facts | md5sum)" = "$(tail -n +2 same$nd-0.facts | md5sum)" \
+      -a "$(head -1 same$nd-1.facts | cut -d' ' -f3-)" = "$(head -1 same$nd-0.facts | cut -d' ' -f3-)" \
+      -a "${blocks1:-0}" -gt 30000 ]
+done
+kinds=$(awk '/^Retained by root kind/ { on = 1; next } /^$/ { on = 0 } on { print $1 }' same4-1.facts | sort | tr '\n' ' ')
+check "fork: the module global, stacks, C local roots and the systhread retain ($kinds)" \
+  [ "$(echo " $kinds" | grep -c ' global .*local .*stack .*thread ')" -eq 1 ]
+
+# ---- forked walks and the program's own children: a snapshot at every
+# cycle end changes nothing of what the program sees ----
+ocamlopt -g -I +unix unix.cmxa snap_fork_children.ml -o snap_fork_children > sfc.build 2>&1 \
+  || ko "build snap_fork_children" "$(head -3 sfc.build)"
+for mode in reap sigchld waitall; do
+  ./snap_fork_children $mode > ch-$mode.plain 2>&1
+  OCAMLRUNPARAM="memprof=$W/ch-$mode.trace,memprof_rate=1e-4,memprof_snapshot_every_cycles=1" \
+    ./snap_fork_children $mode > ch-$mode.out 2> ch-$mode.err
+  forked=$("$MP" info "$W/ch-$mode.trace" 2>/dev/null | grep -c 'walked in a forked child')
+  # (the tracer's note on each child of the program, traced without %p)
+  others=$(grep -vc '^memprof: not tracing forked child' ch-$mode.err)
+  check "children, $mode: the same output traced ($(cat ch-$mode.out)) as untraced, $forked forked snapshots, nothing else on stderr" \
+    [ "$(cat ch-$mode.out)" = "$(cat ch-$mode.plain)" -a "$others" -eq 0 -a "${forked:-0}" -ge 2 ]
+done
+check "children: untraced, the programs see what they should" \
+  [ "$(cat ch-reap.plain)" = "reaped 20 of 20 with their status" \
+    -a "$(cat ch-sigchld.plain)" = "SIGCHLD without children: 0; with children: true" \
+    -a "$(cat ch-waitall.plain)" = "wait () without children returned 0; its 5 children: true; then ECHILD: true" ]
+
+# ---- SIGKILL of the walking child, or of the program, at random moments:
+# the trace stays readable ----
+ocamlopt -g -I +unix unix.cmxa snap_fork_kill.ml -o snap_fork_kill > sfk.build 2>&1 \
+  || ko "build snap_fork_kill" "$(head -3 sfk.build)"
+RANDOM=32
+OCAMLRUNPARAM="memprof=$W/kc.trace,memprof_rate=1e-4,memprof_snapshot_every_cycles=1" \
+  ./snap_fork_kill 4 > kc.out 2> kc.err &
+pid=$!; killed=0
+for _ in 1 2 3 4 5 6 7 8; do
+  sleep "0.$((RANDOM % 4 + 1))"
+  for c in $(pgrep -P $pid); do kill -KILL "$c" 2>/dev/null && killed=$((killed + 1)); done
+done
+wait $pid; rc=$?
+"$MP" info "$W/kc.trace" > kc.info 2>&1; irc=$?
+n=$(grep -c 'walked in a forked child' kc.info)
+check "kill child: $killed walking children killed; the program ends as usual ($(cat kc.out)), info reads the trace ($n complete snapshots), no companion file left" \
+  [ $rc -eq 0 -a $irc -eq 0 -a "$killed" -ge 1 -a ! -s kc.err -a ! -e "$W/kc.trace.snapshot" ] && grep -q '^done' kc.out
+for t in 1 2 3; do
+  OCAMLRUNPARAM="memprof=$W/kp$t.trace,memprof_rate=1e-4,memprof_snapshot_every_cycles=1" \
+    ./snap_fork_kill 10 > /dev/null 2>&1 &
+  pid=$!
+  sleep "$((RANDOM % 2)).$((RANDOM % 10))"
+  children=$(pgrep -P $pid)
+  kill -KILL $pid; wait $pid 2>/dev/null
+  gone=1
+  for c in $children; do
+    for _ in $(seq 50); do kill -0 "$c" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$c" 2>/dev/null && { gone=0; kill -KILL "$c"; }
+  done
+  "$MP" info "$W/kp$t.trace" > kp$t.info 2>&1; irc=$?
+  check "kill program ($t): info reads the trace (exit $irc), its walking child ($children) gave up" [ $irc -eq 0 -a $gone -eq 1 ]
+done
 
 # ---- a compiler's heap: ocamlopt.opt compiling typing/typecore.ml (the
 # build tree's copy, when there is one) ----

@@ -23,6 +23,8 @@ struct caml_heap_snapshot_params {
   int signal;                   /* snapshot on this signal               */
   uintnat every_s;              /* at the first cycle end N s after the last */
   uintnat every_cycles;         /* at every Nth major cycle end          */
+  int fork;                     /* walk in a forked child (default 1 on
+                                   Linux), else in the pause             */
 };
 extern struct caml_heap_snapshot_params caml_heap_snapshot_params;
 
@@ -40,6 +42,15 @@ void caml_heap_snapshot_at_cycle_end(caml_domain_state *s);
    at-exit snapshot if OCAMLRUNPARAM asked for one and the calling thread
    is an OCaml domain. */
 void caml_heap_snapshot_at_exit(void);
+
+/* Reap a forked snapshot's child once it has ended ([wait]: waiting for
+   it) and append its snapshot to the trace: from the flusher's ticks, and
+   before the trace is closed.  One load when no child runs. */
+void caml_heap_snapshot_reap(int wait);
+
+/* In the child of the program's fork: the snapshot's child, if any, is
+   not its own. */
+void caml_heap_snapshot_forget_after_fork(void);
 
 #endif /* CAML_INTERNALS */
 #endif /* CAML_MEMPROF_HEAP_SNAPSHOT_H */

@@ -91,7 +91,9 @@ enum mpt_event_kind {
   MPT_EV_SNAP_BLOCK,       /* snap.block, tag, wosize, sample_id, edges    */
   MPT_EV_SNAP_EDGES,       /* more edges of snap.block (a long block)      */
   MPT_EV_SNAP_CUSTOM,      /* snap.block, label = identifier, ext_bytes    */
-  MPT_EV_SNAP_END          /* snap.pause_ns, total_blocks/edges, flags    */
+  MPT_EV_SNAP_END,         /* snap.pause_ns, total_blocks/edges, flags    */
+  MPT_EV_SNAP_WALK         /* snap.walk_mode, walk_ns, extra_bytes (before
+                              END; absent before this record existed)     */
 };
 
 /* Root kinds of a heap snapshot (docs/trace-format.md). */
@@ -107,6 +109,13 @@ enum mpt_root_kind {
 };
 #define MPT_ROOT_NONRETAINING 1u  /* root flag: does not keep its target */
 #define MPT_SNAP_INCOMPLETE 1u    /* END flag: the walk was cut short     */
+/* WALK record: where the walk ran. */
+enum mpt_snap_walk_mode {
+  MPT_WALK_PAUSE = 0,      /* in the pause (memprof_snapshot_fork=0)       */
+  MPT_WALK_FORK = 1,       /* in a forked child, the program running on    */
+  MPT_WALK_FORK_REFUSED = 2, /* in the pause: the child could not be made  */
+  MPT_WALK_MODE_COUNT = 3
+};
 #define MPT_SNAP_MAX_EDGES 4096   /* edges per BLOCK or EDGES record      */
 #define MPT_SNAP_MAX_RECORD_BYTES (48 + 10 * (size_t)MPT_SNAP_MAX_EDGES)
 
@@ -303,6 +312,12 @@ void mpt_enc_snap_edges(mpt_encoder *e, mpt_snap_encoder *s,
                         const uint64_t *targets, uint32_t n);
 void mpt_enc_snap_custom(mpt_encoder *e, mpt_snap_encoder *s, uint64_t block,
                          uint32_t ident_str_id, uint64_t ext_bytes);
+/* Where and how long the walk ran, just before END: [mode] an enum
+   mpt_snap_walk_mode, [walk_ns] the walk's time (from the roots to the
+   last block), [extra_bytes] a forked child's private memory at its end
+   (its tables and the pages either process wrote since the fork). */
+void mpt_enc_snap_walk(mpt_encoder *e, uint32_t mode, uint64_t walk_ns,
+                       uint64_t extra_bytes);
 void mpt_enc_snap_end(mpt_encoder *e, mpt_snap_encoder *s, uint64_t time,
                       uint64_t pause_ns, uint64_t nedges, uint32_t flags);
 
@@ -594,6 +609,9 @@ typedef struct {
     uint64_t target;            /* ROOT: block id                        */
     uint64_t ext_bytes;         /* CUSTOM: out-of-heap bytes, 0 unknown  */
     uint64_t pause_ns;          /* END: world stopped this long          */
+    uint32_t walk_mode;         /* WALK: enum mpt_snap_walk_mode         */
+    uint64_t walk_ns;           /* WALK: the walk's time                 */
+    uint64_t extra_bytes;       /* WALK: a forked child's private memory */
     uint64_t total_blocks, total_edges; /* END: totals of the snapshot */
   } snap;
 } mpt_event;

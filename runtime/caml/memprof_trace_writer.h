@@ -105,5 +105,23 @@ int caml_trace_writer_forget_after_fork(void);
 
 int caml_trace_writer_is_open(void);
 int caml_trace_writer_compressed(void);
+
+/* The companion file of a forked heap snapshot (memprof_heap_snapshot.c):
+   TRACE.snapshot, next to the trace, written by the snapshot's child
+   process only, then appended whole to the trace by the parent once the
+   child is reaped, and removed.  Open (create or empty) it: a descriptor,
+   or -1 (no trace, or it cannot be created). */
+int caml_trace_writer_companion_open(void);
+/* Append a chunk to the companion [fd] as caml_trace_writer_typed_chunk
+   does to the trace, without a lock, malloc or stdio (a forked child
+   calls it).  Returns 0 or -1. */
+int caml_trace_writer_companion_chunk(int fd, enum mpt_chunk_type type,
+                                      uint16_t stream, uint8_t *chunk,
+                                      size_t body_len, uint8_t *zbuf,
+                                      size_t zcap);
+/* Append the companion's first [len] bytes (whole frames) to the trace,
+   then close and remove it; [len] 0 only removes it.  Returns 0, or -1
+   if the trace had to stop. */
+int caml_trace_writer_companion_merge(int fd, uint64_t len);
 #endif
 #endif

@@ -251,6 +251,7 @@ int hg_next(hg_reader *r, hg_snapshot *s)
       open = 1;
       s->seq = ev.snap.seq; s->time_ns = ev.time_ns; s->anchor = ev.snap.anchor;
       s->ndomains = (uint32_t)ev.arg;
+      s->walk_mode = -1;
       break;
     case MPT_EV_SNAP_ROOT: {
       if (!open) break;
@@ -329,6 +330,12 @@ int hg_next(hg_reader *r, hg_snapshot *s)
       s->custom[s->ncustom].ext = ev.snap.ext_bytes;
       s->ext_total += ev.snap.ext_bytes;
       u64map_put(&s->custom_of, ev.snap.block, (uint32_t)s->ncustom++);
+      break;
+    case MPT_EV_SNAP_WALK:
+      if (!open) break;
+      s->walk_mode = (int)ev.snap.walk_mode;
+      s->walk_ns = ev.snap.walk_ns;
+      s->walk_extra_bytes = ev.snap.extra_bytes;
       break;
     case MPT_EV_SNAP_END:
       if (!open) break;

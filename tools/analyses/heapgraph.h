@@ -52,6 +52,9 @@ typedef struct {
 
 typedef struct {
   uint64_t seq, time_ns, pause_ns, anchor;
+  int walk_mode;                /* WALK: enum mpt_snap_walk_mode; -1 none */
+  uint64_t walk_ns, walk_extra_bytes;  /* WALK: the walk's time, a forked
+                                          child's private memory */
   uint32_t ndomains;
   int complete;                 /* its END record was read */
   uint32_t end_flags;

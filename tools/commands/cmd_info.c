@@ -32,7 +32,20 @@ typedef struct {
   uint64_t blocks, bytes, edges, ext_bytes;
   int complete;                 /* its END record was read */
   int blocks_missing;           /* END: the runtime ran out of memory */
+  int walk_mode;                /* WALK: enum mpt_snap_walk_mode; -1 none */
+  uint64_t walk_ns, extra_bytes; /* WALK */
 } snap_info;
+
+/* The JSON name of a walk mode (WALK record), or NULL: none recorded. */
+static const char *walk_mode_name(int mode)
+{
+  switch (mode) {
+  case MPT_WALK_PAUSE: return "pause";
+  case MPT_WALK_FORK: return "fork";
+  case MPT_WALK_FORK_REFUSED: return "pause_fork_refused";
+  default: return NULL;
+  }
+}
 
 /* What passes the filters (counted on completed samples). */
 typedef struct {
@@ -69,7 +82,7 @@ static void on_snapshot_event(info_acc *a, an_ctx *c, const mpt_event *ev)
   if (ev->kind == MPT_EV_SNAP_BEGIN) {
     grow_array((void **)&a->snaps, &a->snaps_cap, a->nsnaps + 1, sizeof *a->snaps);
     a->snaps[a->nsnaps++] = (snap_info){ .seq = ev->snap.seq, .stream = ev->stream,
-                                         .time_ns = ev->time_ns };
+                                         .time_ns = ev->time_ns, .walk_mode = -1 };
     return;
   }
   if (!a->nsnaps) return;       /* the reader rejects records out of a snapshot */
@@ -82,6 +95,11 @@ static void on_snapshot_event(info_acc *a, an_ctx *c, const mpt_event *ev)
     break;
   case MPT_EV_SNAP_EDGES: s->edges += ev->snap.nedges; break;
   case MPT_EV_SNAP_CUSTOM: s->ext_bytes += ev->snap.ext_bytes; break;
+  case MPT_EV_SNAP_WALK:
+    s->walk_mode = (int)ev->snap.walk_mode;
+    s->walk_ns = ev->snap.walk_ns;
+    s->extra_bytes = ev->snap.extra_bytes;
+    break;
   case MPT_EV_SNAP_END:
     s->complete = 1;
     s->pause_ns = ev->snap.pause_ns;
@@ -457,12 +475,16 @@ static int info_one(const char *path, const an_filter *f, const char *fdesc, int
       const snap_info *s = &a.snaps[i];
       printf("%s\n    {\"seq\": %llu, \"domain\": %u, \"time_ns\": %llu, \"blocks\": %llu, "
              "\"bytes\": %llu, \"edges\": %llu, \"outside_heap_bytes\": %llu, \"pause_ns\": %llu, "
-             "\"complete\": %s, \"blocks_missing\": %s}", i ? "," : "",
+             "\"complete\": %s, \"blocks_missing\": %s, \"walk\": ", i ? "," : "",
              (unsigned long long)s->seq, s->stream, (unsigned long long)s->time_ns,
              (unsigned long long)s->blocks, (unsigned long long)s->bytes,
              (unsigned long long)s->edges, (unsigned long long)s->ext_bytes,
              (unsigned long long)s->pause_ns, s->complete ? "true" : "false",
              s->blocks_missing ? "true" : "false");
+      const char *mode = walk_mode_name(s->walk_mode);
+      if (mode) printf("\"%s\"", mode); else printf("null");
+      printf(", \"walk_ns\": %llu, \"walk_extra_bytes\": %llu}",
+             (unsigned long long)s->walk_ns, (unsigned long long)s->extra_bytes);
     }
     printf("%s]", a.nsnaps ? "\n  " : "");
     printf(",\n  \"heap_snapshot_overdue\": ");
@@ -546,6 +568,12 @@ static int info_one(const char *path, const an_filter *f, const char *fdesc, int
           printf(" + %s outside the heap", human_bytes((double)s->ext_bytes, b2, sizeof b2));
         if (s->complete) printf(", pause %.1f ms", s->pause_ns / 1e6);
         else printf(" (cut short: the trace ends inside it)");
+        if (s->walk_mode == MPT_WALK_FORK)
+          printf(", walked in a forked child in %.1f ms (extra memory %s)",
+                 s->walk_ns / 1e6, human_bytes((double)s->extra_bytes, b2, sizeof b2));
+        else if (s->walk_mode >= 0)
+          printf(", walked in the pause%s",
+                 s->walk_mode == MPT_WALK_FORK_REFUSED ? " (the fork was refused)" : "");
         if (s->blocks_missing) printf(" (blocks missing: the runtime ran out of memory)");
         putchar('\n');
       }

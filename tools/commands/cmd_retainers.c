@@ -447,8 +447,12 @@ static void print_header(analysis *a)
          (unsigned long long)s->nedges_file, (unsigned long long)s->nweak,
          human_bytes((double)a->live_bytes, b1, sizeof b1));
   if (a->ext_bytes) printf(" + %s outside the heap", human_bytes((double)a->ext_bytes, b2, sizeof b2));
-  if (s->complete) printf(", pause %.1f ms\n", s->pause_ns / 1e6);
-  else printf(" (cut short: the trace ends inside this snapshot)\n");
+  if (s->complete) printf(", pause %.1f ms", s->pause_ns / 1e6);
+  else printf(" (cut short: the trace ends inside this snapshot)");
+  if (s->walk_mode == MPT_WALK_FORK)
+    printf(", walked in a forked child in %.1f ms (extra memory %s)",
+           s->walk_ns / 1e6, human_bytes((double)s->walk_extra_bytes, b2, sizeof b2));
+  putchar('\n');
   if (s->end_flags & MPT_SNAP_INCOMPLETE)
     printf("warning: the runtime ran out of memory during this snapshot: blocks are missing\n");
 }

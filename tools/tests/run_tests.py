@@ -1648,10 +1648,29 @@ def test_retainers():
           r.returncode == 1 and "no heap snapshot" in r.stderr, r.stderr)
     test_info_snapshots(gs, small)
     test_holders(gs)
+    test_walk_record(gs)
     test_weak_kind(gs)
     test_snapshot_deaths(gs)
     d = run([os.path.join(BUILD, "dominators_test")])
     check("dominators: " + d.stdout.strip(), d.returncode == 0, d.stdout)
+
+
+def test_walk_record(gs):
+    """A snapshot's WALK record (issue 32): where the walk ran, its time
+    and a forked child's private memory, in info (text and --json) and in
+    retainers' header (gen_snapshot holders: forked, 2.5 ms, 3 MB)."""
+    path = os.path.join(OUT, "snap-walk.mpt")
+    run([gs, "holders", path])
+    text = "walked in a forked child in 2.5 ms (extra memory 3 MB)"
+    r = tool("info", path)
+    check("info: the walk ran in a forked child, 2.5 ms, 3 MB", r.returncode == 0 and text in r.stdout,
+          r.stdout[-300:])
+    s = tool_json("info", "--json", path)["heap_snapshots"][0]
+    check("info --json: walk fork, walk_ns, walk_extra_bytes",
+          (s["walk"], s["walk_ns"], s["walk_extra_bytes"]) == ("fork", 2500000, 3000000), json.dumps(s))
+    r = tool("retainers", path)
+    check("retainers: the header says where the walk ran", r.returncode == 0 and text in r.stdout.split("\n")[0],
+          r.stdout[:300])
 
 
 def test_holders(gs):
@@ -1765,7 +1784,8 @@ def test_info_snapshots(gs, small):
     run([gs, "periodic", "3", "1000", "3500", on_time])
     j = tool_json("info", "--json", late)
     want = [{"seq": k, "domain": 0, "time_ns": k * 10**9, "blocks": k, "bytes": 24 * k, "edges": k - 1,
-             "outside_heap_bytes": 0, "pause_ns": k * 10**6, "complete": True, "blocks_missing": False}
+             "outside_heap_bytes": 0, "pause_ns": k * 10**6, "complete": True, "blocks_missing": False,
+             "walk": None, "walk_ns": 0, "walk_extra_bytes": 0}
             for k in (1, 2, 3)]
     check("info --json: heap_snapshots of a trace with 3 (walk, domain, time, blocks, bytes, edges, pause)",
           j.get("heap_snapshots") == want, json.dumps(j.get("heap_snapshots")))
