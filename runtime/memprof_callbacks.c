@@ -72,6 +72,9 @@
    block: Lwt's keep the program's function among their first few, and
    its promise records, callback lists and states are small. */
 #define ENV_FIELDS_SCANNED 8
+/* A block of more fields is not looked into: a module's or a functor
+   instance's block of functions (Weak.Make's, held by Lwt_io) is not a
+   callback the frame runs, and larger records and tuples are data. */
 #define BLOCK_FIELDS_SCANNED 4
 /* Steps from a live slot: a promise's callbacks record, its list of
    callbacks, a list cell, Lwt's closure, then the program's function in
@@ -117,7 +120,8 @@ static int held_closures(value v, uint32_t frame, int depth,
     if (code) n = add_closure(out, n, max_out, frame, code);
     if (wosize < 2) return n;
     from = Start_env_closinfo(Closinfo_val(v));
-  } else if (tag >= No_scan_tag || tag == Forward_tag || tag == Cont_tag) {
+  } else if (tag >= No_scan_tag || tag == Forward_tag || tag == Cont_tag
+             || wosize > BLOCK_FIELDS_SCANNED) {
     return n;
   }
   if (depth == 0 || from >= wosize) return n;
