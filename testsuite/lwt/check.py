@@ -57,12 +57,12 @@ RATE, SEED = "1e-2", 1
 # Callback frames (memprof_callbacks): what Lwt allocates for a callback is
 # charged to it, not to the program's entry.  The entry's share depends
 # on the machine's load (an idle event loop's iterations allocate in Lwt
-# alone): 2.9 to 8.0 % over 24 runs with callback frames; 8 of those
-# traces without them (--hide '<callback>'): 4.0 to 11.2 %.  Most of what
+# alone): 2.9 to 8.5 % over 32 runs with callback frames; 16 of those
+# traces without them (--hide '<callback>'): 3.2 to 11.7 %.  Most of what
 # is left is Lwt's own callbacks (Lwt_io's auto-flush, Lwt_unix's jobs
 # and events), which no function of the program registered.  On
 # leak_table, where the program's callbacks are most of it, they take
-# 28 to 36 % of the entry's share away; the check asks ENTRY_SHARE_CUT.
+# 28 to 36 % of the entry's share away (4 runs); the check asks ENTRY_SHARE_CUT.
 CALLBACK_FRAMES = 16
 ENTRY_SHARE_CUT = 0.15
 passed = failed = 0
