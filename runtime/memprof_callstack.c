@@ -41,6 +41,32 @@
    frames live in a pool of two halves (see caml_memprof_callstack_
    compact).
 
+   Why every shared frame is still checked (issue 35)
+   The frames below the shallowest point the program returned to since
+   the previous sample are unchanged, and knowing that point would spare
+   their check.  Nothing tells it soundly without upstream logic.  A
+   stack barrier (a return address replaced by a trampoline that notes
+   the return and puts the address back) is read as a return address by
+   the GC's stack scan (no frame descriptor for the trampoline: a minor
+   GC would crash), by the raise path's backtrace (caml_stash_backtrace),
+   Printexc.get_callstack and continuation backtraces, each needing a
+   hook to put it back first; an exception raised past the marked frame
+   jumps to its handler without returning through it, so every raise
+   would need a hook too, as would fiber switches (caml_perform,
+   caml_resume, in assembly) and stack reallocation, which move it.  A
+   hardware watchpoint (a perf_event_open breakpoint on the marked
+   return-address slot) would be sound without upstream code: a frame
+   boundary found there again was written by a call, which the
+   watchpoint sees.  But it costs a system call at every sample to move
+   it, more than the check it spares at the depths where it would pay
+   (a check costs 4.5 instructions a frame), and perf events are not
+   always allowed.  So the check stays, and what deep stacks cost besides
+   it was cut: a cut stack's innermost frames, which slide along a deep
+   stack as its depth changes, are written as a move of the encoder's
+   previous stack (finish_capture's window, the STACK_WINDOW record)
+   instead of all of them again, and prev is copied at most once per
+   fresh frame (half_frames).
+
    Validity
    Entries stay valid while the frame tables they came from are in use:
    a return address has one descriptor for the program's life unless a
@@ -124,6 +150,7 @@ void caml_memprof_callstack_cache_clear(caml_memprof_callstack_cache *c)
   if (c->frames) c->inner = c->outermost = c->frames;
   c->prev_encoded = 0;
   c->quick_end = 0;
+  c->window = 0;
 #ifdef NATIVE_CODE
   c->lens_pc[0] = c->lens_pc[1] = 0;
 #endif
@@ -194,13 +221,17 @@ const uintnat caml_memprof_callstack_no_return_address = 0;
 
 /* The frames of a half of the pool: prev (at most [max] + 1 frames, one
    more than a stack may show, so that a walk that fills its part knows
-   the stack was cut) and a walk's fresh frames (as many), and some room
-   more, so that prev does not move at every capture when stacks are
-   about as deep as the cap (the trap leaves a capture that needs to move
-   it to the ordinary path). */
+   the stack was cut), a walk's fresh frames (as many), and as many
+   again, so that prev, copied at most once per frames_cap fresh frames
+   written, costs at most a copy per fresh frame whatever its depth (the
+   trap leaves a capture that needs to move it to the ordinary path).
+   With room for one walk only, a prev about as deep as the cap was
+   copied whole every few dozen fresh frames: deep_list in bench/ (stacks
+   up to 4,000 frames, cap 4,096) spent 1,740 instructions per sample
+   copying. */
 static size_t half_frames(uint32_t frames_cap)
 {
-  return 2 * (size_t)frames_cap + 64;
+  return 3 * (size_t)frames_cap + 64;
 }
 
 /* The pool: the sentinel, then two halves.  Also the cache's first table,
@@ -241,10 +272,10 @@ static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
    shares with the next capture where they are, so the live frames are
    scattered below [free].  Copying them, innermost first, to the start
    of the other half, which holds no live frame, makes the rest of that
-   half free: at least frames_cap + 64 frames, as prev has at most
-   frames_cap.  A frame is copied once per half_frames - frames_cap -
-   prev_len frames written, far less than the copy per fresh frame that
-   a contiguous prev cost. */
+   half free: at least 2 frames_cap + 64 frames, as prev has at most
+   frames_cap.  Prev's frames are copied once per half_frames - frames_cap -
+   prev_len >= frames_cap + 64 frames written: at most one copy per fresh
+   frame, the cost that a contiguous prev had at every capture. */
 void caml_memprof_callstack_compact(caml_memprof_callstack_cache *c)
 {
   caml_memprof_walked_frame *sentinel = c->frames;
@@ -465,7 +496,7 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
   uint32_t *ids = c->ids;
   caml_memprof_walked_frame *pq = c->inner;
   uint32_t consumed = 0, shared = 0, linked = 0;
-  int cut = 0, cut_match = 0;
+  int cut = 0;
   for (;;) {
     /* The next frame of this stack. */
     value v, *at;
@@ -491,7 +522,7 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
            outermost: it is cut too. */
         shared = q;
         pq->linked = linked;
-        cut = cut_match = 1;
+        cut = 1;
         break;
       }
       if (f == c->outermost && c->prev_complete && Stack_parent(stack) == NULL
@@ -532,7 +563,7 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     linked = 0;
   }
  walked:
-  return finish_capture(c, fresh_start, w, ids, pq, shared, cut, cut_match, 0);
+  return finish_capture(c, fresh_start, w, ids, pq, shared, cut, 0, 0, 0);
 }
 
 #endif

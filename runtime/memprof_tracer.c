@@ -647,9 +647,26 @@ static uint32_t define_location(void *ctx, backtrace_slot slot)
   return location_id((tracer_domain *)ctx, slot);
 }
 
+/* Frame [i] (innermost first) of the stack just captured, [n] ids and
+   [common] frames shared: past the ids, the encoder's previous stack
+   (kept outermost first) as the capture's window, if any, moves it. */
+static uint32_t captured_frame(tracer_domain *d, int n, int common, int i)
+{
+  if (i < n) return d->ids[i];
+  caml_memprof_callstack_cache *c = &d->frames;
+  uint32_t len = d->enc.prev_len;
+  uint32_t drop = c->window ? c->window_drop : 0;
+  uint32_t added = c->window ? c->window_n : 0;
+  if (drop > len) drop = len;
+  uint32_t keep = len - drop;
+  uint32_t x = keep + added - (uint32_t)common + (uint32_t)(i - n);
+  return x < keep ? d->enc.prev_stack[len - 1 - x]
+                  : d->ids[c->window_at + x - keep];
+}
+
 /* memprof_verify=1: the stack just captured must be upstream's.  With
-   [common] >= 0 it is d->ids then the encoder's previous stack's outermost
-   [common] frames (kept outermost first). */
+   [common] >= 0 it is d->ids then the outermost [common] frames of the
+   encoder's previous stack, moved by the capture's window. */
 static void verify_callstack(tracer_domain *d, int n, int common,
                              int truncated, ptrdiff_t alloc_idx)
 {
@@ -660,7 +677,7 @@ static void verify_callstack(tracer_domain *d, int n, int common,
     &d->frames, d->ref_ids, alloc_idx, &ref_truncated);
   int len = n + (common > 0 ? common : 0), i = 0;
   while (i < len && i < m
-         && (i < n ? d->ids[i] : d->enc.prev_stack[len - 1 - i]) == d->ref_ids[i])
+         && captured_frame(d, n, common, i) == d->ref_ids[i])
     i++;
   if (i != len || i != m || truncated != ref_truncated)
     fprintf(stderr, "memprof: verify: the callstack walk differs from "
@@ -707,6 +724,11 @@ static inline void record(tracer_domain *d, value block, uintnat wosize,
     caml_memprof_callstack_not_encoded(&d->frames);
     d->lost += nsamples;
     goto out;
+  }
+  if (d->frames.window) {
+    mpt_enc_stack_window(&d->enc, d->frames.window_drop,
+                         d->ids + d->frames.window_at, d->frames.window_n);
+    d->frames.window = 0;
   }
   if (common >= 0)
     mpt_enc_alloc_shared(&d->enc, caml_trace_writer_now(), id, wosize,

@@ -103,7 +103,7 @@ typedef struct {
   /* The previous capture's frames ("prev"), a chain from [inner] out
      to [outermost] through their [outer] links, in a pool: frames[0] is
      the sentinel (sp, at: above every address) that ends the chain (and
-     is [inner] when prev is empty); two halves of 2 * frames_cap + 64
+     is [inner] when prev is empty); two halves of 3 * frames_cap + 64
      frames follow.  A walk writes its fresh frames, innermost first, from
      [free] on, and links the last one to the frames it shares with
      prev: a capture writes each frame once.  When the current half has
@@ -137,6 +137,13 @@ typedef struct {
   int enc_stack_lazy;           /* enc_stack is to be prev's location ids,
                                    not written yet (see caml_memprof_
                                    callstack_sync_encoder)                */
+  /* The last capture's window (see caml_memprof_capture_callstack): the
+     encoder's previous stack is to lose its outermost [window_drop]
+     frames and gain the [window_n] ids at ids + [window_at] (innermost
+     first) before [common] counts from it; [window]: there is one, not
+     yet given to the encoder. */
+  int window;
+  uint32_t window_drop, window_n, window_at;
 } caml_memprof_callstack_cache;
 
 /* What a capture gives: in registers, not through pointers (the call is
@@ -175,7 +182,11 @@ caml_memprof_callstack_configure(caml_memprof_callstack_cache *c,
    given to the encoder (see mpt_enc_alloc_shared): the walk stopped where
    the stack joined the previous capture's, and checked the rest of it
    frame by frame (one load and compare each).  [common] = -1: the ids are
-   the whole stack. */
+   the whole stack.  When [c->window] is set, [common] counts from the
+   encoder's previous stack moved by the window (mpt_enc_stack_window,
+   the caller's to write before the ALLOC, then to clear c->window): a
+   cut stack's innermost frames, which slide along a deep stack, or
+   frames found beyond the outermost of a previous cut stack. */
 caml_memprof_capture
 caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                ptrdiff_t alloc_idx);
@@ -274,6 +285,7 @@ caml_memprof_callstack_not_encoded(caml_memprof_callstack_cache *c)
 {
   c->prev_encoded = 0;
   c->quick_end = 0;
+  c->window = 0;
 }
 
 /* The same stack through upstream's caml_get_callstack and [c->define]

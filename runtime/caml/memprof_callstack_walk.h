@@ -97,32 +97,74 @@ static inline int append_checked(caml_memprof_walked_frame **w,
   }
 }
 
+/* A stack of [kept] frames given, whose first [f] ids are fresh and are
+   followed by prev's outermost [q] frames (then by frames beyond prev,
+   whose ids follow at ids + f + q, when [written]; the q frames' ids are
+   written there too then), told to the encoder as [f] fresh ids and
+   frames common with its previous stack moved by a window (see
+   caml_memprof_capture_callstack).  The encoder's previous stack is
+   prev's location ids (CALLSTACK_ENCODED_ALL) or all but its outermost
+   (..._INNER): it holds prev's outermost [held] frames, outermost first.
+   The given frames past the fresh ones are those q frames' innermost
+   (the window drops the others), or all of them and frames beyond (the
+   window adds those the encoder lacks).  0 when the fresh ids are all
+   that is given. */
+static inline int shared_window(caml_memprof_callstack_cache *c,
+                                caml_memprof_capture *r, uint32_t kept,
+                                uint32_t f, uint32_t q, int written)
+{
+  if (f >= kept) return 0;
+  uint32_t given = kept - f;
+  uint32_t held = q - (c->prev_encoded == CALLSTACK_ENCODED_INNER);
+  if (given <= held) {
+    c->window_drop = held - given;
+    c->window_n = 0;
+  } else if (written) {
+    c->window_drop = 0;
+    c->window_at = f + held;
+    c->window_n = given - held;
+  } else {
+    /* given == q: prev's outermost frame, which the encoder lacks */
+    c->window_drop = 0;
+    c->window_at = f;
+    c->window_n = 1;
+    c->ids[f] = c->outermost->loc;
+  }
+  c->window = c->window_drop > 0 || c->window_n > 0;
+  r->common = (int)given;
+  return 1;
+}
+
 /* The end of a walk that wrote [fresh_start, w) (innermost first, each
    linked to the next) and their ids up to [ids_end], and then, when
    [shared] > 0, met prev's outermost [shared] frames, from [pq] out: the
-   capture's results, and the new prev.  [fast] (a constant): the fast
-   capture's walk, which ends here only at the stack's end, uncut. */
+   capture's results, and the new prev.  [tail_q] > 0: the walk copied
+   prev's outermost [tail_q] frames, their ids at ids + [tail_at], and
+   went on beyond them (see shared_window).  [fast] (a constant): the
+   fast capture's walk, which ends here only at the stack's end, uncut. */
 static inline __attribute__((always_inline)) caml_memprof_capture
 finish_capture(caml_memprof_callstack_cache *c,
                caml_memprof_walked_frame *fresh_start,
                caml_memprof_walked_frame *w, uint32_t *ids_end,
                caml_memprof_walked_frame *pq, uint32_t shared, int cut,
-               int cut_match, const int fast)
+               uint32_t tail_at, uint32_t tail_q, const int fast)
 {
   caml_memprof_capture r;
   caml_memprof_callstack_sync_encoder(c);       /* prev changes below */
   uint32_t *ids = c->ids, max = c->max;
   caml_memprof_walked_frame *sentinel = c->frames;
   uint32_t fresh = (uint32_t)(ids_end - ids), total = fresh + shared, n = fresh;
+  uint32_t kept = total < max ? total : max;
   r.truncated = cut || total > max;
+  if (!fast) c->window = 0;
   if (shared > 0 && !r.truncated && c->prev_encoded == CALLSTACK_ENCODED_ALL) {
     r.common = (int)shared;
-  } else if (cut_match && total == c->frames_cap
-             && c->prev_encoded == CALLSTACK_ENCODED_INNER) {
-    /* The innermost [max] frames: the fresh ones and all of prev's
-       shared part but its outermost frame, which the encoder has as its
-       previous stack's outermost. */
-    r.common = (int)shared - 1;
+  } else if (!fast && c->prev_encoded
+             && (shared > 0 ? shared_window(c, &r, kept, fresh, shared, 0)
+                 : tail_q > 0 && shared_window(c, &r, kept, tail_at, tail_q, 1))) {
+    /* A cut stack's innermost frames, or a stack that goes on beyond a
+       cut prev: the fresh ids, prev's shared frames moved by a window. */
+    n = shared > 0 ? fresh : tail_at;
   } else {
     if (n > max) n = max;
     caml_memprof_walked_frame *g = pq;
@@ -202,7 +244,13 @@ int caml_memprof_callstack_prepare(caml_memprof_callstack_cache *c,
    (when its previous stack is prev's, see prev_encoded).  When prev was
    cut (the stack had more than [max] frames), reaching its outermost
    frame with at least [max] + 1 frames in all is enough: this stack is
-   cut too.
+   cut too.  A cut stack's frames past the fresh ones are then prev's
+   innermost shared ones, fewer than the encoder's previous stack holds
+   when the stack grew: the encoder is told to drop the others (a
+   window, see shared_window) rather than given every frame again; and
+   a stack that goes on beyond a cut prev's outermost frame (it
+   returned) is given as prev's frames plus those beyond, added by the
+   window.
    Most samples end at such a match, with a few fresh frames and the rest
    of a complete prev already encoded: that case is finished here, the
    others by finish_capture.
@@ -240,9 +288,9 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
   caml_memprof_walked_frame *pq = c->inner;
   /* [consumed]: prev's frames passed or copied so far; the frames from
      pq out are the rest. */
-  uint32_t consumed = 0, shared = 0;
+  uint32_t consumed = 0, shared = 0, tail_at = 0, tail_q = 0;
   uintnat end_pc;
-  int cut = 0, cut_match = 0;
+  int cut = 0;
   for (;;) {
     while (pq->sp < sp) { pq = pq->outer; consumed++; }
     if (pq->sp == sp && pq->key == key) {
@@ -291,7 +339,7 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
              outermost: it is cut too, and nothing beyond is needed. */
           shared = q;
           pq->ret_at = ret_at;
-          cut = cut_match = 1;
+          cut = 1;
           break;
         }
       }
@@ -305,6 +353,10 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
         goto walked;
       }
       consumed += (uint32_t)(ids - appended_ids);
+      if (!fast && f == c->outermost) {
+        tail_at = (uint32_t)(appended_ids - c->ids);
+        tail_q = (uint32_t)(ids - appended_ids);
+      }
       appended->ret_at = ret_at;
       pq = f->outer;
       sp = f->sp + f->size;
@@ -365,8 +417,8 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
     key = Saved_return_address(sp);
   }
  walked:
-  return finish_capture(c, fresh_start, w, ids, pq, shared, cut, cut_match,
-                        fast);
+  return finish_capture(c, fresh_start, w, ids, pq, shared, cut, tail_at,
+                        tail_q, fast);
 }
 
 #endif /* NATIVE_CODE */

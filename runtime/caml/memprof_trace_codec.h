@@ -223,6 +223,15 @@ mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
                      enum mpt_source src, int truncated,
                      const uint32_t *fresh_ids, uint32_t fresh,
                      uint32_t common);
+/* A cut stack's window moved: the previous allocation's stack loses its
+   outermost [drop] frames and gains [outer] (innermost first) beyond what
+   remains, before the next ALLOC counts its common frames from it (the
+   STACK_WINDOW record, see docs/trace-format.md).  The innermost frames
+   of a deep stack, kept by a cut, slide along the stack as it changes
+   depth, and without this every cut sample wrote all its frames again.
+   Costs a move of the previous stack's kept part, not a frame written. */
+void mpt_enc_stack_window(mpt_encoder *e, uint32_t drop,
+                          const uint32_t *outer, uint32_t n);
 /* mpt_enc_alloc_shared, with [may_pack] 0 for an encoder that never packs
    (pack_min_fresh is UINT32_MAX): the same bytes, and no call out of the
    inline code (the runtime's sample trap, see memprof_trap.h).  With
