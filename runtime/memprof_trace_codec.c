@@ -111,8 +111,8 @@ void mpt_enc_init(mpt_encoder *e, uint8_t *buf, size_t len,
 {
   memset(e, 0, sizeof *e);
   mpt_enc_reset_buffer(e, buf, len);
-  e->prev_stack = stack_buf;
-  e->prev_cap = stack_cap;
+  e->prev_stack = e->stack_base = stack_buf;
+  e->prev_cap = e->stack_room = stack_cap;
   e->pack_min_fresh = MPT_PACK_MIN_FRESH;
 }
 
@@ -239,8 +239,19 @@ uint8_t *mpt_enc_pack_record(mpt_encoder *e, uint8_t *rec, uint8_t *field,
 #pragma GCC pop_options
 #endif
 
-/* The previous stack is kept outermost first: its kept part moves down
-   by [drop], and up by [n] to make room for the outer frames. */
+void mpt_enc_stack_room(mpt_encoder *e, uint32_t *buf, uint32_t room)
+{
+  if (room < e->prev_cap) return;
+  e->prev_stack = e->stack_base = buf;
+  e->stack_room = room;
+  e->prev_len = 0;
+}
+
+/* The previous stack is kept outermost first: the window drops the
+   first [drop] entries and puts [n] before the rest.  Where the room
+   allows, prev_stack moves instead of its entries (the alloc record
+   after it writes up to prev_cap entries from prev_stack); else the kept
+   part is moved to the middle of the room. */
 void mpt_enc_stack_window(mpt_encoder *e, uint32_t drop,
                           const uint32_t *outer, uint32_t n)
 {
@@ -251,7 +262,15 @@ void mpt_enc_stack_window(mpt_encoder *e, uint32_t drop,
   e->pos = mpt_put_uvarint(e->pos, drop);
   e->pos = mpt_put_uvarint(e->pos, n);
   for (uint32_t i = 0; i < n; i++) e->pos = mpt_put_uvarint(e->pos, outer[i]);
-  memmove(e->prev_stack + n, e->prev_stack + drop, keep * sizeof(uint32_t));
+  uint32_t *kept = e->prev_stack + drop, *base = e->stack_base;
+  size_t off = (size_t)(kept - base);
+  if (off < n || off - n + e->prev_cap > e->stack_room) {
+    uint32_t mid = (e->stack_room - e->prev_cap) / 2;
+    uint32_t *to = base + (mid > n ? mid : n);
+    memmove(to, kept, keep * sizeof(uint32_t));
+    kept = to;
+  }
+  e->prev_stack = kept - n;
   for (uint32_t i = 0; i < n; i++) e->prev_stack[n - 1 - i] = outer[i];
   e->prev_len = keep + n;
 }

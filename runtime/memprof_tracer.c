@@ -485,7 +485,7 @@ static int reset_stream(tracer_domain *d, uintnat gen)
     d->zcap = mpt_frame_bound(BUFFER_BYTES);
     d->buf = malloc(BUFFER_BYTES);
     d->zbuf = malloc(d->zcap);
-    d->enc_stack = malloc(MPT_MAX_FRAMES * sizeof(uint32_t));
+    d->enc_stack = malloc(2 * MPT_MAX_FRAMES * sizeof(uint32_t));
     d->ids = malloc((MPT_MAX_FRAMES + 1) * sizeof(uint32_t));
     if (!d->buf || !d->zbuf || !d->enc_stack || !d->ids) {
       free(d->buf); free(d->zbuf); free(d->enc_stack); free(d->ids);
@@ -497,6 +497,10 @@ static int reset_stream(tracer_domain *d, uintnat gen)
   }
   mpt_enc_init(&d->enc, d->buf + MPT_CHUNK_HEADER_BYTES,
                BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES, d->enc_stack, MPT_MAX_FRAMES);
+  /* Twice the room: a cut stack's window (STACK_WINDOW) moves where the
+     previous stack starts rather than its entries (about 3,500
+     instructions a cut sample on deep_list in bench/). */
+  mpt_enc_stack_room(&d->enc, d->enc_stack, 2 * MPT_MAX_FRAMES);
   /* Packed frames save bytes on deep recursion for about as many
      instructions again as writing the frames plain.  Below 1e-4 a sample
      is rare enough that its bytes weigh more (a trace's size then grows
@@ -509,8 +513,13 @@ static int reset_stream(tracer_domain *d, uintnat gen)
   d->small_ticks = 0;
   d->code_releases = atomic_load_relaxed(&code_releases);
   caml_memprof_callstack_cache_clear(&d->frames);
-  caml_memprof_callstack_configure(&d->frames, d->ids, max_frames,
-                                   define_location, d, d->enc_stack);
+  /* Stacks up to 4 times the cap (at most MPT_MAX_FRAMES, d->ids's room)
+     are walked whole: a cut sample then costs about what a whole one
+     does (see walk_max). */
+  uint32_t walk_max = 4 * max_frames < MPT_MAX_FRAMES ? 4 * max_frames
+                                                      : MPT_MAX_FRAMES;
+  caml_memprof_callstack_configure(&d->frames, d->ids, max_frames, walk_max,
+                                   define_location, d, &d->enc.prev_stack);
   d->verify = params.verify != 0;
   d->trap_capture_pending = 0;
   d->young.len = d->major.len = 0;

@@ -178,6 +178,9 @@ typedef struct {
                                 /* outermost frame first              */
   uint32_t prev_cap;
   uint32_t *prev_stack;         /* caller-provided, prev_cap entries  */
+  uint32_t *stack_base;         /* prev_stack lies in [stack_base,    */
+  uint32_t stack_room;          /* stack_base + stack_room), where a
+                                   STACK_WINDOW moves it              */
   uint64_t repeat[32];          /* recent compact ALLOC records, see
                                    MPT_TAG_ALLOC_REPEAT                 */
   uint32_t mtf[3];              /* packed frames' list, see
@@ -191,6 +194,10 @@ typedef struct {
 /* [stack_buf] holds [stack_cap] entries and remembers the previous stack. */
 void mpt_enc_init(mpt_encoder *e, uint8_t *buf, size_t len,
                   uint32_t *stack_buf, uint32_t stack_cap);
+/* The previous stack moves within [room] >= prev_cap entries at [buf]
+   (a new, empty one): a STACK_WINDOW then moves where it starts rather
+   than its entries, but when it reaches an end of the room. */
+void mpt_enc_stack_room(mpt_encoder *e, uint32_t *buf, uint32_t room);
 /* Start a new chunk body in [buf]; delta state carries over chunks. */
 void mpt_enc_reset_buffer(mpt_encoder *e, uint8_t *buf, size_t len);
 static inline size_t mpt_enc_space(const mpt_encoder *e)

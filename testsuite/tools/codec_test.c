@@ -518,14 +518,18 @@ int main(void)
      400 with the frames below a random point fresh; the window drops the
      previous window's outer frames that are gone from this one, or adds
      those beyond it (STACK_WINDOW), and the ALLOC shares the rest.  Every
-     stack decodes to the innermost 64 frames and the cut mark; a window
-     that drops more than the stack holds is an error. */
-  {
+     stack decodes to the innermost 64 frames and the cut mark, with the
+     previous stack in as much room as it may hold (its entries move) and
+     in twice that (its start moves); a window that drops more than the
+     stack holds is an error. */
+  for (int roomy = 0; roomy < 2; roomy++) {
     enum { W = 64, DEPTH = 400, N = 300 };
 #define SITE(j) (1 + (j) % 37)
     static uint8_t buf[8 + 65536];
+    static uint32_t room[2 * MPT_MAX_FRAMES];
     mpt_encoder en;
     start_trace(&en, buf, 65536);
+    if (roomy) mpt_enc_stack_room(&en, room, 2 * MPT_MAX_FRAMES);
     define_sites(&en, 37);
     static uint32_t depth_of[N];
     uint32_t prev = 0, ids[W], outer[W];
@@ -565,7 +569,8 @@ int main(void)
     }
     char what[160];
     snprintf(what, sizeof what, "a 64-frame window moving along a 400-frame "
-             "stack: %d of %d stacks decoded as written", same, N);
+             "stack%s: %d of %d stacks decoded as written",
+             roomy ? " (room for two)" : "", same, N);
     check(same == N, what);
     mpt_reader_close(r);
     start_trace(&en, buf, 65536);
