@@ -142,6 +142,11 @@ typedef struct {
                                    location ids of prev's innermost
                                    prev_len - enc_short frames (the last
                                    capture was encoded), or unknown (0)   */
+  uint32_t quick_max;           /* the most frames up to prev's outermost
+                                   with which the sample trap's capture
+                                   goes on at a match: max, or 0 after a
+                                   cut capture (enc_short > 0), which the
+                                   walk's common case cannot follow      */
   uint32_t enc_short;           /* prev's outermost frames the encoder's
                                    previous stack lacks: 0 when the last
                                    capture was given whole, prev_len - max
@@ -185,6 +190,7 @@ caml_memprof_callstack_configure(caml_memprof_callstack_cache *c,
 {
   if (walk_max < max) walk_max = max;
   c->ids = ids; c->max = max; c->fast_ids_end = ids + max + 1;
+  c->quick_max = max;
   c->walk_max = walk_max;
   c->define = define; c->ctx = ctx;
   c->enc_stack = enc_stack;

@@ -128,7 +128,7 @@ static inline int shared_window(caml_memprof_callstack_cache *c,
   c->window_n = hi > start ? hi - start : 0;
   if (written) {
     c->window_at = f + (start - lo);
-  } else {
+  } else if (c->window_n > 0) {
     caml_memprof_walked_frame *g = pq;
     for (uint32_t i = lo; i < start; i++) g = g->outer;
     for (uint32_t i = 0; i < c->window_n; i++, g = g->outer)
@@ -227,6 +227,7 @@ finish_capture(caml_memprof_callstack_cache *c,
      not_encoded says when not). */
   c->prev_encoded = 1;
   c->enc_short = total - kept;
+  c->quick_max = c->enc_short > 0 ? 0 : max;
   c->quick_end = c->prev_complete && c->prev_end_pc != 0 && !r.truncated;
   /* The next walk follows up to walk_max frames (the pool's depth) after
      a complete prev, max + 1 after a cut one: a stack deeper than
@@ -346,12 +347,14 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
   for (;;) {
     while (pq->sp < sp) { pq = pq->outer; consumed++; }
     if (pq->sp == sp && pq->key == key) {
-      /* The fast capture finishes only a stack of at most max frames at
-         prev's outermost (the common case below): with more frames up
-         to there, the stack is left to the ordinary capture before the
-         check, which the ordinary capture would do again (a cut sample
-         of deep_list in bench/ checked its 2,500 frames twice). */
-      if (fast && (uint32_t)(ids - c->ids) + (c->prev_len - consumed) > c->max)
+      /* The fast capture finishes a match only in the common case below,
+         a stack of at most max frames up to prev's outermost after a
+         capture given whole: else the stack is left to the ordinary
+         capture before the check, which the ordinary capture would do
+         again (a cut sample of deep_list in bench/ checked its 2,500
+         frames twice, and so did the whole sample after a cut one). */
+      if (fast
+          && (uint32_t)(ids - c->ids) + (c->prev_len - consumed) > c->quick_max)
         return capture_slow;
       caml_memprof_walked_frame *f = pq, *g;
       /* Two frames a turn, which spares a jump a frame.  The outermost
