@@ -43,7 +43,13 @@ BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
 PROG_DIR = os.path.join(BENCH_DIR, "programs")
 
-# name, source file, extra environment, uses several threads/domains,
+# deep_list's length: its samples' stacks are about LIST_LEN / 2 deep on
+# average (uniform between 0 and LIST_LEN), at most LIST_LEN + 10, below
+# the format's 4,096 frames so that its stacks are complete.
+LIST_LEN = 4000
+
+# name, source file, extra environment (BENCH_MEMPROF_PARAMS: more
+# OCAMLRUNPARAM keys for its traced runs, after --memprof-params), uses several threads/domains,
 # valgrind tool for instruction counts.  shallow_rec is deep_rec's binary
 # with a 10-frame recursion: the pair gives the per-frame cost.
 PROGRAMS = [
@@ -56,13 +62,25 @@ PROGRAMS = [
     ("leaky_server", "leaky_server", {}, False),
     ("deep_rec", "deep_rec", {"BENCH_DEPTH": "400"}, False),
     ("shallow_rec", "deep_rec", {"BENCH_DEPTH": "10"}, False),
+    # Issue 35: recursion whose depth changes by thousands of frames
+    # between samples, with complete stacks (memprof_frames above the
+    # depth); shallow_list is the same binary 10 frames deep.
+    ("deep_list", "deep_list", {"BENCH_LEN": str(LIST_LEN),
+                                "BENCH_MEMPROF_PARAMS": "memprof_frames=4096"}, False),
+    ("shallow_list", "deep_list", {"BENCH_LEN": "10"}, False),
+    # The same stacks cut at the default 1,024 frames: a cut sample must
+    # cost no more than a whole one (issue 35).
+    ("deep_list_cut", "deep_list", {"BENCH_LEN": str(LIST_LEN)}, False),
 ]
 # Valgrind runs at --instr-scale times these factors: the heavier programs
 # are cut so that each valgrind run stays around 300-400 M instructions.
 INSTR_FACTOR = {"short_lived": 0.5, "major_alloc": 0.4, "bigarray_custom": 0.5,
-                "systhreads": 0.5, "deep_rec": 0.4, "shallow_rec": 0.4}
+                "systhreads": 0.5, "deep_rec": 0.4, "shallow_rec": 0.4,
+                "deep_list": 0.25, "shallow_list": 0.25, "deep_list_cut": 0.25}
 DEEP_DEPTH, SHALLOW_DEPTH = 400, 10
 MULTI = {p[0] for p in PROGRAMS if p[3]}
+# The deep-stack programs, left out of the shallow programs' figures.
+DEEP = {"deep_rec", "deep_list", "deep_list_cut"}
 COMMON_SOURCES = ["gcmemprof_tracer.ml", "bench_common.ml"]
 
 
@@ -212,7 +230,7 @@ def make_configs(args, have_memprof):
     return cfgs
 
 
-def config_env(args, cfg, trace_path, prog_name):
+def config_env(args, cfg, trace_path, prog_name, penv=None):
     """Environment of one run: only these variables differ between a traced
     and an untraced run of the same binary.  The native sampler gets a seed
     of its own per (program, rate): reproducible runs, yet independent
@@ -228,6 +246,8 @@ def config_env(args, cfg, trace_path, prog_name):
         p = "memprof=%s,memprof_rate=%s" % (trace_path, repr(cfg["rate"]))
         if args.memprof_params:
             p += "," + args.memprof_params
+        if penv and penv.get("BENCH_MEMPROF_PARAMS"):
+            p += "," + penv["BENCH_MEMPROF_PARAMS"]
         if cfg.get("params"):
             p += "," + cfg["params"]
         if "memprof_seed=" not in p:
@@ -241,7 +261,7 @@ def base_env():
     env = dict(os.environ)
     for k in ("OCAMLRUNPARAM", "CAMLRUNPARAM", "BENCH_GCMEMPROF_RATE",
               "BENCH_GCMEMPROF_FILE", "BENCH_GCMEMPROF_STATS", "BENCH_STATS",
-              "BENCH_SCALE", "BENCH_DEPTH"):
+              "BENCH_SCALE", "BENCH_DEPTH", "BENCH_LEN", "BENCH_MEMPROF_PARAMS"):
         env.pop(k, None)
     return env
 
@@ -323,7 +343,7 @@ class Runner:
         env = base_env()
         env.update(penv)
         env["BENCH_SCALE"] = repr(scale)
-        env.update(config_env(self.args, cfg, trace or "", name))
+        env.update(config_env(self.args, cfg, trace or "", name, penv))
         exe = self.exes[cfg["compiler"]][src]
         r, wall = run_once(list(wrapper) + [exe], env, self.args.timeout, self.work)
         return r, wall, trace
@@ -801,10 +821,19 @@ def derive(data):
         shallow = progs.get("shallow_rec", {}).get("instr", {}).get("instr_per_sample")
         if deep is not None and shallow is not None:
             d["per_frame"][cname] = (deep - shallow) / (DEEP_DEPTH - SHALLOW_DEPTH)
+    # deep_list's per-frame cost: deep_list minus shallow_list per sample,
+    # over the difference of their samples' mean depths (LIST_LEN / 2
+    # and 5: uniform over each recursion's depth).
+    d["per_frame_list"] = {}
+    for cname, progs in d["tracing"].items():
+        deep = progs.get("deep_list", {}).get("instr", {}).get("instr_per_sample")
+        shallow = progs.get("shallow_list", {}).get("instr", {}).get("instr_per_sample")
+        if deep is not None and shallow is not None:
+            d["per_frame_list"][cname] = (deep - shallow) / (LIST_LEN / 2 - 5)
     # Aggregates per tracing configuration over programs.
     d["tracing_summary"] = {}
     for cname, progs in d["tracing"].items():
-        shallow_progs = [p for p in progs if p != "deep_rec" and p not in multi]
+        shallow_progs = [p for p in progs if p not in DEEP and p not in multi]
         ips = [progs[p]["instr"].get("instr_per_sample") for p in shallow_progs
                if "instr" in progs[p]]
         bps = [progs[p]["wall"].get("bytes_per_sample") for p in progs
@@ -846,7 +875,7 @@ def derive(data):
                     ib["observed_samples"] - ia["observed_samples"])
             per[prog] = m
         ips = [per[p]["instr_per_sample"] for p in per
-               if "instr_per_sample" in per[p] and p != "deep_rec" and p not in multi]
+               if "instr_per_sample" in per[p] and p not in DEEP and p not in multi]
         bps = [per[p]["bytes_per_sample"] for p in per if "bytes_per_sample" in per[p]]
         deep = per.get("deep_rec", {}).get("instr_per_sample")
         shallow = per.get("shallow_rec", {}).get("instr_per_sample")
@@ -990,7 +1019,7 @@ def render_md(data):
 
     L.append("## Per-sample and per-frame cost\n")
     L.append("Median instructions per sample over the single-threaded shallow-stack "
-             "programs (all but deep_rec, domains4, systhreads); per captured frame: (instr/sample of deep_rec, %d frames − "
+             "programs (all but deep_rec, deep_list, deep_list_cut, domains4, systhreads); per captured frame: (instr/sample of deep_rec, %d frames − "
              "shallow_rec, %d frames)/%d.\n" % (DEEP_DEPTH, SHALLOW_DEPTH,
                                                  DEEP_DEPTH - SHALLOW_DEPTH))
     rows = []
@@ -1146,6 +1175,28 @@ def targets_table(data):
                              "overhead (issue 13: a deep-stack program)" % c["name"],
                              "≤ +30 %", fmt(pct, "+.1f") + (" %" if pct is not None else ""),
                              ok(pct, 30)])
+            if c["rate"] == 1e-3:
+                pf = d.get("per_frame_list", {}).get(c["name"])
+                rows.append(["%s: deep_list (recursions %d frames deep, complete "
+                             "stacks), instr per frame (issue 35)" % (c["name"], LIST_LEN),
+                             "≤ 15", fmt(pf, ".1f"), ok(pf, 15)])
+                v = d["instr_ratio"].get("deep_list", {}).get(c["name"])
+                pct = None if v is None else (v - 1) * 100
+                g = d["instr_ratio"].get("deep_list", {}).get(c["name"].replace(
+                    "memprof@", "gcmemprof@"))
+                rows.append(["%s: deep_list instruction overhead (issue 35; the "
+                             "Gc.Memprof tracer: %s)" % (c["name"], "–" if g is None
+                                                         else "%+.0f %%" % ((g - 1) * 100)),
+                             "≤ +30 %", fmt(pct, "+.1f") + (" %" if pct is not None else ""),
+                             ok(pct, 30)])
+                t = d["tracing"].get(c["name"], {})
+                cut = t.get("deep_list_cut", {}).get("instr", {}).get("instr_per_sample")
+                whole = t.get("deep_list", {}).get("instr", {}).get("instr_per_sample")
+                rows.append(["%s: deep_list cut at 1,024 frames vs whole, instr per "
+                             "sample (issue 35: a cut stack costs no more)" % c["name"],
+                             "cut ≤ whole", "%s vs %s" % (fmt(cut, ".0f"), fmt(whole, ".0f")),
+                             "–" if cut is None or whole is None
+                             else ("met" if cut <= whole else "**missed**")])
             w = gw.get(c["name"])
             pct = None if w is None else (w - 1) * 100
             rows.append(["%s: wall overhead vs vanilla (geomean)" % c["name"],

@@ -41,6 +41,35 @@
    frames live in a pool of two halves (see caml_memprof_callstack_
    compact).
 
+   Why every shared frame is still checked (issue 35)
+   The frames below the shallowest point the program returned to since
+   the previous sample are unchanged, and knowing that point would spare
+   their check.  Nothing tells it soundly without upstream logic.  A
+   stack barrier (a return address replaced by a trampoline that notes
+   the return and puts the address back) is read as a return address by
+   the GC's stack scan (no frame descriptor for the trampoline: a minor
+   GC would crash), by the raise path's backtrace (caml_stash_backtrace),
+   Printexc.get_callstack and continuation backtraces, each needing a
+   hook to put it back first; an exception raised past the marked frame
+   jumps to its handler without returning through it, so every raise
+   would need a hook too, as would fiber switches (caml_perform,
+   caml_resume, in assembly) and stack reallocation, which move it.  A
+   hardware watchpoint (a perf_event_open breakpoint on the marked
+   return-address slot) would be sound without upstream code: a frame
+   boundary found there again was written by a call, which the
+   watchpoint sees.  But it costs a system call at every sample to move
+   it, more than the check it spares at the depths where it would pay
+   (a check costs 4.5 instructions a frame), and perf events are not
+   always allowed.  So the check stays, and what deep stacks cost besides
+   it was cut: a cut stack's innermost frames, which slide along a deep
+   stack as its depth changes, are written as a move of the encoder's
+   previous stack (finish_capture's window, the STACK_WINDOW record)
+   instead of all of them again; stacks up to 4 times the cap are walked
+   whole (walk_max), so that a cut sample's outer frames are checked in
+   prev rather than looked up; the frames beyond a cut prev's outermost
+   are linked to prev's rather than copied with them; and prev is copied
+   at most once per fresh frame (half_frames).
+
    Validity
    Entries stay valid while the frame tables they came from are in use:
    a return address has one descriptor for the program's life unless a
@@ -115,15 +144,21 @@ _Static_assert(offsetof(caml_memprof_walked_frame, loc)
                "linked and loc are adjacent");
 #endif
 
+void caml_memprof_callstack_forget_prev(caml_memprof_callstack_cache *c)
+{
+  c->prev_len = 0;
+  if (c->frames) c->inner = c->outermost = c->frames;
+  c->prev_encoded = 0;
+  c->quick_end = 0;
+  c->window = 0;
+}
+
 void caml_memprof_callstack_cache_clear(caml_memprof_callstack_cache *c)
 {
   caml_memprof_callstack_sync_encoder(c);
   if (c->slots) memset(c->slots, 0, c->cap * sizeof *c->slots);
   c->count = 0;
-  c->prev_len = 0;
-  if (c->frames) c->inner = c->outermost = c->frames;
-  c->prev_encoded = 0;
-  c->quick_end = 0;
+  caml_memprof_callstack_forget_prev(c);
 #ifdef NATIVE_CODE
   c->lens_pc[0] = c->lens_pc[1] = 0;
 #endif
@@ -193,30 +228,34 @@ const uintnat caml_memprof_callstack_no_return_address = 0;
 #endif
 
 /* The frames of a half of the pool: prev (at most [max] + 1 frames, one
-   more than a stack may show, so that a walk that fills its part knows
-   the stack was cut) and a walk's fresh frames (as many), and some room
-   more, so that prev does not move at every capture when stacks are
-   about as deep as the cap (the trap leaves a capture that needs to move
-   it to the ordinary path). */
+   more than a walk may follow, so that a walk that fills its part knows
+   the stack was cut), a walk's fresh frames (as many), and as many
+   again, so that prev, copied once per frames_cap fresh frames written
+   at least, costs at most a copy per fresh frame whatever its depth (the
+   trap leaves a capture that needs to move it to the ordinary path).
+   With room for one walk only, a prev about as deep as the pool was
+   copied whole every 64 fresh frames: deep_list in bench/, lists of
+   10,000 at a cap of 1,024 (prev of 4,097 frames), spent 29,000
+   instructions per sample copying. */
 static size_t half_frames(uint32_t frames_cap)
 {
-  return 2 * (size_t)frames_cap + 64;
+  return 3 * (size_t)frames_cap + 64;
 }
 
-/* The pool: the sentinel, then two halves.  Also the cache's first table,
-   so that probe never meets an empty one. */
+/* The pool for walks of [max] frames: the sentinel, then two halves,
+   and prev emptied.  Also the cache's first table, so that probe never
+   meets an empty one.  0 if out of memory, the pool then as it was. */
 static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
 {
   if (c->cap == 0 && !reserve(c)) return 0;
-  free(c->frames);
   size_t half = half_frames(max + 1);
-  c->frames = malloc((1 + 2 * half) * sizeof *c->frames);
-  c->prev_len = 0; c->prev_encoded = 0; c->quick_end = 0;
-  c->frames_cap = c->frames ? max + 1 : 0;
-  if (c->frames == NULL) {
-    c->inner = c->outermost = c->free = c->free_limit = NULL;
-    return 0;
-  }
+  caml_memprof_walked_frame *frames = malloc((1 + 2 * half) * sizeof *frames);
+  if (frames == NULL) return 0;
+  free(c->frames);
+  c->frames = frames;
+  c->prev_len = 0; c->prev_encoded = 0; c->quick_end = 0; c->window = 0;
+  c->frames_cap = max + 1;
+  c->ids_end = c->ids + c->frames_cap;
   /* The sentinel: no frame is at or above it, so the search for the
      previous capture's frames stops there without a bound check; and the
      check of prev's outer frames fails there. */
@@ -241,12 +280,18 @@ static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
    shares with the next capture where they are, so the live frames are
    scattered below [free].  Copying them, innermost first, to the start
    of the other half, which holds no live frame, makes the rest of that
-   half free: at least frames_cap + 64 frames, as prev has at most
-   frames_cap.  A frame is copied once per half_frames - frames_cap -
-   prev_len frames written, far less than the copy per fresh frame that
-   a contiguous prev cost. */
+   half free: at least 2 frames_cap + 64 frames, as prev has at most
+   frames_cap.  Prev is copied once per half_frames - frames_cap -
+   prev_len >= frames_cap + 64 frames written: at most a copy per fresh
+   frame, the cost of a contiguous prev at every capture. */
 void caml_memprof_callstack_compact(caml_memprof_callstack_cache *c)
 {
+  /* A walk was cut at the pool's depth, below walk_max: the pool grows
+     to walk_max instead (prev emptied, once), or stops trying. */
+  if (c->frames_cap <= c->walk_max) {
+    if (reserve_frames(c, c->walk_max)) return;
+    c->walk_max = c->frames_cap - 1;
+  }
   caml_memprof_walked_frame *sentinel = c->frames;
   size_t half = half_frames(c->frames_cap);
   caml_memprof_walked_frame *start = sentinel + 1;
@@ -343,7 +388,11 @@ caml_memprof_callstack_prepare(caml_memprof_callstack_cache *c,
                                caml_frame_descrs *fds)
 {
   caml_memprof_callstack_cache_clear(c);
-  if (c->frames_cap != c->max + 1 && !reserve_frames(c, c->max)) return 0;
+  if ((c->frames == NULL || c->frames_cap < c->max + 1
+       || c->frames_cap > c->walk_max + 1)
+      && !reserve_frames(c, c->max))
+    return 0;
+  c->ids_end = c->ids + c->frames_cap;
   c->frametable = fds;
   return 1;
 }
@@ -452,8 +501,11 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                ptrdiff_t alloc_idx)
 {
   (void)alloc_idx;            /* bytecode has no combined allocations */
-  if (c->frames_cap != c->max + 1 && !reserve_frames(c, c->max))
+  if ((c->frames == NULL || c->frames_cap < c->max + 1
+       || c->frames_cap > c->walk_max + 1)
+      && !reserve_frames(c, c->max))
     return capture_failed;
+  c->ids_end = c->ids + c->frames_cap;
   if (c->free > c->free_limit) caml_memprof_callstack_compact(c);
   caml_memprof_walked_frame *w = c->free, *fresh_start = w;
   struct stack_info *stack = Caml_state->current_stack;
@@ -465,7 +517,7 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
   uint32_t *ids = c->ids;
   caml_memprof_walked_frame *pq = c->inner;
   uint32_t consumed = 0, shared = 0, linked = 0;
-  int cut = 0, cut_match = 0;
+  int cut = 0;
   for (;;) {
     /* The next frame of this stack. */
     value v, *at;
@@ -486,12 +538,12 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
       while ((g = f->outer)->linked && *g->at == (value)g->key) f = g;
       uint32_t q = c->prev_len - consumed;
       if (f == c->outermost && !c->prev_complete
-          && (uint32_t)(ids - c->ids) + q >= c->frames_cap) {
+          && (uint32_t)(ids - c->ids) + q > c->max) {
         /* prev was cut, and this stack has as many frames up to prev's
            outermost: it is cut too. */
         shared = q;
         pq->linked = linked;
-        cut = cut_match = 1;
+        cut = 1;
         break;
       }
       if (f == c->outermost && c->prev_complete && Stack_parent(stack) == NULL
@@ -532,7 +584,8 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
     linked = 0;
   }
  walked:
-  return finish_capture(c, fresh_start, w, ids, pq, shared, cut, cut_match, 0);
+  return finish_capture(c, fresh_start, w, ids, pq, shared, cut, 0, 0,
+                        fresh_start, NULL, NULL, 0);
 }
 
 #endif

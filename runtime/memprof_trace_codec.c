@@ -79,6 +79,7 @@ enum {
   TAG_MINOR_GC_FATES_MIN = 0x02,
   TAG_MINOR_GC_FATES_MAX = 0x0f,
   TAG_FATES = 0x26,             /* version 5: id delta, 1 << n | fates */
+  TAG_STACK_WINDOW = 0x27,      /* version 5: drop, n, n location ids */
   TAG_LOCATION = 0x30,
   TAG_STRING = 0x31,
   TAG_LOCATION_NEXT = 0x32,     /* version 5: no id, the last one's + 1 */
@@ -111,8 +112,8 @@ void mpt_enc_init(mpt_encoder *e, uint8_t *buf, size_t len,
 {
   memset(e, 0, sizeof *e);
   mpt_enc_reset_buffer(e, buf, len);
-  e->prev_stack = stack_buf;
-  e->prev_cap = stack_cap;
+  e->prev_stack = e->stack_base = stack_buf;
+  e->prev_cap = e->stack_room = stack_cap;
   e->pack_min_fresh = MPT_PACK_MIN_FRESH;
 }
 
@@ -238,6 +239,42 @@ uint8_t *mpt_enc_pack_record(mpt_encoder *e, uint8_t *rec, uint8_t *field,
 #ifdef CAML_MEMPROF_TRAP
 #pragma GCC pop_options
 #endif
+
+void mpt_enc_stack_room(mpt_encoder *e, uint32_t *buf, uint32_t room)
+{
+  if (room < e->prev_cap) return;
+  e->prev_stack = e->stack_base = buf;
+  e->stack_room = room;
+  e->prev_len = 0;
+}
+
+/* The previous stack is kept outermost first: the window drops the
+   first [drop] entries and puts [n] before the rest.  Where the room
+   allows, prev_stack moves instead of its entries (the alloc record
+   after it writes up to prev_cap entries from prev_stack); else the kept
+   part is moved to the middle of the room. */
+void mpt_enc_stack_window(mpt_encoder *e, uint32_t drop,
+                          const uint32_t *outer, uint32_t n)
+{
+  if (drop > e->prev_len) drop = e->prev_len;
+  uint32_t keep = e->prev_len - drop;
+  if (n > e->prev_cap - keep) n = e->prev_cap - keep;
+  *e->pos++ = TAG_STACK_WINDOW;
+  e->pos = mpt_put_uvarint(e->pos, drop);
+  e->pos = mpt_put_uvarint(e->pos, n);
+  for (uint32_t i = 0; i < n; i++) e->pos = mpt_put_uvarint(e->pos, outer[i]);
+  uint32_t *kept = e->prev_stack + drop, *base = e->stack_base;
+  size_t off = (size_t)(kept - base);
+  if (off < n || off - n + e->prev_cap > e->stack_room) {
+    uint32_t mid = (e->stack_room - e->prev_cap) / 2;
+    uint32_t *to = base + (mid > n ? mid : n);
+    memmove(to, kept, keep * sizeof(uint32_t));
+    kept = to;
+  }
+  e->prev_stack = kept - n;
+  for (uint32_t i = 0; i < n; i++) e->prev_stack[n - 1 - i] = outer[i];
+  e->prev_len = keep + n;
+}
 
 void mpt_enc_simple(mpt_encoder *e, enum mpt_event_kind kind,
                     uint64_t time, uint64_t arg)
@@ -1624,6 +1661,25 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
       if (start_fates(r, st, ev->stream, ev->time_ns, id, bits) != MPT_OK)
         return MPT_ERR;
       return mpt_reader_next(r, ev);
+    }
+    case TAG_STACK_WINDOW: {
+      /* The stream's previous stack (innermost first) loses its
+         outermost [drop] frames and gains [n] beyond them. */
+      if (r->info.format_version < 5) return fail(r, "unknown event tag 0x27");
+      uint64_t drop = get_var(r), n = get_var(r);
+      if (r->failed) return MPT_ERR;
+      if (drop > st->stack_len || n > MPT_MAX_FRAMES - (st->stack_len - drop))
+        return fail(r, "stack window beyond the previous stack or too deep");
+      uint32_t len = st->stack_len - (uint32_t)drop;
+      for (uint64_t i = 0; i < n; i++) {
+        uint64_t local = get_var(r);
+        if (r->failed) return MPT_ERR;
+        if (local == 0 || local >= st->nloc || !st->loc_map[local])
+          return fail(r, "stack window uses an undefined location");
+        st->stack[len++] = st->loc_map[local];
+      }
+      st->stack_len = len;
+      continue;
     }
     case TAG_STRING_NEXT: case TAG_LOCATION_NEXT:
       if (r->info.format_version < 5) return fail(r, "unknown event tag");

@@ -499,7 +499,7 @@ static int reset_stream(tracer_domain *d, uintnat gen)
     d->zcap = mpt_frame_bound(BUFFER_BYTES);
     d->buf = malloc(BUFFER_BYTES);
     d->zbuf = malloc(d->zcap);
-    d->enc_stack = malloc(MPT_MAX_FRAMES * sizeof(uint32_t));
+    d->enc_stack = malloc(2 * MPT_MAX_FRAMES * sizeof(uint32_t));
     d->ids = malloc((MPT_MAX_FRAMES + 1) * sizeof(uint32_t));
     if (!d->buf || !d->zbuf || !d->enc_stack || !d->ids) {
       free(d->buf); free(d->zbuf); free(d->enc_stack); free(d->ids);
@@ -511,6 +511,10 @@ static int reset_stream(tracer_domain *d, uintnat gen)
   }
   mpt_enc_init(&d->enc, d->buf + MPT_CHUNK_HEADER_BYTES,
                BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES, d->enc_stack, MPT_MAX_FRAMES);
+  /* Twice the room: a cut stack's window (STACK_WINDOW) moves where the
+     previous stack starts rather than its entries (about 3,500
+     instructions a cut sample on deep_list in bench/). */
+  mpt_enc_stack_room(&d->enc, d->enc_stack, 2 * MPT_MAX_FRAMES);
   /* Packed frames save bytes on deep recursion for about as many
      instructions again as writing the frames plain.  Below 1e-4 a sample
      is rare enough that its bytes weigh more (a trace's size then grows
@@ -523,8 +527,13 @@ static int reset_stream(tracer_domain *d, uintnat gen)
   d->small_ticks = 0;
   d->code_releases = atomic_load_relaxed(&code_releases);
   caml_memprof_callstack_cache_clear(&d->frames);
-  caml_memprof_callstack_configure(&d->frames, d->ids, max_frames,
-                                   define_location, d, d->enc_stack);
+  /* Stacks up to 4 times the cap (at most MPT_MAX_FRAMES, d->ids's room)
+     are walked whole: a cut sample then costs about what a whole one
+     does (see walk_max). */
+  uint32_t walk_max = 4 * max_frames < MPT_MAX_FRAMES ? 4 * max_frames
+                                                      : MPT_MAX_FRAMES;
+  caml_memprof_callstack_configure(&d->frames, d->ids, max_frames, walk_max,
+                                   define_location, d, &d->enc.prev_stack);
   d->verify = params.verify != 0;
   d->trap_capture_pending = 0;
   d->young.len = d->major.len = 0;
@@ -759,9 +768,26 @@ static uint32_t add_callback_frames(tracer_domain *d, uint32_t n, int from_caml)
   return len;
 }
 
+/* Frame [i] (innermost first) of the stack just captured, [n] ids and
+   [common] frames shared: past the ids, the encoder's previous stack
+   (kept outermost first) as the capture's window, if any, moves it. */
+static uint32_t captured_frame(tracer_domain *d, int n, int common, int i)
+{
+  if (i < n) return d->ids[i];
+  caml_memprof_callstack_cache *c = &d->frames;
+  uint32_t len = d->enc.prev_len;
+  uint32_t drop = c->window ? c->window_drop : 0;
+  uint32_t added = c->window ? c->window_n : 0;
+  if (drop > len) drop = len;
+  uint32_t keep = len - drop;
+  uint32_t x = keep + added - (uint32_t)common + (uint32_t)(i - n);
+  return x < keep ? d->enc.prev_stack[len - 1 - x]
+                  : d->ids[c->window_at + x - keep];
+}
+
 /* memprof_verify=1: the stack just captured must be upstream's.  With
-   [common] >= 0 it is d->ids then the encoder's previous stack's outermost
-   [common] frames (kept outermost first). */
+   [common] >= 0 it is d->ids then the outermost [common] frames of the
+   encoder's previous stack, moved by the capture's window. */
 static void verify_callstack(tracer_domain *d, int n, int common,
                              int truncated, ptrdiff_t alloc_idx)
 {
@@ -772,7 +798,7 @@ static void verify_callstack(tracer_domain *d, int n, int common,
     &d->frames, d->ref_ids, alloc_idx, &ref_truncated);
   int len = n + (common > 0 ? common : 0), i = 0;
   while (i < len && i < m
-         && (i < n ? d->ids[i] : d->enc.prev_stack[len - 1 - i]) == d->ref_ids[i])
+         && captured_frame(d, n, common, i) == d->ref_ids[i])
     i++;
   if (i != len || i != m || truncated != ref_truncated)
     fprintf(stderr, "memprof: verify: the callstack walk differs from "
@@ -827,6 +853,11 @@ static inline void record(tracer_domain *d, value block, uintnat wosize,
     caml_memprof_callstack_not_encoded(&d->frames);
     d->lost += nsamples;
     goto out;
+  }
+  if (d->frames.window) {
+    mpt_enc_stack_window(&d->enc, d->frames.window_drop,
+                         d->ids + d->frames.window_at, d->frames.window_n);
+    d->frames.window = 0;
   }
   if (common >= 0)
     mpt_enc_alloc_shared(&d->enc, caml_trace_writer_now(), id, wosize,

@@ -88,6 +88,7 @@ build with_gc_memprof; build api
 build keepalive; build orphans; build spawner unix.cmxa; build join_exit
 build stacks unix.cmxa threads.cmxa
 build stack_mix; build signal_window unix.cmxa; build letrec; build callbacks
+build deep_window unix.cmxa threads.cmxa
 mkdir -p "$W/byte" && cp "$P/stats.ml" "$W/byte/"
 (cd "$W/byte" && ocamlc -g -o ../stats.byte stats.ml) > "$W/stats.byte.build" 2>&1 || ko "build stats.byte"
 cp "$P/stacks.ml" "$W/byte/"
@@ -663,6 +664,27 @@ for f in 1024 16; do
   check "stack_mix at $f frames: the same stacks with and without memprof_verify ($(wc -l < "$W/mix-$f-0.folded") stacks, $(awk '{s += $NF} END {print s}' "$W/mix-$f-0.folded") samples)" \
     cmp -s "$W/mix-$f-0.folded" "$W/mix-$f-1.folded"
 done
+# deep_window.ml: stacks that change depth by thousands of frames between
+# samples, left by returns, exceptions raised thousands of frames out,
+# effects (a fiber's stack grown by reallocation), Stack_overflow (l=64k
+# words) and callbacks from C, on two systhreads: every stack upstream's,
+# whole (4096 frames), and cut at 1024 and 16, where the kept frames'
+# window moves along the stack (STACK_WINDOW records, issue 35).
+for f in 4096 1024 16; do
+  OCAMLRUNPARAM="l=64k,memprof=$W/window-$f.trace,memprof_rate=0.003,memprof_seed=11,memprof_verify=1,memprof_frames=$f" \
+    "$W/deep_window" 3000 8 > "$W/window-$f.out" 2> "$W/window-$f.err"
+  expect "deep_window at $f frames: exit status" $? 0
+  check "deep_window at $f frames: every stack equals caml_get_callstack's" [ ! -s "$W/window-$f.err" ]
+  summary "$W/window-$f.trace" "$W/window-$f.sum"
+  expect "deep_window at $f frames: trace decodes" "$(get "$W/window-$f.sum" error)" none
+  check "deep_window at $f frames: samples ($(get "$W/window-$f.sum" samples))" \
+    [ "$(get "$W/window-$f.sum" samples)" -gt 1000 ]
+done
+check "deep_window at 4096 frames: stacks up to the cap whole ($(get "$W/window-4096.sum" max_stack) frames at most)" [ "$(get "$W/window-4096.sum" max_stack)" -gt 3000 ]
+check "deep_window at 1024 frames: cut stacks ($(get "$W/window-1024.sum" cut_allocs))" \
+  [ "$(get "$W/window-1024.sum" cut_allocs)" -gt 100 ]
+check "deep_window at 16 frames: cut stacks ($(get "$W/window-16.sum" cut_allocs))" \
+  [ "$(get "$W/window-16.sum" cut_allocs)" -gt 1000 ]
 # The toplevel runs code it compiled itself: the bytecode walk's test of
 # words outside the main program's code.
 stacks_run toplevel "ocaml -I +unix -I +threads unix.cma threads.cma $P/stacks.ml" 1024 300

@@ -81,10 +81,21 @@ typedef struct {
      configure): read from here rather than passed, so that the walk keeps
      its registers for the stack. */
   uint32_t *ids;                /* where a capture writes its location ids,
-                                   room for max + 1 (used as scratch)     */
-  uint32_t *ids_end;            /* ids + max + 1: a walk that writes as
+                                   room for walk_max + 1 (used as scratch) */
+  uint32_t *ids_end;            /* ids + frames_cap: a walk that writes as
                                    many frames knows the stack is cut     */
+  uint32_t *fast_ids_end;       /* ids + max + 1: the same for the sample
+                                   trap's capture, which leaves a cut
+                                   stack to the ordinary capture          */
   uint32_t max;                 /* the most frames a capture gives        */
+  uint32_t walk_max;            /* the most frames a walk follows and prev
+                                   keeps (>= max): a stack cut at max but
+                                   not at walk_max is walked whole, so
+                                   that the next capture finds its outer
+                                   frames in prev, checked, rather than
+                                   looked up again (see shared_window).
+                                   The pool is sized for max until a walk
+                                   is cut there, then for walk_max       */
   caml_memprof_define_location define;
   void *ctx;
   caml_memprof_frame_slot *slots;
@@ -103,7 +114,7 @@ typedef struct {
   /* The previous capture's frames ("prev"), a chain from [inner] out
      to [outermost] through their [outer] links, in a pool: frames[0] is
      the sentinel (sp, at: above every address) that ends the chain (and
-     is [inner] when prev is empty); two halves of 2 * frames_cap + 64
+     is [inner] when prev is empty); two halves of 3 * frames_cap + 64
      frames follow.  A walk writes its fresh frames, innermost first, from
      [free] on, and links the last one to the frames it shares with
      prev: a capture writes each frame once.  When the current half has
@@ -112,7 +123,8 @@ typedef struct {
      before the walk. */
   caml_memprof_walked_frame *frames;
   caml_memprof_walked_frame *inner, *outermost, *free, *free_limit;
-  uint32_t prev_len, frames_cap;  /* frames_cap: max + 1                  */
+  uint32_t prev_len, frames_cap;  /* frames_cap: the pool's walk depth + 1,
+                                   max + 1 or walk_max + 1                */
   int prev_complete;            /* prev ends at the stack's root          */
   uintnat prev_end_pc;          /* native: the return-to-C address read
                                    after outermost when the walk ended right
@@ -122,21 +134,36 @@ typedef struct {
                                    went to the end ended                   */
   char *prev_end_sp;            /* native: where that return-to-C address
                                    is read (outermost's sp plus its size) */
-  int quick_end;                /* prev_complete, prev_end_pc != 0 and
-                                   prev_encoded == CALLSTACK_ENCODED_ALL:
-                                   what the walk's common case asks of
-                                   prev, in one test                      */
-  int prev_encoded;             /* the encoder's previous stack is prev's
-                                   location ids (CALLSTACK_ENCODED_ALL: the
-                                   last capture was complete and encoded),
-                                   or those of all but its outermost frame
-                                   (..._INNER: it was cut and encoded), or
-                                   unknown (0)                            */
-  uint32_t *enc_stack;          /* the encoder's previous stack (its
-                                   prev_stack, outermost first)            */
+  int quick_end;                /* prev_complete, prev_end_pc != 0,
+                                   prev_encoded and enc_short == 0: what
+                                   the walk's common case asks of prev,
+                                   in one test                            */
+  int prev_encoded;             /* the encoder's previous stack is the
+                                   location ids of prev's innermost
+                                   prev_len - enc_short frames (the last
+                                   capture was encoded), or unknown (0)   */
+  uint32_t quick_max;           /* the most frames up to prev's outermost
+                                   with which the sample trap's capture
+                                   goes on at a match: max, or 0 after a
+                                   cut capture (enc_short > 0), which the
+                                   walk's common case cannot follow      */
+  uint32_t enc_short;           /* prev's outermost frames the encoder's
+                                   previous stack lacks: 0 when the last
+                                   capture was given whole, prev_len - max
+                                   when it was cut                        */
+  uint32_t *const *enc_stack;   /* where the encoder keeps its previous
+                                   stack (its prev_stack, outermost first,
+                                   which a STACK_WINDOW moves)            */
   int enc_stack_lazy;           /* enc_stack is to be prev's location ids,
                                    not written yet (see caml_memprof_
                                    callstack_sync_encoder)                */
+  /* The last capture's window (see caml_memprof_capture_callstack): the
+     encoder's previous stack is to lose its outermost [window_drop]
+     frames and gain the [window_n] ids at ids + [window_at] (innermost
+     first) before [common] counts from it; [window]: there is one, not
+     yet given to the encoder. */
+  int window;
+  uint32_t window_drop, window_n, window_at;
 } caml_memprof_callstack_cache;
 
 /* What a capture gives: in registers, not through pointers (the call is
@@ -147,7 +174,8 @@ typedef struct {
   int common;           /* see caml_memprof_capture_callstack               */
 } caml_memprof_capture;
 
-/* Where captures write, how many frames they give at most, how they
+/* Where captures write ([ids]: room for walk_max + 1), how many frames
+   they give at most ([max]) and walk at most ([walk_max]), how they
    define a location the cache has not seen ([define] gives its id in the
    stream, 0 on failure, which makes the capture fail), and the stream
    encoder's previous stack ([enc_stack], see caml_memprof_callstack_sync_
@@ -156,10 +184,14 @@ typedef struct {
 static inline void
 caml_memprof_callstack_configure(caml_memprof_callstack_cache *c,
                                  uint32_t *ids, uint32_t max,
+                                 uint32_t walk_max,
                                  caml_memprof_define_location define,
-                                 void *ctx, uint32_t *enc_stack)
+                                 void *ctx, uint32_t *const *enc_stack)
 {
-  c->ids = ids; c->ids_end = ids + max + 1; c->max = max;
+  if (walk_max < max) walk_max = max;
+  c->ids = ids; c->max = max; c->fast_ids_end = ids + max + 1;
+  c->quick_max = max;
+  c->walk_max = walk_max;
   c->define = define; c->ctx = ctx;
   c->enc_stack = enc_stack;
   c->frametable = NULL;         /* the next capture prepares the cache */
@@ -175,7 +207,11 @@ caml_memprof_callstack_configure(caml_memprof_callstack_cache *c,
    given to the encoder (see mpt_enc_alloc_shared): the walk stopped where
    the stack joined the previous capture's, and checked the rest of it
    frame by frame (one load and compare each).  [common] = -1: the ids are
-   the whole stack. */
+   the whole stack.  When [c->window] is set, [common] counts from the
+   encoder's previous stack moved by the window (mpt_enc_stack_window,
+   the caller's to write before the ALLOC, then to clear c->window): a
+   cut stack's innermost frames, which slide along a deep stack, or
+   frames found beyond the outermost of a previous cut stack. */
 caml_memprof_capture
 caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                ptrdiff_t alloc_idx);
@@ -263,17 +299,16 @@ caml_memprof_callstack_sync_encoder(caml_memprof_callstack_cache *c)
   c->enc_stack_lazy = 0;
   uint32_t i = c->prev_len;
   for (caml_memprof_walked_frame *f = c->inner; i > 0; f = f->outer)
-    c->enc_stack[--i] = f->loc;
+    (*c->enc_stack)[--i] = f->loc;
 }
 
 /* The stack just captured was not given to the encoder (sample lost). */
-#define CALLSTACK_ENCODED_ALL 1
-#define CALLSTACK_ENCODED_INNER 2
 static inline void
 caml_memprof_callstack_not_encoded(caml_memprof_callstack_cache *c)
 {
   c->prev_encoded = 0;
   c->quick_end = 0;
+  c->window = 0;
 }
 
 /* The same stack through upstream's caml_get_callstack and [c->define]

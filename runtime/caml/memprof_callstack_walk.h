@@ -97,32 +97,87 @@ static inline int append_checked(caml_memprof_walked_frame **w,
   }
 }
 
+/* A stack of [kept] frames given, whose first [f] ids are fresh and are
+   followed by prev's outermost [q] frames (then by frames beyond prev,
+   whose ids follow at ids + f + q, when [written]; the q frames' ids are
+   written there too then), told to the encoder as [f] fresh ids and
+   frames common with its previous stack moved by a window (see
+   caml_memprof_capture_callstack).  Counting prev's frames from its
+   innermost, the encoder's previous stack holds [0, e) (outermost
+   first), and the given frames past the fresh ones are [lo, hi): the
+   window drops what the encoder holds beyond hi, and adds what it lacks
+   up to hi (read from the chain when not written).  The frames the
+   window adds are those a cut stack's kept frames reach beyond the
+   previous ones (the stack returned), or frames beyond prev (the walk
+   went on past a cut prev).  0 when the fresh ids are all that is given. */
+static inline int shared_window(caml_memprof_callstack_cache *c,
+                                caml_memprof_capture *r, uint32_t kept,
+                                uint32_t f, uint32_t q,
+                                caml_memprof_walked_frame *pq, int written)
+{
+  if (f >= kept) return 0;
+  uint32_t p = c->prev_len, e = p - c->enc_short;
+  uint32_t lo = p - q, hi = lo + (kept - f), start;
+  if (lo >= e) {
+    c->window_drop = e;
+    start = lo;
+  } else {
+    c->window_drop = hi < e ? e - hi : 0;
+    start = e;
+  }
+  c->window_n = hi > start ? hi - start : 0;
+  if (written) {
+    c->window_at = f + (start - lo);
+  } else if (c->window_n > 0) {
+    caml_memprof_walked_frame *g = pq;
+    for (uint32_t i = lo; i < start; i++) g = g->outer;
+    for (uint32_t i = 0; i < c->window_n; i++, g = g->outer)
+      c->ids[f + i] = g->loc;
+    c->window_at = f;
+  }
+  c->window = c->window_drop > 0 || c->window_n > 0;
+  r->common = (int)(kept - f);
+  return 1;
+}
+
 /* The end of a walk that wrote [fresh_start, w) (innermost first, each
    linked to the next) and their ids up to [ids_end], and then, when
    [shared] > 0, met prev's outermost [shared] frames, from [pq] out: the
-   capture's results, and the new prev.  [fast] (a constant): the fast
-   capture's walk, which ends here only at the stack's end, uncut. */
+   capture's results, and the new prev.  [tail_q] > 0: the walk found
+   prev's outermost [tail_q] frames, their ids at ids + [tail_at], and
+   went on beyond them (see shared_window); [tail_end] != NULL: it linked
+   them where they are, from [head] on, up to [tail_end], which it
+   linked to the frames it wrote after them from [tail_from] on.  [fast]
+   (a constant): the fast capture's walk, which ends here only at the
+   stack's end, uncut. */
 static inline __attribute__((always_inline)) caml_memprof_capture
 finish_capture(caml_memprof_callstack_cache *c,
                caml_memprof_walked_frame *fresh_start,
                caml_memprof_walked_frame *w, uint32_t *ids_end,
                caml_memprof_walked_frame *pq, uint32_t shared, int cut,
-               int cut_match, const int fast)
+               uint32_t tail_at, uint32_t tail_q,
+               caml_memprof_walked_frame *head,
+               caml_memprof_walked_frame *tail_end,
+               caml_memprof_walked_frame *tail_from, const int fast)
 {
   caml_memprof_capture r;
   caml_memprof_callstack_sync_encoder(c);       /* prev changes below */
   uint32_t *ids = c->ids, max = c->max;
   caml_memprof_walked_frame *sentinel = c->frames;
   uint32_t fresh = (uint32_t)(ids_end - ids), total = fresh + shared, n = fresh;
+  uint32_t kept = total < max ? total : max;
   r.truncated = cut || total > max;
-  if (shared > 0 && !r.truncated && c->prev_encoded == CALLSTACK_ENCODED_ALL) {
+  if (!fast) c->window = 0;
+  if (shared > 0 && !r.truncated && c->prev_encoded && c->enc_short == 0) {
     r.common = (int)shared;
-  } else if (cut_match && total == c->frames_cap
-             && c->prev_encoded == CALLSTACK_ENCODED_INNER) {
-    /* The innermost [max] frames: the fresh ones and all of prev's
-       shared part but its outermost frame, which the encoder has as its
-       previous stack's outermost. */
-    r.common = (int)shared - 1;
+  } else if (!fast && c->prev_encoded
+             && (shared > 0
+                 ? shared_window(c, &r, kept, fresh, shared, pq, 0)
+                 : tail_q > 0
+                   && shared_window(c, &r, kept, tail_at, tail_q, pq, 1))) {
+    /* A cut stack's innermost frames, or a stack that goes on beyond a
+       cut prev: the fresh ids, prev's shared frames moved by a window. */
+    n = shared > 0 ? fresh : tail_at;
   } else {
     if (n > max) n = max;
     caml_memprof_walked_frame *g = pq;
@@ -133,7 +188,17 @@ finish_capture(caml_memprof_callstack_cache *c,
   /* The new prev: the fresh frames, then prev's shared part, at most
      frames_cap of them (the innermost). */
   c->prev_complete = !cut;
-  if (fresh > 0) {
+  if (!fast && tail_end != NULL) {
+    c->inner = head;
+    c->free = w;
+    if (w > tail_from) {
+      w[-1].outer = sentinel;
+      c->outermost = w - 1;
+    } else {
+      tail_end->outer = sentinel;
+      c->outermost = tail_end;
+    }
+  } else if (fresh > 0) {
     w[-1].outer = shared > 0 ? pq : sentinel;
     c->inner = fresh_start;
     c->free = w;
@@ -142,25 +207,43 @@ finish_capture(caml_memprof_callstack_cache *c,
     c->inner = shared > 0 ? pq : sentinel;
     if (shared == 0) c->outermost = sentinel;
   }
-  if (!fast && total > c->frames_cap) {
+  /* A cut prev keeps max + 1 frames, all that the next walk needs to
+     know that a stack as deep is cut (see the walk), so that it checks
+     no more of them. */
+  uint32_t limit = cut ? max + 1 : c->frames_cap;
+  if (!fast && total > limit) {
     caml_memprof_walked_frame *last = c->inner;
-    for (uint32_t i = 1; i < c->frames_cap; i++) last = last->outer;
+    for (uint32_t i = 1; i < limit; i++) last = last->outer;
     last->outer = sentinel;
     c->outermost = last;
-    total = c->frames_cap;
+    total = limit;
     c->prev_complete = 0;
   }
   c->prev_len = total;
 #ifdef NATIVE_CODE
   if (total > 0) c->prev_end_sp = c->outermost->sp + c->outermost->size;
 #endif
-  /* A cut stack fills prev (its frames_cap innermost frames), and the
-     encoder gets all but the outermost. */
-  c->prev_encoded = r.truncated ? CALLSTACK_ENCODED_INNER : CALLSTACK_ENCODED_ALL;
+  /* The encoder gets the innermost [kept] (as the caller encodes them:
+     not_encoded says when not). */
+  c->prev_encoded = 1;
+  c->enc_short = total - kept;
+  c->quick_max = c->enc_short > 0 ? 0 : max;
   c->quick_end = c->prev_complete && c->prev_end_pc != 0 && !r.truncated;
+  /* The next walk follows up to walk_max frames (the pool's depth) after
+     a complete prev, max + 1 after a cut one: a stack deeper than
+     walk_max is walked as far as it is given, and then its frames shared
+     with prev are checked, not looked up.  Cut at the pool's depth, below
+     walk_max: the next walk's compaction grows the pool first. */
+  if (!fast) {
+    c->ids_end = c->ids + (c->prev_complete ? c->frames_cap : max + 1);
+    if (cut && c->frames_cap <= c->walk_max) c->free_limit = c->frames;
+  }
   r.n = (int)n;
   return r;
 }
+
+/* Prev emptied (memprof_callstack.c). */
+void caml_memprof_callstack_forget_prev(caml_memprof_callstack_cache *c);
 
 /* Prev copied to the other half of the pool, where the rest is free
    (memprof_callstack.c). */
@@ -202,16 +285,27 @@ int caml_memprof_callstack_prepare(caml_memprof_callstack_cache *c,
    (when its previous stack is prev's, see prev_encoded).  When prev was
    cut (the stack had more than [max] frames), reaching its outermost
    frame with at least [max] + 1 frames in all is enough: this stack is
-   cut too.
+   cut too.  A cut stack's frames past the fresh ones are then prev's
+   innermost shared ones, fewer than the encoder's previous stack holds
+   when the stack grew: the encoder is told to drop the others (a
+   window, see shared_window) rather than given every frame again; and
+   a stack that goes on beyond a cut prev's outermost frame (it
+   returned) is given as prev's frames plus those beyond, added by the
+   window.
    Most samples end at such a match, with a few fresh frames and the rest
    of a complete prev already encoded: that case is finished here, the
    others by finish_capture.
    [fast] (a constant): the sample trap's capture, which must not call
    out of this file nor reach code that could (a cache miss defines a
-   location, a cut stack or a full half of the pool changes prev's
-   chain): it returns capture_slow before it changes anything when the
-   stack needs more than cached frames, a match finished here or the
-   stack's end, and the tracer takes the sample the ordinary way. */
+   location, a cut prev's match or a full half of the pool changes
+   prev's chain, a window calls the encoder): it returns capture_slow
+   before it changes anything when the stack needs more than cached
+   frames, a match finished here or the stack's end within max frames,
+   and the tracer takes the sample the ordinary way: a cut stack too (at
+   max + 1 fresh frames, or at a match that leaves more than max frames
+   up to prev's outermost).  (Taking a cut of fresh frames alone here,
+   given whole, cost deep_list in bench/ 2,700 instructions per sample
+   more at 1,024 frames, and shallow_list 12.) */
 static inline __attribute__((always_inline)) caml_memprof_capture
 caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
                             struct stack_info *stack, ptrdiff_t alloc_idx,
@@ -241,11 +335,27 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
   /* [consumed]: prev's frames passed or copied so far; the frames from
      pq out are the rest. */
   uint32_t consumed = 0, shared = 0;
+  /* Where prev's outermost frames went on this stack when the walk went
+     on beyond them (not in the fast capture): their ids at ids + tail_at,
+     the frames after them written from tail_from on; head: the chain's
+     first frame. */
+  uint32_t tail_at = 0, tail_q = 0;
+  caml_memprof_walked_frame *head = fresh_start, *tail_end = NULL,
+    *tail_from = NULL;
   uintnat end_pc;
-  int cut = 0, cut_match = 0;
+  int cut = 0;
   for (;;) {
     while (pq->sp < sp) { pq = pq->outer; consumed++; }
     if (pq->sp == sp && pq->key == key) {
+      /* The fast capture finishes a match only in the common case below,
+         a stack of at most max frames up to prev's outermost after a
+         capture given whole: else the stack is left to the ordinary
+         capture before the check, which the ordinary capture would do
+         again (a cut sample of deep_list in bench/ checked its 2,500
+         frames twice, and so did the whole sample after a cut one). */
+      if (fast
+          && (uint32_t)(ids - c->ids) + (c->prev_len - consumed) > c->quick_max)
+        return capture_slow;
       caml_memprof_walked_frame *f = pq, *g;
       /* Two frames a turn, which spares a jump a frame.  The outermost
          frame's link is the sentinel, which fails the check. */
@@ -286,20 +396,47 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
           slots = c->slots; mask = c->mask;  /* a fill may have grown it */
           if (end < 0) return capture_failed;
           if (end) { shared = q; pq->ret_at = ret_at; break; }
-        } else if (fresh + q >= c->frames_cap) {
-          /* prev was cut, and this stack has as many frames up to prev's
-             outermost: it is cut too, and nothing beyond is needed. */
+        } else if (fresh + q > c->max) {
+          /* prev was cut, and this stack has more than max frames up to
+             prev's outermost: it is cut too, and nothing beyond is
+             needed. */
           shared = q;
           pq->ret_at = ret_at;
-          cut = cut_match = 1;
+          cut = 1;
           break;
         }
       }
-      /* Frames pq out to f are this stack's; the walk goes on after f.
-         Their copies say how this walk came to them. */
+      /* Frames pq out to f are this stack's; the walk goes on after f. */
+      uint32_t q = c->prev_len - consumed;
+      if (!fast && f == c->outermost && (uint32_t)(c->ids_end - ids) >= q) {
+        /* They are prev's outermost frames: linked where they are, the
+           frames found beyond them to follow f, as the walk never comes
+           back to prev (the fast capture leaves prev as it was: it
+           copies).  Going on past a cut prev's outermost frame (the
+           stack returned) thus costs its ids, not a copy of each frame. */
+        tail_at = (uint32_t)(ids - c->ids);
+        tail_q = q;
+        for (caml_memprof_walked_frame *g = pq;; g = g->outer) {
+          *ids++ = g->loc;
+          if (g == f) break;
+        }
+        consumed += q;
+        if (w > fresh_start) w[-1].outer = pq; else head = pq;
+        pq->ret_at = ret_at;
+        tail_end = f;
+        tail_from = w;
+        pq = c->frames;                 /* no frame of prev beyond */
+        f->outer = w;
+        sp = f->sp + f->size;
+        ret_at = (const uintnat *)&Saved_return_address(sp);
+        key = *ret_at;
+        continue;
+      }
+      /* Their copies say how this walk came to them. */
       caml_memprof_walked_frame *appended = w;
       uint32_t *appended_ids = ids;
-      if (!append_checked(&w, &ids, c->ids_end, pq, f)) {
+      if (!append_checked(&w, &ids, fast ? c->fast_ids_end : c->ids_end,
+                          pq, f)) {
         if (fast) return capture_slow;
         cut = 1;
         goto walked;
@@ -326,13 +463,17 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
       } else {
         e = caml_memprof_callstack_lookup_slow(c, key, key & ALLOC_TAG_MASK,
                                                alloc_idx);
-        if (e == NULL) return capture_failed;
+        if (e == NULL) {
+          /* prev's frames linked into this walk's are no longer prev */
+          if (tail_end != NULL) caml_memprof_callstack_forget_prev(c);
+          return capture_failed;
+        }
         slots = c->slots; mask = c->mask;
       }
     }
     uint32_t size = e->size;
     if (size < CALLSTACK_RETURN_TO_C) {
-      if (ids == c->ids_end) {
+      if (ids == (fast ? c->fast_ids_end : c->ids_end)) {
         if (fast) return capture_slow;
         cut = 1;
         break;
@@ -365,8 +506,8 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
     key = Saved_return_address(sp);
   }
  walked:
-  return finish_capture(c, fresh_start, w, ids, pq, shared, cut, cut_match,
-                        fast);
+  return finish_capture(c, fresh_start, w, ids, pq, shared, cut, tail_at,
+                        tail_q, head, tail_end, tail_from, fast);
 }
 
 #endif /* NATIVE_CODE */

@@ -57,6 +57,8 @@
 #define mpt_enc_snap_root caml_mpt_enc_snap_root
 #define mpt_enc_snap_sample caml_mpt_enc_snap_sample
 #define mpt_enc_snap_string caml_mpt_enc_snap_string
+#define mpt_enc_stack_room caml_mpt_enc_stack_room
+#define mpt_enc_stack_window caml_mpt_enc_stack_window
 #define mpt_enc_string caml_mpt_enc_string
 #define mpt_frame_bound caml_mpt_frame_bound
 #define mpt_frame_compress caml_mpt_frame_compress

@@ -187,6 +187,9 @@ typedef struct {
                                 /* outermost frame first              */
   uint32_t prev_cap;
   uint32_t *prev_stack;         /* caller-provided, prev_cap entries  */
+  uint32_t *stack_base;         /* prev_stack lies in [stack_base,    */
+  uint32_t stack_room;          /* stack_base + stack_room), where a
+                                   STACK_WINDOW moves it              */
   uint64_t repeat[32];          /* recent compact ALLOC records, see
                                    MPT_TAG_ALLOC_REPEAT                 */
   uint32_t mtf[3];              /* packed frames' list, see
@@ -200,6 +203,10 @@ typedef struct {
 /* [stack_buf] holds [stack_cap] entries and remembers the previous stack. */
 void mpt_enc_init(mpt_encoder *e, uint8_t *buf, size_t len,
                   uint32_t *stack_buf, uint32_t stack_cap);
+/* The previous stack moves within [room] >= prev_cap entries at [buf]
+   (a new, empty one): a STACK_WINDOW then moves where it starts rather
+   than its entries, but when it reaches an end of the room. */
+void mpt_enc_stack_room(mpt_encoder *e, uint32_t *buf, uint32_t room);
 /* Start a new chunk body in [buf]; delta state carries over chunks. */
 void mpt_enc_reset_buffer(mpt_encoder *e, uint8_t *buf, size_t len);
 static inline size_t mpt_enc_space(const mpt_encoder *e)
@@ -232,6 +239,15 @@ mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
                      enum mpt_source src, int truncated,
                      const uint32_t *fresh_ids, uint32_t fresh,
                      uint32_t common);
+/* A cut stack's window moved: the previous allocation's stack loses its
+   outermost [drop] frames and gains [outer] (innermost first) beyond what
+   remains, before the next ALLOC counts its common frames from it (the
+   STACK_WINDOW record, see docs/trace-format.md).  The innermost frames
+   of a deep stack, kept by a cut, slide along the stack as it changes
+   depth, and without this every cut sample wrote all its frames again.
+   Costs a move of the previous stack's kept part, not a frame written. */
+void mpt_enc_stack_window(mpt_encoder *e, uint32_t drop,
+                          const uint32_t *outer, uint32_t n);
 /* mpt_enc_alloc_shared, with [may_pack] 0 for an encoder that never packs
    (pack_min_fresh is UINT32_MAX): the same bytes, and no call out of the
    inline code (the runtime's sample trap, see memprof_trap.h).  With

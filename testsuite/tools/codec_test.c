@@ -513,6 +513,80 @@ int main(void)
     check(same == 100 && bytes <= 13 * 100 + 4, what);
     mpt_reader_close(r);
   }
+  /* A cut stack's window (64 frames) moving along a deep stack: site
+     SITE(j) at depth j from the root, each sample at a random depth from 64 to
+     400 with the frames below a random point fresh; the window drops the
+     previous window's outer frames that are gone from this one, or adds
+     those beyond it (STACK_WINDOW), and the ALLOC shares the rest.  Every
+     stack decodes to the innermost 64 frames and the cut mark, with the
+     previous stack in as much room as it may hold (its entries move) and
+     in twice that (its start moves); a window that drops more than the
+     stack holds is an error. */
+  for (int roomy = 0; roomy < 2; roomy++) {
+    enum { W = 64, DEPTH = 400, N = 300 };
+#define SITE(j) (1 + (j) % 37)
+    static uint8_t buf[8 + 65536];
+    static uint32_t room[2 * MPT_MAX_FRAMES];
+    mpt_encoder en;
+    start_trace(&en, buf, 65536);
+    if (roomy) mpt_enc_stack_room(&en, room, 2 * MPT_MAX_FRAMES);
+    define_sites(&en, 37);
+    static uint32_t depth_of[N];
+    uint32_t prev = 0, ids[W], outer[W];
+    for (int i = 0; i < N; i++) {
+      uint32_t d = W + rnd(DEPTH - W + 1), lo = d - W + 1;
+      depth_of[i] = d;
+      uint32_t m = (prev < d ? prev : d);
+      m = m > 3 ? m - rnd(3) : 0;              /* deepest frame kept as is */
+      uint32_t common = 0;
+      uint32_t plo = prev - W + 1;
+      if (prev > 0 && m >= lo && m >= plo) {     /* frames in both windows */
+        uint32_t drop = 0, n = 0;
+        if (lo > plo) drop = lo - plo;
+        for (uint32_t j = plo - 1; j >= lo && lo < plo; j--) outer[n++] = SITE(j);
+        mpt_enc_stack_window(&en, drop, outer, n);
+        common = m - lo + 1;
+      } else {
+        m = lo - 1;                            /* all of it fresh */
+      }
+      uint32_t fresh = 0;
+      for (uint32_t j = d; j > m && j >= lo; j--) ids[fresh++] = SITE(j);
+      mpt_enc_alloc_shared(&en, (uint64_t)i, (uint64_t)i + 1, 2, 1,
+                           MPT_SRC_MINOR, 1, ids, fresh, common);
+      prev = d;
+    }
+    mpt_reader *r = end_trace(&en, buf);
+    mpt_event ev;
+    int n = 0, same = 0;
+    while (r && mpt_reader_next(r, &ev) == MPT_OK && ev.kind == MPT_EV_ALLOC) {
+      int ok = ev.truncated && ev.stack_len == W + 1;
+      for (int k = 0; ok && k < W; k++) {
+        const mpt_location *l = mpt_reader_location(r, ev.stack[k]);
+        ok = l && l->address == 0x1000 + SITE(depth_of[n] - k);
+      }
+      same += ok;
+      n++;
+    }
+    char what[160];
+    snprintf(what, sizeof what, "a 64-frame window moving along a 400-frame "
+             "stack%s: %d of %d stacks decoded as written",
+             roomy ? " (room for two)" : "", same, N);
+    check(same == N, what);
+    mpt_reader_close(r);
+    start_trace(&en, buf, 65536);
+    define_sites(&en, 4);
+    uint32_t two[2] = { 1, 2 };
+    mpt_enc_alloc(&en, 1, 1, 2, 1, MPT_SRC_MINOR, 0, two, 2);
+    uint8_t *w = en.pos;
+    mpt_enc_stack_window(&en, 1, NULL, 0);
+    w[1] = 3;                                  /* drop 3 of 2 frames */
+    r = end_trace(&en, buf);
+    int rc = MPT_OK;
+    while (r && (rc = mpt_reader_next(r, &ev)) == MPT_OK) {}
+    check(r && rc == MPT_ERR, "a stack window dropping more frames than the "
+          "stack holds is an error");
+    mpt_reader_close(r);
+  }
   /* A minor GC goes through the young samples in id order: PROMOTE and
      COLLECT of the next id take one byte; others keep their delta. */
   {
