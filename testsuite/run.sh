@@ -685,6 +685,15 @@ check "deep_window at 1024 frames: cut stacks ($(get "$W/window-1024.sum" cut_al
   [ "$(get "$W/window-1024.sum" cut_allocs)" -gt 100 ]
 check "deep_window at 16 frames: cut stacks ($(get "$W/window-16.sum" cut_allocs))" \
   [ "$(get "$W/window-16.sum" cut_allocs)" -gt 1000 ]
+# The same with callback frames: their scan (live slots, caml_call_gc's
+# registers, closures' environments) across exceptions, fibers, Stack_overflow
+# and C callbacks, the capture under them still upstream's.
+OCAMLRUNPARAM="l=64k,memprof=$W/window-cb.trace,memprof_rate=0.003,memprof_seed=11,memprof_verify=1,memprof_frames=16,memprof_callbacks=64" \
+  "$W/deep_window" 3000 8 > "$W/window-cb.out" 2> "$W/window-cb.err"
+expect "deep_window with callback frames: exit status" $? 0
+check "deep_window with callback frames: every stack equals caml_get_callstack's" [ ! -s "$W/window-cb.err" ]
+summary "$W/window-cb.trace" "$W/window-cb.sum"
+expect "deep_window with callback frames: trace decodes" "$(get "$W/window-cb.sum" error)" none
 # The toplevel runs code it compiled itself: the bytecode walk's test of
 # words outside the main program's code.
 stacks_run toplevel "ocaml -I +unix -I +threads unix.cma threads.cma $P/stacks.ml" 1024 300
