@@ -54,6 +54,7 @@
 #define mpt_enc_snap_custom caml_mpt_enc_snap_custom
 #define mpt_enc_snap_edges caml_mpt_enc_snap_edges
 #define mpt_enc_snap_end caml_mpt_enc_snap_end
+#define mpt_enc_snap_walk caml_mpt_enc_snap_walk
 #define mpt_enc_snap_root caml_mpt_enc_snap_root
 #define mpt_enc_snap_sample caml_mpt_enc_snap_sample
 #define mpt_enc_snap_string caml_mpt_enc_snap_string
