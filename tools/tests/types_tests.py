@@ -148,11 +148,36 @@ def test_types(check, tool, run, out_dir, here, ocamlopt, helper):
               for l in err.splitlines()), err)
 
     # A missing .cmt: its source files are named in the hint.
-    os.remove(os.path.join(work, "store.cmt"))
+    store_cmt = os.path.join(work, "store.cmt")
+    saved_cmt = os.path.join(out_dir, "types-store.cmt")
+    shutil.copy2(store_cmt, saved_cmt)
+    os.remove(store_cmt)
     _, err = by_type()
     check("types: missing store.cmt: the hint names store.ml",
           any("hint: no .cmt for " in l and "store.ml" in l for l in err.splitlines()),
           err)
+    # Those answers are cached; a file other than a .cmt added to the
+    # directory keeps them (no helper run)...
+    with open(helper_log) as f:
+        runs = len(f.readlines())
+    with open(os.path.join(work, "unrelated.txt"), "w") as f:
+        f.write("not a .cmt\n")
+    _, err = by_type()
+    with open(helper_log) as f:
+        again = len(f.readlines())
+    check("types: an unrelated file added beside the .cmt files keeps the cached answers",
+          again == runs and "store.ml" in err, "%d helper runs" % (again - runs))
+    # ... but the .cmt coming back (as dune build @check writes an
+    # executable's after the build: an old modification time, so only the
+    # directory's listing tells) drops them: store.ml's sites are typed
+    # again, without the hint.
+    shutil.copy2(saved_cmt, store_cmt)
+    back, err = by_type()
+    keys = [row["key"] for row in back["rows"]]
+    check("types: store.cmt back (its old mtime): the cached \"no .cmt\" answers are "
+          "dropped, Store.entry typed again, no missing hint",
+          "Store.entry" in keys and not any("no .cmt for store.ml" in k for k in keys)
+          and "hint: no .cmt" not in err, err + str(keys)[:400])
     test_types_views(check, tool, run, out_dir, here, ocamlopt, other_install(ocamlopt),
                      helper_log)
 

@@ -38,6 +38,10 @@
                              program's is another one
      read FILE               a .cmt or source file read (the answers hold
                              while these files do not change)
+     listing DEPTH HASH DIR  a directory searched DEPTH levels deep and the
+                             hash of its .cmt files' and subdirectories'
+                             names (see [listings]): the answers hold while
+                             it stays the same
 
    and for heap snapshots, when the input ends too:
      field MODULE INDEX NAME TID   field INDEX of MODULE's global block
@@ -81,18 +85,57 @@ let module_key base =
   in
   String.lowercase_ascii base
 
-let rec scan_dir depth dir =
+(* The .cmt files read and the sources checked: the caller's cache of the
+   answers holds while none of them changes. *)
+let files_read = Hashtbl.create 64
+
+(* What each directory searched held that the search depends on, by
+   (directory, depth): its .cmt files' names and, when DEPTH > 0, the
+   subdirectories it went down into (NAME/), sorted, each ended by a
+   newline, hashed with 64-bit FNV-1a.  The caller's cache holds while
+   these listings stay the same (tools/analyses/types.c computes the
+   same hash): a .cmt that appears or disappears, such as the one
+   dune build @check writes for an executable, drops it, as an answer
+   "no .cmt" or a generic type for lack of a caller's .cmt may then be
+   wrong; any other file may come and go. *)
+let listings : (string * int, string) Hashtbl.t = Hashtbl.create 64
+
+let fnv1a64 names =
+  let h = ref 0xcbf29ce484222325L in
+  let byte c = h := Int64.mul (Int64.logxor !h (Int64.of_int (Char.code c))) 0x100000001b3L in
+  List.iter (fun n -> String.iter byte n; byte '\n') names;
+  Printf.sprintf "%016Lx" !h
+
+(* Each entry of [dir] that a search DEPTH levels deep uses: its .cmt
+   files and, when DEPTH > 0, its subdirectories, sorted. *)
+let searched_entries depth dir =
   match Sys.readdir dir with
-  | exception Sys_error _ -> ()
+  | exception Sys_error _ -> None
   | entries ->
     Array.sort compare entries;
-    Array.iter
-      (fun e ->
-        let p = Filename.concat dir e in
-        if Filename.check_suffix e ".cmt" then Hashtbl.add cmt_index (module_key e) p
-        else if depth > 0 && e <> ".git" && e <> "node_modules"
-                && (try Sys.is_directory p with Sys_error _ -> false)
-        then scan_dir (depth - 1) p)
+    Some
+      (List.filter_map
+         (fun e ->
+           if Filename.check_suffix e ".cmt" then Some (`Cmt e)
+           else if depth > 0 && e <> ".git" && e <> "node_modules"
+                   && (try Sys.is_directory (Filename.concat dir e) with Sys_error _ -> false)
+           then Some (`Dir e)
+           else None)
+         (Array.to_list entries))
+
+let note_listing depth dir entries =
+  Hashtbl.replace listings (dir, depth)
+    (fnv1a64 (List.sort compare (List.map (function `Cmt e -> e | `Dir e -> e ^ "/") entries)))
+
+let rec scan_dir depth dir =
+  match searched_entries depth dir with
+  | None -> ()
+  | Some entries ->
+    note_listing depth dir entries;
+    List.iter
+      (function
+        | `Cmt e -> Hashtbl.add cmt_index (module_key e) (Filename.concat dir e)
+        | `Dir e -> scan_dir (depth - 1) (Filename.concat dir e))
       entries
 
 (* The parts of [s] between its "__" (Stdlib__In_channel: Stdlib,
@@ -219,10 +262,6 @@ let index_structure (str : Typedtree.structure) unit_path =
                                    module_expr } in
   it.structure it str;
   (exprs, qualify, calls)
-
-(* The .cmt files read and the sources checked: the caller's cache of the
-   answers holds while none of them changes. *)
-let files_read = Hashtbl.create 64
 
 let digest_file path =
   match Digest.file path with
@@ -930,7 +969,18 @@ let () =
   (try
      while true do
        match String.split_on_char '\t' (input_line stdin) with
-       | [ "dir"; depth; path ] -> scan_dir (int_of_string depth) path
+       | [ "dir"; depth; path ] ->
+         (* A directory that does not exist (yet): the listing of its
+            nearest existing ancestor changes when it is made. *)
+         let rec existing d =
+           let p = Filename.dirname d in
+           if Sys.file_exists d || p = d then d else existing p
+         in
+         if not (Sys.file_exists path) then begin
+           let a = existing path in
+           Option.iter (note_listing 1 a) (searched_entries 1 a)
+         end;
+         scan_dir (int_of_string depth) path
        | [ "version"; v ] -> if v <> Sys.ocaml_version then foreign := Some v
        | "chain" :: key :: frames ->
          scan_stdlib ();
@@ -967,4 +1017,5 @@ let () =
   Hashtbl.iter (fun f () -> Printf.printf "missing\t%s\n" f) missing_files;
   Hashtbl.iter (fun p () -> Printf.printf "stale\t%s\n" p) stale_cmts;
   if !foreign <> None then Printf.printf "foreign\t%s\n" Sys.ocaml_version;
-  Hashtbl.iter (fun p () -> Printf.printf "read\t%s\n" p) files_read
+  Hashtbl.iter (fun p () -> Printf.printf "read\t%s\n" p) files_read;
+  Hashtbl.iter (fun (d, depth) h -> Printf.printf "listing\t%d\t%s\t%s\n" depth h d) listings
