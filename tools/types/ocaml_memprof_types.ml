@@ -57,9 +57,9 @@
                              one block layout of type TID: its tag, size
                              and each field's edge name and type number
 
-   LINE, START and END are a trace location's: START and END count
-   characters from the beginning of LINE (END may lie beyond it), as the
-   compiler's debug information does. *)
+   LINE, START and END are a trace location's: START counts characters
+   from the beginning of LINE, END from the beginning of the line the
+   expression ends on (not given), as the runtime's loc_end_chr does. *)
 
 open Types
 
@@ -177,10 +177,11 @@ type binding = { name : string; scheme : type_expr; toplevel : bool }
 
 type unit_info = {
   cmt_path : string;
-  (* Expressions by exact location (line, start, end) of [file], each
-     with the innermost let-binding enclosing it (the function whose
-     scheme its free variables belong to). *)
-  exprs : (int * int * int, Typedtree.expression * binding option) Hashtbl.t;
+  (* Expressions by location as a trace gives it (line, start, end: see
+     [source_location_key]), each with the innermost let-binding enclosing
+     it (the function whose scheme its free variables belong to) and the
+     line it ends on. *)
+  exprs : (int * int * int, Typedtree.expression * binding option * int) Hashtbl.t;
   (* The applications of function g in the binding of f, by (f, g): the
      type g is applied at there, and f's binding. *)
   calls : (string * string, type_expr * binding) Hashtbl.t;
@@ -194,9 +195,17 @@ type lookup = Unit of unit_info | Missing | Stale of string
 let stale_cmts = Hashtbl.create 16
 let missing_files = Hashtbl.create 16
 
+(* A trace's location: the start line, the start column and the end
+   column *on the end line*, which the trace does not give (the tracer
+   records the runtime's loc_end_chr, as upstream's backtraces print it,
+   not loc_end_offset, Printexc's end_char).  So an expression spanning
+   lines (a closure, fun x -> ... over three lines) is found by the
+   column its last line ends at; two expressions of one start and end
+   column but different end lines are told apart by nothing ([exprs_at]
+   gives up on them). *)
 let source_location_key (loc : Location.t) =
   let s = loc.loc_start and e = loc.loc_end in
-  (s.pos_lnum, s.pos_cnum - s.pos_bol, e.pos_cnum - s.pos_bol)
+  (s.pos_lnum, s.pos_cnum - s.pos_bol, e.pos_cnum - e.pos_bol)
 
 let index_structure (str : Typedtree.structure) unit_path =
   let exprs = Hashtbl.create 4096 and qualify = Ident.Tbl.create 64 in
@@ -206,13 +215,13 @@ let index_structure (str : Typedtree.structure) unit_path =
   let expr sub (e : Typedtree.expression) =
     if not e.exp_loc.loc_ghost then
       Hashtbl.add exprs (source_location_key e.exp_loc)
-        (e, match !bindings with t :: _ -> Some t | [] -> None);
+        (e, (match !bindings with t :: _ -> Some t | [] -> None), e.exp_loc.loc_end.pos_lnum);
     (* A first-class module's block is its structure's: its allocation has
        the structure's location. *)
     (match e.exp_desc with
      | Texp_pack me when not me.mod_loc.loc_ghost ->
        Hashtbl.add exprs (source_location_key me.mod_loc)
-         (e, match !bindings with t :: _ -> Some t | [] -> None)
+         (e, (match !bindings with t :: _ -> Some t | [] -> None), me.mod_loc.loc_end.pos_lnum)
      | _ -> ());
     (match e.exp_desc, !bindings with
      | Texp_apply ({ exp_desc = Texp_ident (p, _, _); exp_type; _ }, _), b :: _ ->
@@ -225,6 +234,14 @@ let index_structure (str : Typedtree.structure) unit_path =
   let value_binding sub (vb : Typedtree.value_binding) =
     match vb.vb_expr.exp_desc, Typedtree.pat_bound_idents vb.vb_pat with
     | Texp_function _, [ id ] ->
+      (* The closure of let f x = ... is allocated by the function around
+         it, whose variables its type has: indexed with that binding, and
+         first (the iterator adds it again, inside f's).  Its location is
+         ghost (from the first parameter to the body's end) but the
+         compiler's debug information has it. *)
+      let e = vb.vb_expr in
+      Hashtbl.add exprs (source_location_key e.exp_loc)
+        (e, (match !bindings with t :: _ -> Some t | [] -> None), e.exp_loc.loc_end.pos_lnum);
       let toplevel = !bindings = [] && Path.same !prefix unit_path in
       bindings := { name = Ident.name id; scheme = vb.vb_pat.pat_type; toplevel } :: !bindings;
       default_iterator.value_binding sub vb;
@@ -343,11 +360,25 @@ let rec qualify_path u (p : Path.t) : Path.t =
    types), with the unit's paths qualified.  Later steps link the copies'
    variables; the .cmt's own types are never changed. *)
 let copy_types u tys =
-  let seen = Hashtbl.create 64 in
+  let seen = Hashtbl.create 64 and locals = Ident.Tbl.create 8 in
   let rec copy ty =
     match Hashtbl.find_opt seen (get_id ty) with
     | Some c -> c
     | None ->
+      match get_desc ty with
+      | Tconstr (Pident id, [], _) when not (Ident.global id) && not (Ident.Tbl.mem u.qualify id) ->
+        (* A locally abstract type (fun (type x) ..., let rec f : type x. ...),
+           maybe equal to another in a GADT match's branch: the function's
+           type variable, which no caller instantiates (the function's
+           scheme has its own); printed 'x, never as the meaningless x. *)
+        (match Ident.Tbl.find_opt locals id with
+         | Some v -> v
+         | None ->
+           let v = Btype.newgenty (Tvar (Some (Ident.name id))) in
+           Ident.Tbl.add locals id v;
+           Hashtbl.add seen (get_id ty) v;
+           v)
+      | _ ->
       let stub = Btype.newgenstub ~scope:Ident.highest_scope in
       Hashtbl.add seen (get_id ty) stub;
       let desc =
@@ -435,10 +466,55 @@ let allocates (e : Typedtree.expression) =
   | Texp_extension_constructor _ -> true
   | _ -> false
 
+(* The expressions at frame [f]'s location, outermost first; none when
+   they end on different lines (which of them the frame is, the trace
+   does not say: see [source_location_key]). *)
+let ambiguous = ref false
+
 let exprs_at u f =
-  List.rev (Hashtbl.find_all u.exprs (f.line, f.start, f.stop))
+  match List.rev (Hashtbl.find_all u.exprs (f.line, f.start, f.stop)) with
+  | (_, _, l) :: rest as all when List.exists (fun (_, _, l') -> l' <> l) rest ->
+    ignore all; ambiguous := true; []
+  | all -> List.map (fun (e, b, _) -> (e, b)) all
 
 type allocation = Found of unit_info * type_expr * binding option | Failed of string
+
+(* A locally abstract type: x of fun (type x) ... or let rec f : type x. ... *)
+let local_abstract u ty =
+  match get_desc ty with
+  | Tconstr (Pident id, [], _) -> not (Ident.global id) && not (Ident.Tbl.mem u.qualify id)
+  | _ -> false
+
+(* The type of [e]; for a function whose type is a locally abstract type
+   x (its branch of a GADT match knows x = z -> a: CamlinternalFormat's
+   fun x -> ... closures), the function type of its parameters and body,
+   z -> a, equal to it there.  (Its locally abstract types then print as
+   variables: see [copy_types].) *)
+let closure_type u (e : Typedtree.expression) =
+  match e.exp_desc with
+  | Texp_function (params, body) when local_abstract u e.exp_type ->
+    let param (p : Typedtree.function_param) =
+      match p.fp_arg_label, p.fp_kind with
+      | (Nolabel | Labelled _), Tparam_pat pat -> Some (p.fp_arg_label, pat.pat_type)
+      | Optional _, Tparam_pat pat -> Some (p.fp_arg_label, pat.pat_type)
+      | Optional _, Tparam_optional_default (pat, _) ->
+        Some (p.fp_arg_label, Predef.type_option pat.pat_type)
+      | _ -> None
+    in
+    let last =
+      match body with
+      | Tfunction_body b -> Some (None, b.exp_type)
+      | Tfunction_cases { cases = c :: _; _ } -> Some (Some c.c_lhs.pat_type, c.c_rhs.exp_type)
+      | Tfunction_cases _ -> None
+    in
+    let params = List.map param params in
+    (match last with
+     | Some (extra, result) when List.for_all Option.is_some params ->
+       let arrow (l, a) r = Btype.newgenty (Tarrow (l, a, r, commu_ok)) in
+       let result = match extra with Some a -> arrow (Nolabel, a) result | None -> result in
+       List.fold_right (fun p r -> arrow (Option.get p) r) params result
+     | _ -> e.exp_type)
+  | _ -> e.exp_type
 
 let allocation_at f =
   examine f;
@@ -446,12 +522,16 @@ let allocation_at f =
   | Missing -> Failed ("no .cmt for " ^ f.file)
   | Stale p -> Failed ("stale .cmt: " ^ p)
   | Unit u ->
+    ambiguous := false;
     match List.find_opt (fun (e, _) -> allocates e) (exprs_at u f) with
-    | Some (e, binding) -> Found (u, e.exp_type, binding)
+    | Some (e, binding) -> Found (u, closure_type u e, binding)
     | None ->
       (* Not the frame's function: an answer depends on the frames' keys
          (file and location) only. *)
-      Failed (Printf.sprintf "no expression at %s in %s" (describe f) u.cmt_path)
+      if !ambiguous then
+        Failed (Printf.sprintf "expressions ending on different lines at %s in %s"
+                  (describe f) u.cmt_path)
+      else Failed (Printf.sprintf "no expression at %s in %s" (describe f) u.cmt_path)
 
 (* At caller frame [f], the application of a named function: its name,
    the type it is applied at, and the binding around the application. *)
@@ -538,7 +618,61 @@ let rec resolve_type frames =
         | _ -> ty
       in
       let ty, binding = copy_with_binding u ty binding in
-      Ok (up u ty binding callers)
+      let ty = up u ty binding callers in
+      if Filename.basename alloc.file = "camlinternalFormat.ml" then printf_acc ty callers;
+      Ok ty
+
+(* Printf's and Format's accumulator, (b, c) CamlinternalFormat.acc, is
+   built while a format of type (a, b, c, d, e, f) format6 is printed:
+   make_printf's type gives the accumulator the format's b and c.  Which
+   format, when the stack does not go up to a function that names them?
+   When the first caller with a location applies one of the printing
+   functions below, that application's format: any other printing in
+   between would have a frame there (a %a or %t printer is called from
+   CamlinternalFormat, Printf or Format code that goes on after it).
+   Never for the functions that take a continuation (ksprintf, kfprintf,
+   kasprintf...): their continuation, called last, may end with a tail
+   call to another printing, whose frames then vanish, leaving the
+   ksprintf's caller as the first frame for an accumulator of another
+   format (Printf.ksprintf (fun s -> Printf.eprintf "%s\n" s)). *)
+and printf_acc ty callers =
+  let is_var t = match get_desc t with Tvar _ -> true | _ -> false in
+  let printers =
+    [ ["Printf"], ["printf"; "eprintf"; "fprintf"; "sprintf"; "bprintf"];
+      ["Format"], ["printf"; "eprintf"; "fprintf"; "sprintf"; "asprintf"; "dprintf"] ]
+  in
+  let printer (p : Path.t) =
+    match p with
+    | Pdot (Pdot (Pident std, m), f) when Ident.global std && Ident.name std = "Stdlib" ->
+      List.exists (fun (ms, fs) -> List.mem m ms && List.mem f fs) printers
+    | Pdot (Pident m, f) when Ident.global m ->
+      List.exists (fun (ms, fs) ->
+          List.exists (fun m' -> Ident.name m = "Stdlib__" ^ m') ms && List.mem f fs) printers
+    | _ -> false
+  in
+  match get_desc ty, callers with
+  | Tconstr (p, [ b; c ], _), f :: _
+    when Path.name p = "CamlinternalFormat.acc" && is_var b && is_var c ->
+    (match application_at f with
+     | Some (fp, u', applied, _) when printer fp ->
+       let rec formats t =
+         match get_desc t with
+         | Tarrow (_, a, r, _) ->
+           (match get_desc a with
+            | Tconstr (q, _ :: fb :: fc :: _, _)
+              when List.mem (Path.last q) [ "format"; "format4"; "format6" ] ->
+              (fb, fc) :: formats r
+            | _ -> formats r)
+         | _ -> []
+       in
+       (match formats applied with
+        | [ (fb, fc) ] ->
+          (match copy_types u' [ fb; fc ] with
+           | [ fb; fc ] -> link_type b fb; link_type c fc
+           | _ -> ())
+        | _ -> ())
+     | _ -> ())
+  | _ -> ()
 
 (* CamlinternalOO builds objects as Obj.t: an object's type is that of the
    program's expression around the allocation (object ... end, new c, or
