@@ -230,6 +230,21 @@ def test_types_printf(check, tool, run, out_dir, here, ocamlopt):
           "before multi-line locations and Printf's accumulators)" % (100 * share),
           share >= 0.75, json.dumps(rows[:8])[:600])
 
+    # A same-named wrapper that tail-calls Hashtbl.add: its type is not
+    # Hashtbl.add's (the previous helper said (int, 'a) bucketlist).
+    shutil.copy(os.path.join(here, "types", "tailwrap.ml"), work)
+    r = run([ocamlopt, "-g", "-bin-annot", "tailwrap.ml", "-o", "tailwrap.exe"], cwd=work)
+    trace = os.path.join(work, "w.trace")
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-2,memprof_seed=1" % trace)
+    r2 = run([os.path.join(work, "tailwrap.exe")], env=env, cwd=work) if r.returncode == 0 else r
+    r3 = tool("top", "--by", "type", "--json", "-n", "0", trace) if r2.returncode == 0 else r2
+    keys = [row["key"] for row in json.loads(r3.stdout)["rows"]] if r3.returncode == 0 else []
+    buckets = [k for k in keys if k.endswith("Hashtbl.bucketlist")]
+    check("types printf: a wrapper add tail-calling Hashtbl.add: the buckets are "
+          "(string, int * int) Stdlib.Hashtbl.bucketlist, never typed by the wrapper's own type",
+          buckets == ["(string, int * int) Stdlib.Hashtbl.bucketlist"],
+          r.stderr[-300:] + r2.stderr[-300:] + str(keys))
+
     # Two allocations that one trace location names: unknown, never either.
     shutil.copy(os.path.join(here, "types", "ambiguous.ml"), work)
     r = run([ocamlopt, "-g", "-bin-annot", "-inline", "0", "ambiguous.ml", "-o", "ambiguous.exe"],

@@ -171,20 +171,31 @@ let public_ident id =
 
 (* ---- one .cmt, loaded once ---- *)
 
-(* [toplevel]: bound at the top of its unit (not in a module, functor or
-   function). *)
-type binding = { name : string; scheme : type_expr; toplevel : bool }
+(* [id]: the function's identifier, which a call in its unit names (a
+   name alone may be another function's); [toplevel]: bound at the top of
+   its unit (not in a module, functor or function). *)
+type binding = {
+  id : Ident.t;
+  name : string;
+  scheme : type_expr;
+  toplevel : bool;
+  (* Bound at the top of the unit's structure or of a submodule's (not in
+     a functor, not inside another let): the submodule's path (Promise
+     for Store.Promise.make; [] at the top). *)
+  modpath : string list option;
+}
 
 type unit_info = {
   cmt_path : string;
+  modname : string;   (* the unit's name: Stdlib__Hashtbl *)
   (* Expressions by location as a trace gives it (line, start, end: see
      [source_location_key]), each with the innermost let-binding enclosing
      it (the function whose scheme its free variables belong to) and the
      line it ends on. *)
   exprs : (int * int * int, Typedtree.expression * binding option * int) Hashtbl.t;
   (* The applications of function g in the binding of f, by (f, g): the
-     type g is applied at there, and f's binding. *)
-  calls : (string * string, type_expr * binding) Hashtbl.t;
+     type g is applied at there, f's binding and g's path there. *)
+  calls : (string * string, type_expr * binding * Path.t) Hashtbl.t;
   (* Where the identifiers of types and modules defined in the unit are
      visible from outside: [t] of [module M] in foo.ml is Foo.M.t. *)
   qualify : Path.t Ident.Tbl.t;
@@ -210,7 +221,7 @@ let source_location_key (loc : Location.t) =
 let index_structure (str : Typedtree.structure) unit_path =
   let exprs = Hashtbl.create 4096 and qualify = Ident.Tbl.create 64 in
   let calls = Hashtbl.create 1024 in
-  let bindings = ref [] and prefix = ref unit_path in
+  let bindings = ref [] and prefix = ref unit_path and depth = ref 0 in
   let open Tast_iterator in
   let expr sub (e : Typedtree.expression) =
     if not e.exp_loc.loc_ghost then
@@ -225,7 +236,7 @@ let index_structure (str : Typedtree.structure) unit_path =
      | _ -> ());
     (match e.exp_desc, !bindings with
      | Texp_apply ({ exp_desc = Texp_ident (p, _, _); exp_type; _ }, _), b :: _ ->
-       Hashtbl.add calls (b.name, Path.last p) (exp_type, b)
+       Hashtbl.add calls (b.name, Path.last p) (exp_type, b, p)
      | _ -> ());
     default_iterator.expr sub e
   in
@@ -242,11 +253,25 @@ let index_structure (str : Typedtree.structure) unit_path =
       let e = vb.vb_expr in
       Hashtbl.add exprs (source_location_key e.exp_loc)
         (e, (match !bindings with t :: _ -> Some t | [] -> None), e.exp_loc.loc_end.pos_lnum);
-      let toplevel = !bindings = [] && Path.same !prefix unit_path in
-      bindings := { name = Ident.name id; scheme = vb.vb_pat.pat_type; toplevel } :: !bindings;
+      (* Bound at the top of a structure (not inside any let): the path
+         of its module inside the unit, unless it is a functor's. *)
+      let modpath =
+        let rec rel (p : Path.t) =
+          if Path.same p unit_path then Some []
+          else match p with Pdot (q, m) -> Option.map (fun l -> l @ [ m ]) (rel q) | _ -> None
+        in
+        if !depth = 0 then rel !prefix else None
+      in
+      bindings := { id; name = Ident.name id; scheme = vb.vb_pat.pat_type;
+                    toplevel = modpath = Some []; modpath } :: !bindings;
+      incr depth;
       default_iterator.value_binding sub vb;
+      decr depth;
       bindings := List.tl !bindings
-    | _ -> default_iterator.value_binding sub vb
+    | _ ->
+      incr depth;
+      default_iterator.value_binding sub vb;
+      decr depth
   in
   let type_declaration sub (td : Typedtree.type_declaration) =
     Ident.Tbl.add qualify td.typ_id (Path.Pdot (!prefix, Ident.name td.typ_id));
@@ -275,8 +300,21 @@ let index_structure (str : Typedtree.structure) unit_path =
       prefix := saved
     | _ -> default_iterator.module_expr sub me
   in
+  (* A class defines types too (c, its object type): named from outside
+     as types are, and so never taken for a locally abstract type. *)
+  let class_infos : 'a. 'a Typedtree.class_infos -> unit = fun ci ->
+    List.iter
+      (fun id -> Ident.Tbl.add qualify id (Path.Pdot (!prefix, Ident.name id)))
+      [ ci.ci_id_class; ci.ci_id_class_type; ci.ci_id_object ]
+  in
+  let class_declaration sub cd = class_infos cd; default_iterator.class_declaration sub cd in
+  let class_description sub cd = class_infos cd; default_iterator.class_description sub cd in
+  let class_type_declaration sub cd =
+    class_infos cd; default_iterator.class_type_declaration sub cd
+  in
   let it = { default_iterator with expr; value_binding; type_declaration; module_binding;
-                                   module_expr } in
+                                   module_expr; class_declaration; class_description;
+                                   class_type_declaration } in
   it.structure it str;
   (exprs, qualify, calls)
 
@@ -335,7 +373,7 @@ let load_unit file =
            | Implementation str ->
              let unit_path = public_ident (Ident.create_persistent cmt.cmt_modname) in
              let exprs, qualify, calls = index_structure str unit_path in
-             Unit { cmt_path = path; exprs; qualify; calls }
+             Unit { cmt_path = path; modname = cmt.cmt_modname; exprs; qualify; calls }
            | _ -> first rest)
     in
     let u = first candidates in
@@ -548,6 +586,34 @@ let application_at f =
         | _ -> None)
       (exprs_at u f)
 
+(* The units and modules of path [q] (Stdlib.Hashtbl, Pagecache.Request,
+   or dune's Pagecache__.Request), to compare with a unit's name split
+   the same way (Stdlib__Hashtbl, Pagecache__Request; Dune__exe__M is M). *)
+let rec path_comps : Path.t -> string list option = function
+  | Pident m when Ident.global m -> Some (split_double_underscore (strip_dune_exe (Ident.name m)))
+  | Pdot (q, s) -> Option.map (fun l -> l @ [ s ]) (path_comps q)
+  | _ -> None
+
+let unit_comps u = split_double_underscore (strip_dune_exe u.modname)
+
+(* Whether module path [q] names the module of binding [b] of unit [u]
+   (Store.Promise for make of module Promise of store.ml). *)
+let names_module (q : Path.t) u (b : binding) =
+  match b.modpath with
+  | Some m -> path_comps q = Some (unit_comps u @ m)
+  | None -> false
+
+(* Whether [p], a function applied in unit [u'], is the function of
+   binding [b] of unit [u]: its identifier in the same unit, or a
+   toplevel function of [u] named through units.  Never by its name
+   alone: another unit's add (a wrapper that tail-calls Hashtbl.add)
+   would lend its type to Hashtbl.add's variables. *)
+let refers_to u (b : binding) u' (p : Path.t) =
+  match p with
+  | Pident id -> u'.cmt_path = u.cmt_path && Ident.same id b.id
+  | Pdot (q, name) -> name = b.name && names_module q u b
+  | _ -> false
+
 (* [ty] and the scheme of [binding] copied together: their variables are
    the same. *)
 let copy_with_binding u ty binding =
@@ -583,28 +649,28 @@ let rec resolve_type frames =
         match binding, callers with
         | Some b, f :: rest when has_variables ty ->
           (match application_at f with
-           | Some (p, u', applied, outer) when Path.last p = b.name ->
+           | Some (p, u', applied, outer) when refers_to u b u' p ->
              let applied, outer = copy_with_binding u' applied outer in
              bind_variables b.scheme applied;
              up u' ty outer rest
            | Some (p, u', applied, outer) ->
-             (* A function of another unit, named through units only
-                (Stdlib.Hashtbl.replace), is one of its toplevel ones
-                (hashtbl.ml has a replace in its functor too). *)
-             let rec through_units : Path.t -> bool = function
-               | Pident m -> Ident.global m
-               | Pdot (q, _) -> through_units q
-               | _ -> false
-             in
+             (* The applied function F (u''s g, or a toplevel function of
+                the allocation's unit named through units, Stdlib.Hashtbl.
+                replace) applies the allocating one at exactly one place. *)
              let in_unit, candidates =
                match p with
-               | Pident _ -> u', Hashtbl.find_all u'.calls (Path.last p, b.name)
-               | Pdot (q, _) when through_units q ->
-                 u, List.filter (fun (_, (c : binding)) -> c.toplevel)
+               | Pident id ->
+                 u', List.filter (fun (_, (c : binding), _) -> Ident.same c.id id)
+                       (Hashtbl.find_all u'.calls (Path.last p, b.name))
+               | Pdot (q, _) ->
+                 u, List.filter (fun (_, (c : binding), _) -> names_module q u c)
                       (Hashtbl.find_all u.calls (Path.last p, b.name))
                | _ -> u, []
              in
-             (match candidates with
+             let candidates =
+               List.filter (fun (_, _, callee) -> refers_to u b in_unit callee) candidates
+             in
+             (match List.map (fun (call, c, _) -> (call, c)) candidates with
               | [ (call, tail_caller) ] ->
                 let call, tail_caller = copy_with_binding in_unit call (Some tail_caller) in
                 bind_variables b.scheme call;
@@ -779,7 +845,8 @@ let load_snap_unit modname =
                | exception _ -> None
                | c -> Hashtbl.replace files_read cmi (); Some c.cmi_sign
              in
-             Ok { info = { cmt_path = path; exprs; qualify; calls }; str; decls; applied; sign }
+             Ok { info = { cmt_path = path; modname = cmt.cmt_modname; exprs; qualify; calls };
+                  str; decls; applied; sign }
            | _ -> first rest)
     in
     let u = first (List.rev (Hashtbl.find_all cmt_index (module_key modname))) in
