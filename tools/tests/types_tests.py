@@ -244,6 +244,9 @@ def test_types_printf(check, tool, run, out_dir, here, ocamlopt):
           "(string, int * int) Stdlib.Hashtbl.bucketlist, never typed by the wrapper's own type",
           buckets == ["(string, int * int) Stdlib.Hashtbl.bucketlist"],
           r.stderr[-300:] + r2.stderr[-300:] + str(keys))
+    check("types printf: SM.add (module SM = Map.Make (String)) instantiates Map.Make's "
+          "add: float Stdlib.Map.Make(Ord).t",
+          "float Stdlib.Map.Make(Ord).t" in keys, str(keys))
 
     # Two allocations that one trace location names: unknown, never either.
     shutil.copy(os.path.join(here, "types", "ambiguous.ml"), work)

@@ -183,11 +183,17 @@ type binding = {
      a functor, not inside another let): the submodule's path (Promise
      for Store.Promise.make; [] at the top). *)
   modpath : string list option;
+  (* Bound at the top of a functor's body: the functor's path (Make for
+     Map.Make's add). *)
+  functor_body : string list option;
 }
 
 type unit_info = {
   cmt_path : string;
   modname : string;   (* the unit's name: Stdlib__Hashtbl *)
+  (* The last function of each name at the top of each module (false,
+     its path, name) and functor body (true, ...). *)
+  last_top : (bool * string list * string, Ident.t) Hashtbl.t;
   (* Expressions by location as a trace gives it (line, start, end: see
      [source_location_key]), each with the innermost let-binding enclosing
      it (the function whose scheme its free variables belong to) and the
@@ -222,6 +228,7 @@ let index_structure (str : Typedtree.structure) unit_path =
   let exprs = Hashtbl.create 4096 and qualify = Ident.Tbl.create 64 in
   let calls = Hashtbl.create 1024 in
   let bindings = ref [] and prefix = ref unit_path and depth = ref 0 in
+  let last_top = Hashtbl.create 256 in
   let open Tast_iterator in
   let expr sub (e : Typedtree.expression) =
     if not e.exp_loc.loc_ghost then
@@ -255,15 +262,23 @@ let index_structure (str : Typedtree.structure) unit_path =
         (e, (match !bindings with t :: _ -> Some t | [] -> None), e.exp_loc.loc_end.pos_lnum);
       (* Bound at the top of a structure (not inside any let): the path
          of its module inside the unit, unless it is a functor's. *)
-      let modpath =
-        let rec rel (p : Path.t) =
-          if Path.same p unit_path then Some []
-          else match p with Pdot (q, m) -> Option.map (fun l -> l @ [ m ]) (rel q) | _ -> None
-        in
-        if !depth = 0 then rel !prefix else None
+      let rec rel (p : Path.t) =
+        if Path.same p unit_path then Some []
+        else match p with Pdot (q, m) -> Option.map (fun l -> l @ [ m ]) (rel q) | _ -> None
       in
+      let modpath, functor_body =
+        if !depth > 0 then None, None
+        else match !prefix with
+          | Papply (f, Pident _) -> None, rel f
+          | p -> rel p, None
+      in
+      (* The last of its name there is the one the module exports. *)
+      (match modpath, functor_body with
+       | Some m, _ -> Hashtbl.replace last_top (false, m, Ident.name id) id
+       | _, Some m -> Hashtbl.replace last_top (true, m, Ident.name id) id
+       | None, None -> ());
       bindings := { id; name = Ident.name id; scheme = vb.vb_pat.pat_type;
-                    toplevel = modpath = Some []; modpath } :: !bindings;
+                    toplevel = modpath = Some []; modpath; functor_body } :: !bindings;
       incr depth;
       default_iterator.value_binding sub vb;
       decr depth;
@@ -316,7 +331,7 @@ let index_structure (str : Typedtree.structure) unit_path =
                                    module_expr; class_declaration; class_description;
                                    class_type_declaration } in
   it.structure it str;
-  (exprs, qualify, calls)
+  (exprs, qualify, calls, last_top)
 
 let digest_file path =
   match Digest.file path with
@@ -372,8 +387,8 @@ let load_unit file =
            match cmt.cmt_annots with
            | Implementation str ->
              let unit_path = public_ident (Ident.create_persistent cmt.cmt_modname) in
-             let exprs, qualify, calls = index_structure str unit_path in
-             Unit { cmt_path = path; modname = cmt.cmt_modname; exprs; qualify; calls }
+             let exprs, qualify, calls, last_top = index_structure str unit_path in
+             Unit { cmt_path = path; modname = cmt.cmt_modname; last_top; exprs; qualify; calls }
            | _ -> first rest)
     in
     let u = first candidates in
@@ -596,12 +611,28 @@ let rec path_comps : Path.t -> string list option = function
 
 let unit_comps u = split_double_underscore (strip_dune_exe u.modname)
 
-(* Whether module path [q] names the module of binding [b] of unit [u]
-   (Store.Promise for make of module Promise of store.ml). *)
-let names_module (q : Path.t) u (b : binding) =
-  match b.modpath with
-  | Some m -> path_comps q = Some (unit_comps u @ m)
-  | None -> false
+(* The functor that module [q] (a path in unit [u']) is an application
+   of, as written where it is defined (module SM = Map.Make (String):
+   Map.Make); set once the units' modules are indexed (load_snap_unit). *)
+let applied_functor : (unit_info -> Path.t -> Path.t option) ref = ref (fun _ _ -> None)
+
+(* Whether module path [q] (in unit [u']) names the module of binding [b]
+   of unit [u], which is the last of its name there: Store.Promise for
+   make of module Promise of store.ml; a module SM = Map.Make (String) for
+   the functions of Map.Make's body. *)
+let names_module u' (q : Path.t) u (b : binding) =
+  let last functor_body m =
+    match Hashtbl.find_opt u.last_top (functor_body, m, b.name) with
+    | Some id -> Ident.same id b.id
+    | None -> false
+  in
+  match b.modpath, b.functor_body with
+  | Some m, _ -> path_comps q = Some (unit_comps u @ m) && last false m
+  | None, Some m ->
+    (match !applied_functor u' q with
+     | Some f -> path_comps f = Some (unit_comps u @ m) && last true m
+     | None -> false)
+  | None, None -> false
 
 (* Whether [p], a function applied in unit [u'], is the function of
    binding [b] of unit [u]: its identifier in the same unit, or a
@@ -611,7 +642,7 @@ let names_module (q : Path.t) u (b : binding) =
 let refers_to u (b : binding) u' (p : Path.t) =
   match p with
   | Pident id -> u'.cmt_path = u.cmt_path && Ident.same id b.id
-  | Pdot (q, name) -> name = b.name && names_module q u b
+  | Pdot (q, name) -> name = b.name && names_module u' q u b
   | _ -> false
 
 (* [ty] and the scheme of [binding] copied together: their variables are
@@ -663,7 +694,7 @@ let rec resolve_type frames =
                  u', List.filter (fun (_, (c : binding), _) -> Ident.same c.id id)
                        (Hashtbl.find_all u'.calls (Path.last p, b.name))
                | Pdot (q, _) ->
-                 u, List.filter (fun (_, (c : binding), _) -> names_module q u c)
+                 u, List.filter (fun (_, (c : binding), _) -> names_module u' q u c)
                       (Hashtbl.find_all u.calls (Path.last p, b.name))
                | _ -> u, []
              in
@@ -836,7 +867,7 @@ let load_snap_unit modname =
            match cmt.cmt_annots with
            | Implementation str ->
              let unit_path = public_ident (Ident.create_persistent cmt.cmt_modname) in
-             let exprs, qualify, calls = index_structure str unit_path in
+             let exprs, qualify, calls, last_top = index_structure str unit_path in
              let decls = Hashtbl.create 64 and applied = Hashtbl.create 8 in
              index_decls decls applied "" str.str_items;
              let cmi = Filename.remove_extension path ^ ".cmi" in
@@ -845,13 +876,41 @@ let load_snap_unit modname =
                | exception _ -> None
                | c -> Hashtbl.replace files_read cmi (); Some c.cmi_sign
              in
-             Ok { info = { cmt_path = path; modname = cmt.cmt_modname; exprs; qualify; calls };
+             Ok { info = { cmt_path = path; modname = cmt.cmt_modname; last_top; exprs; qualify;
+                           calls };
                   str; decls; applied; sign }
            | _ -> first rest)
     in
     let u = first (List.rev (Hashtbl.find_all cmt_index (module_key modname))) in
     Hashtbl.replace snap_units modname u;
     u
+
+let () =
+  applied_functor :=
+    fun u' q ->
+      match q with
+      | Pident m when not (Ident.global m) ->
+        (match load_snap_unit u'.modname with
+         | Ok su -> Hashtbl.find_opt su.applied (Ident.name m)
+         | Error _ -> None)
+      | _ ->
+        match path_comps q with
+        | None -> None
+        | Some comps ->
+          let n = List.length comps in
+          let rec try_split i =
+            if i < 1 then None
+            else
+              let unit_name = String.concat "__" (List.filteri (fun k _ -> k < i) comps) in
+              let inner = String.concat "." (List.filteri (fun k _ -> k >= i) comps) in
+              match load_snap_unit unit_name with
+              | Ok su when Hashtbl.mem su.applied inner ->
+                (* The functor's path as written in that unit: through
+                   units, or one of its own (not followed). *)
+                Hashtbl.find_opt su.applied inner
+              | _ -> try_split (i - 1)
+          in
+          try_split (n - 1)
 
 (* The declaration of type [p] (qualified, as copy_types leaves it) and
    the unit that has it: Stdlib.Hashtbl.t is t of unit Stdlib__Hashtbl,
