@@ -23,6 +23,7 @@
    sharing its start and the reports of its failures (fork_helper,
    wait_helper). */
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -40,7 +41,7 @@
 #define FRAG_NO_LOCATION UINT32_MAX        /* a location without debug information */
 #define FRAG_STOP (UINT32_MAX - 1)         /* a frame that cannot be sent: the key ends */
 /* The cache's format, in its name's hash: another format is another file. */
-#define CACHE_FORMAT "prefix answers 1"
+#define CACHE_FORMAT "prefix answers 2"   /* 2: with the listings of the directories searched */
 
 /* The type of every chain whose first nfr frames are answer_frags[off..]
    (exact: of the chain of exactly these frames). */
@@ -352,10 +353,76 @@ static void forget_answers(types_map *m)
   m->foreign = NULL;
 }
 
+static int cmp_names(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The hash the helper gives directory [dir] searched [depth] levels deep
+   (tools/types/ocaml_memprof_types.ml, [listings]): its .cmt files' names
+   and, when [depth] > 0, its subdirectories' (other than .git and
+   node_modules) followed by '/', sorted, each ended by a newline, hashed
+   with 64-bit FNV-1a.  0 when it cannot be read. */
+static uint64_t listing_hash(const char *dir, int depth)
+{
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    const char *s = e->d_name;
+    size_t len = strlen(s);
+    int sub = 0;
+    if (!strcmp(s, ".") || !strcmp(s, "..")) continue;
+    if (len >= 4 && !strcmp(s + len - 4, ".cmt")) sub = 0;
+    else if (depth > 0 && strcmp(s, ".git") && strcmp(s, "node_modules")) {
+      if (e->d_type == DT_DIR) sub = 1;
+      else if (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) {
+        struct stat st;
+        char *p = xmalloc(strlen(dir) + len + 2);
+        sprintf(p, "%s/%s", dir, s);
+        sub = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+        free(p);
+      }
+      if (!sub) continue;
+    } else continue;
+    grow_array((void **)&names, &cap, n + 1, sizeof *names);
+    names[n] = xmalloc(len + 2);
+    memcpy(names[n], s, len);
+    if (sub) names[n][len++] = '/';
+    names[n++][len] = 0;
+  }
+  closedir(d);
+  qsort(names, n, sizeof *names, cmp_names);
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < n; i++) {
+    h = fnv1a64(h, names[i], strlen(names[i]));
+    h = fnv1a64(h, "\n", 1);
+    free(names[i]);
+  }
+  free(names);
+  return h;
+}
+
+/* Whether a cache line "listing DEPTH HASH DIR" still holds. */
+static int listing_holds(char *line)
+{
+  char *depth = line + 8, *hash = strchr(depth, '\t'), *dir = hash ? strchr(hash + 1, '\t') : NULL;
+  if (!dir) return 0;
+  *dir++ = 0;
+  dir[strcspn(dir, "\n")] = 0;
+  char *end;
+  unsigned long long want = strtoull(hash + 1, &end, 16);
+  return *end == 0 && end != hash + 1 && listing_hash(dir, atoi(depth)) == want;
+}
+
 /* Read the cache's answers, in one pass that also checks them: when a
    file they were read from (the "read" lines: .cmt files and sources)
-   changed after the cache was written, they are forgotten and the cache
-   removed. */
+   changed after the cache was written, or a directory searched for .cmt
+   files (the "listing" lines) got or lost a .cmt file or subdirectory
+   (an answer "no .cmt", or a generic type for lack of a caller's .cmt,
+   may be wrong then), they are forgotten and the cache removed. */
 static void load_cache(types_map *m)
 {
   struct stat cst, st;
@@ -366,6 +433,15 @@ static void load_cache(types_map *m)
   u64map_init(&checked, 256);
   int fresh = 1;
   while (fresh && getline(&m->line, &m->line_cap, f) > 0) {
+    if (!strncmp(m->line, "listing\t", 8)) {
+      /* Each run of the helper appended the same listings: checked once. */
+      m->line[strcspn(m->line, "\n")] = 0;
+      uint32_t id = intern(m, m->line);
+      if (u64map_get(&checked, id)) continue;
+      u64map_put(&checked, id, 1);
+      fresh = listing_holds(m->line);
+      continue;
+    }
     if (strncmp(m->line, "read\t", 5)) { read_answer(m, m->line); continue; }
     char *path = m->line + 5;
     path[strcspn(path, "\n")] = 0;

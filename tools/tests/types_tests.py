@@ -148,13 +148,121 @@ def test_types(check, tool, run, out_dir, here, ocamlopt, helper):
               for l in err.splitlines()), err)
 
     # A missing .cmt: its source files are named in the hint.
-    os.remove(os.path.join(work, "store.cmt"))
+    store_cmt = os.path.join(work, "store.cmt")
+    saved_cmt = os.path.join(out_dir, "types-store.cmt")
+    shutil.copy2(store_cmt, saved_cmt)
+    os.remove(store_cmt)
     _, err = by_type()
     check("types: missing store.cmt: the hint names store.ml",
           any("hint: no .cmt for " in l and "store.ml" in l for l in err.splitlines()),
           err)
+    # Those answers are cached; a file other than a .cmt added to the
+    # directory keeps them (no helper run)...
+    with open(helper_log) as f:
+        runs = len(f.readlines())
+    with open(os.path.join(work, "unrelated.txt"), "w") as f:
+        f.write("not a .cmt\n")
+    _, err = by_type()
+    with open(helper_log) as f:
+        again = len(f.readlines())
+    check("types: an unrelated file added beside the .cmt files keeps the cached answers",
+          again == runs and "store.ml" in err, "%d helper runs" % (again - runs))
+    # ... but the .cmt coming back (as dune build @check writes an
+    # executable's after the build: an old modification time, so only the
+    # directory's listing tells) drops them: store.ml's sites are typed
+    # again, without the hint.
+    shutil.copy2(saved_cmt, store_cmt)
+    back, err = by_type()
+    keys = [row["key"] for row in back["rows"]]
+    check("types: store.cmt back (its old mtime): the cached \"no .cmt\" answers are "
+          "dropped, Store.entry typed again, no missing hint",
+          "Store.entry" in keys and not any("no .cmt for store.ml" in k for k in keys)
+          and "hint: no .cmt" not in err, err + str(keys)[:400])
     test_types_views(check, tool, run, out_dir, here, ocamlopt, other_install(ocamlopt),
                      helper_log)
+    test_types_printf(check, tool, run, out_dir, here, ocamlopt)
+
+
+def test_types_printf(check, tool, run, out_dir, here, ocamlopt):
+    """tests/types/printfy.ml: Printf and Format at every step.  Most of
+    its bytes are Printf's and Format's own: CamlinternalFormat's
+    accumulators, whose type (b, c) acc the printing function applied by
+    the program fixes, and closures and records whose expressions span
+    several lines (the trace's end column is that of their last line)."""
+    work = os.path.join(out_dir, "types-printf")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    shutil.copy(os.path.join(here, "types", "printfy.ml"), work)
+    r = run([ocamlopt, "-g", "-bin-annot", "printfy.ml", "-o", "printfy.exe"], cwd=work)
+    check("types printf: compile tests/types/printfy.ml", r.returncode == 0, r.stderr[-500:])
+    if r.returncode != 0:
+        return
+    trace = os.path.join(work, "t.trace")
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-3,memprof_seed=1" % trace)
+    r = run([os.path.join(work, "printfy.exe"), "100000"], env=env, cwd=work)
+    check("types printf: traced run", r.returncode == 0, r.stderr[-300:])
+    if r.returncode != 0:
+        return
+    r = tool("top", "--by", "type", "--json", "-n", "0", trace)
+    rows = json.loads(r.stdout)["rows"] if r.returncode == 0 else []
+    keys = {row["key"]: row["alloc_bytes"] for row in rows}
+    total = sum(keys.values())
+    check("types printf: every allocation's expression found (no \"no expression at\": "
+          "multi-line closures and records, let-bound functions' closures)",
+          rows and not [k for k in keys if "no expression at" in k],
+          str([k for k in keys if k.startswith("unknown")])[:600])
+    want = ["(unit, string) CamlinternalFormat.acc", "(Buffer.t, unit) CamlinternalFormat.acc",
+            "(out_channel, unit) CamlinternalFormat.acc", "Printfy.entry", "int -> int -> int",
+            "Stdlib.Format.formatter"]
+    check("types printf: the accumulators of sprintf, bprintf and fprintf instantiated, the "
+          "multi-line record Printfy.entry, the local closure int -> int -> int, asprintf's "
+          "formatter", all(w in keys for w in want),
+          str([w for w in want if w not in keys]) + str(list(keys))[:600])
+    # A locally abstract type (make_printf's b and c, a GADT branch's x) is
+    # never printed as if it were a type: as a variable ('b) if at all.
+    bare = [k for k in keys if k == "x" or "(b, c)" in k]
+    check("types printf: no locally abstract type printed as a type (x, (b, c) acc)",
+          not bare, str(bare))
+    exact = sum(v for k, v in keys.items() if not imprecise(k) and k not in bare)
+    share = exact / total if total else 0
+    print("     types printf: %.1f %% of %.0f MB allocated typed exactly" % (100 * share, total / 1e6))
+    check("types printf: >= 75 %% of the allocated bytes typed exactly (%.1f %%; 53.8 %% "
+          "before multi-line locations and Printf's accumulators)" % (100 * share),
+          share >= 0.75, json.dumps(rows[:8])[:600])
+
+    # A same-named wrapper that tail-calls Hashtbl.add: its type is not
+    # Hashtbl.add's (the previous helper said (int, 'a) bucketlist).
+    shutil.copy(os.path.join(here, "types", "tailwrap.ml"), work)
+    r = run([ocamlopt, "-g", "-bin-annot", "tailwrap.ml", "-o", "tailwrap.exe"], cwd=work)
+    trace = os.path.join(work, "w.trace")
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-2,memprof_seed=1" % trace)
+    r2 = run([os.path.join(work, "tailwrap.exe")], env=env, cwd=work) if r.returncode == 0 else r
+    r3 = tool("top", "--by", "type", "--json", "-n", "0", trace) if r2.returncode == 0 else r2
+    keys = [row["key"] for row in json.loads(r3.stdout)["rows"]] if r3.returncode == 0 else []
+    buckets = [k for k in keys if k.endswith("Hashtbl.bucketlist")]
+    check("types printf: a wrapper add tail-calling Hashtbl.add: the buckets are "
+          "(string, int * int) Stdlib.Hashtbl.bucketlist, never typed by the wrapper's own type",
+          buckets == ["(string, int * int) Stdlib.Hashtbl.bucketlist"],
+          r.stderr[-300:] + r2.stderr[-300:] + str(keys))
+    check("types printf: SM.add (module SM = Map.Make (String)) instantiates Map.Make's "
+          "add: float Stdlib.Map.Make(Ord).t",
+          "float Stdlib.Map.Make(Ord).t" in keys, str(keys))
+
+    # Two allocations that one trace location names: unknown, never either.
+    shutil.copy(os.path.join(here, "types", "ambiguous.ml"), work)
+    r = run([ocamlopt, "-g", "-bin-annot", "-inline", "0", "ambiguous.ml", "-o", "ambiguous.exe"],
+            cwd=work)
+    trace = os.path.join(work, "a.trace")
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-2,memprof_seed=1" % trace)
+    r2 = run([os.path.join(work, "ambiguous.exe")], env=env, cwd=work) if r.returncode == 0 else r
+    r3 = tool("top", "--by", "type", "--json", "-n", "0", trace) if r2.returncode == 0 else r2
+    keys = [row["key"] for row in json.loads(r3.stdout)["rows"]] if r3.returncode == 0 else []
+    check("types printf: two tuples of one start and end column, ending on different lines: "
+          "unknown (expressions ending on different lines ...), neither tuple type",
+          any(k.startswith("unknown (expressions ending on different lines at ambiguous.ml:7:2-2")
+              for k in keys)
+          and "string * string" not in keys and "(string * string) * string" not in keys,
+          r.stderr[-300:] + r2.stderr[-300:] + str(keys))
 
 
 def other_install(ocamlopt):

@@ -38,6 +38,10 @@
                              program's is another one
      read FILE               a .cmt or source file read (the answers hold
                              while these files do not change)
+     listing DEPTH HASH DIR  a directory searched DEPTH levels deep and the
+                             hash of its .cmt files' and subdirectories'
+                             names (see [listings]): the answers hold while
+                             it stays the same
 
    and for heap snapshots, when the input ends too:
      field MODULE INDEX NAME TID   field INDEX of MODULE's global block
@@ -53,9 +57,9 @@
                              one block layout of type TID: its tag, size
                              and each field's edge name and type number
 
-   LINE, START and END are a trace location's: START and END count
-   characters from the beginning of LINE (END may lie beyond it), as the
-   compiler's debug information does. *)
+   LINE, START and END are a trace location's: START counts characters
+   from the beginning of LINE, END from the beginning of the line the
+   expression ends on (not given), as the runtime's loc_end_chr does. *)
 
 open Types
 
@@ -81,18 +85,57 @@ let module_key base =
   in
   String.lowercase_ascii base
 
-let rec scan_dir depth dir =
+(* The .cmt files read and the sources checked: the caller's cache of the
+   answers holds while none of them changes. *)
+let files_read = Hashtbl.create 64
+
+(* What each directory searched held that the search depends on, by
+   (directory, depth): its .cmt files' names and, when DEPTH > 0, the
+   subdirectories it went down into (NAME/), sorted, each ended by a
+   newline, hashed with 64-bit FNV-1a.  The caller's cache holds while
+   these listings stay the same (tools/analyses/types.c computes the
+   same hash): a .cmt that appears or disappears, such as the one
+   dune build @check writes for an executable, drops it, as an answer
+   "no .cmt" or a generic type for lack of a caller's .cmt may then be
+   wrong; any other file may come and go. *)
+let listings : (string * int, string) Hashtbl.t = Hashtbl.create 64
+
+let fnv1a64 names =
+  let h = ref 0xcbf29ce484222325L in
+  let byte c = h := Int64.mul (Int64.logxor !h (Int64.of_int (Char.code c))) 0x100000001b3L in
+  List.iter (fun n -> String.iter byte n; byte '\n') names;
+  Printf.sprintf "%016Lx" !h
+
+(* Each entry of [dir] that a search DEPTH levels deep uses: its .cmt
+   files and, when DEPTH > 0, its subdirectories, sorted. *)
+let searched_entries depth dir =
   match Sys.readdir dir with
-  | exception Sys_error _ -> ()
+  | exception Sys_error _ -> None
   | entries ->
     Array.sort compare entries;
-    Array.iter
-      (fun e ->
-        let p = Filename.concat dir e in
-        if Filename.check_suffix e ".cmt" then Hashtbl.add cmt_index (module_key e) p
-        else if depth > 0 && e <> ".git" && e <> "node_modules"
-                && (try Sys.is_directory p with Sys_error _ -> false)
-        then scan_dir (depth - 1) p)
+    Some
+      (List.filter_map
+         (fun e ->
+           if Filename.check_suffix e ".cmt" then Some (`Cmt e)
+           else if depth > 0 && e <> ".git" && e <> "node_modules"
+                   && (try Sys.is_directory (Filename.concat dir e) with Sys_error _ -> false)
+           then Some (`Dir e)
+           else None)
+         (Array.to_list entries))
+
+let note_listing depth dir entries =
+  Hashtbl.replace listings (dir, depth)
+    (fnv1a64 (List.sort compare (List.map (function `Cmt e -> e | `Dir e -> e ^ "/") entries)))
+
+let rec scan_dir depth dir =
+  match searched_entries depth dir with
+  | None -> ()
+  | Some entries ->
+    note_listing depth dir entries;
+    List.iter
+      (function
+        | `Cmt e -> Hashtbl.add cmt_index (module_key e) (Filename.concat dir e)
+        | `Dir e -> scan_dir (depth - 1) (Filename.concat dir e))
       entries
 
 (* The parts of [s] between its "__" (Stdlib__In_channel: Stdlib,
@@ -128,19 +171,37 @@ let public_ident id =
 
 (* ---- one .cmt, loaded once ---- *)
 
-(* [toplevel]: bound at the top of its unit (not in a module, functor or
-   function). *)
-type binding = { name : string; scheme : type_expr; toplevel : bool }
+(* [id]: the function's identifier, which a call in its unit names (a
+   name alone may be another function's); [toplevel]: bound at the top of
+   its unit (not in a module, functor or function). *)
+type binding = {
+  id : Ident.t;
+  name : string;
+  scheme : type_expr;
+  toplevel : bool;
+  (* Bound at the top of the unit's structure or of a submodule's (not in
+     a functor, not inside another let): the submodule's path (Promise
+     for Store.Promise.make; [] at the top). *)
+  modpath : string list option;
+  (* Bound at the top of a functor's body: the functor's path (Make for
+     Map.Make's add). *)
+  functor_body : string list option;
+}
 
 type unit_info = {
   cmt_path : string;
-  (* Expressions by exact location (line, start, end) of [file], each
-     with the innermost let-binding enclosing it (the function whose
-     scheme its free variables belong to). *)
-  exprs : (int * int * int, Typedtree.expression * binding option) Hashtbl.t;
+  modname : string;   (* the unit's name: Stdlib__Hashtbl *)
+  (* The last function of each name at the top of each module (false,
+     its path, name) and functor body (true, ...). *)
+  last_top : (bool * string list * string, Ident.t) Hashtbl.t;
+  (* Expressions by location as a trace gives it (line, start, end: see
+     [source_location_key]), each with the innermost let-binding enclosing
+     it (the function whose scheme its free variables belong to) and the
+     line it ends on. *)
+  exprs : (int * int * int, Typedtree.expression * binding option * int) Hashtbl.t;
   (* The applications of function g in the binding of f, by (f, g): the
-     type g is applied at there, and f's binding. *)
-  calls : (string * string, type_expr * binding) Hashtbl.t;
+     type g is applied at there, f's binding and g's path there. *)
+  calls : (string * string, type_expr * binding * Path.t) Hashtbl.t;
   (* Where the identifiers of types and modules defined in the unit are
      visible from outside: [t] of [module M] in foo.ml is Foo.M.t. *)
   qualify : Path.t Ident.Tbl.t;
@@ -151,29 +212,38 @@ type lookup = Unit of unit_info | Missing | Stale of string
 let stale_cmts = Hashtbl.create 16
 let missing_files = Hashtbl.create 16
 
+(* A trace's location: the start line, the start column and the end
+   column *on the end line*, which the trace does not give (the tracer
+   records the runtime's loc_end_chr, as upstream's backtraces print it,
+   not loc_end_offset, Printexc's end_char).  So an expression spanning
+   lines (a closure, fun x -> ... over three lines) is found by the
+   column its last line ends at; two expressions of one start and end
+   column but different end lines are told apart by nothing ([exprs_at]
+   gives up on them). *)
 let source_location_key (loc : Location.t) =
   let s = loc.loc_start and e = loc.loc_end in
-  (s.pos_lnum, s.pos_cnum - s.pos_bol, e.pos_cnum - s.pos_bol)
+  (s.pos_lnum, s.pos_cnum - s.pos_bol, e.pos_cnum - e.pos_bol)
 
 let index_structure (str : Typedtree.structure) unit_path =
   let exprs = Hashtbl.create 4096 and qualify = Ident.Tbl.create 64 in
   let calls = Hashtbl.create 1024 in
-  let bindings = ref [] and prefix = ref unit_path in
+  let bindings = ref [] and prefix = ref unit_path and depth = ref 0 in
+  let last_top = Hashtbl.create 256 in
   let open Tast_iterator in
   let expr sub (e : Typedtree.expression) =
     if not e.exp_loc.loc_ghost then
       Hashtbl.add exprs (source_location_key e.exp_loc)
-        (e, match !bindings with t :: _ -> Some t | [] -> None);
+        (e, (match !bindings with t :: _ -> Some t | [] -> None), e.exp_loc.loc_end.pos_lnum);
     (* A first-class module's block is its structure's: its allocation has
        the structure's location. *)
     (match e.exp_desc with
      | Texp_pack me when not me.mod_loc.loc_ghost ->
        Hashtbl.add exprs (source_location_key me.mod_loc)
-         (e, match !bindings with t :: _ -> Some t | [] -> None)
+         (e, (match !bindings with t :: _ -> Some t | [] -> None), me.mod_loc.loc_end.pos_lnum)
      | _ -> ());
     (match e.exp_desc, !bindings with
      | Texp_apply ({ exp_desc = Texp_ident (p, _, _); exp_type; _ }, _), b :: _ ->
-       Hashtbl.add calls (b.name, Path.last p) (exp_type, b)
+       Hashtbl.add calls (b.name, Path.last p) (exp_type, b, p)
      | _ -> ());
     default_iterator.expr sub e
   in
@@ -182,11 +252,41 @@ let index_structure (str : Typedtree.structure) unit_path =
   let value_binding sub (vb : Typedtree.value_binding) =
     match vb.vb_expr.exp_desc, Typedtree.pat_bound_idents vb.vb_pat with
     | Texp_function _, [ id ] ->
-      let toplevel = !bindings = [] && Path.same !prefix unit_path in
-      bindings := { name = Ident.name id; scheme = vb.vb_pat.pat_type; toplevel } :: !bindings;
+      (* The closure of let f x = ... is allocated by the function around
+         it, whose variables its type has: indexed with that binding, and
+         first (the iterator adds it again, inside f's).  Its location is
+         ghost (from the first parameter to the body's end) but the
+         compiler's debug information has it. *)
+      let e = vb.vb_expr in
+      Hashtbl.add exprs (source_location_key e.exp_loc)
+        (e, (match !bindings with t :: _ -> Some t | [] -> None), e.exp_loc.loc_end.pos_lnum);
+      (* Bound at the top of a structure (not inside any let): the path
+         of its module inside the unit, unless it is a functor's. *)
+      let rec rel (p : Path.t) =
+        if Path.same p unit_path then Some []
+        else match p with Pdot (q, m) -> Option.map (fun l -> l @ [ m ]) (rel q) | _ -> None
+      in
+      let modpath, functor_body =
+        if !depth > 0 then None, None
+        else match !prefix with
+          | Papply (f, Pident _) -> None, rel f
+          | p -> rel p, None
+      in
+      (* The last of its name there is the one the module exports. *)
+      (match modpath, functor_body with
+       | Some m, _ -> Hashtbl.replace last_top (false, m, Ident.name id) id
+       | _, Some m -> Hashtbl.replace last_top (true, m, Ident.name id) id
+       | None, None -> ());
+      bindings := { id; name = Ident.name id; scheme = vb.vb_pat.pat_type;
+                    toplevel = modpath = Some []; modpath; functor_body } :: !bindings;
+      incr depth;
       default_iterator.value_binding sub vb;
+      decr depth;
       bindings := List.tl !bindings
-    | _ -> default_iterator.value_binding sub vb
+    | _ ->
+      incr depth;
+      default_iterator.value_binding sub vb;
+      decr depth
   in
   let type_declaration sub (td : Typedtree.type_declaration) =
     Ident.Tbl.add qualify td.typ_id (Path.Pdot (!prefix, Ident.name td.typ_id));
@@ -215,14 +315,23 @@ let index_structure (str : Typedtree.structure) unit_path =
       prefix := saved
     | _ -> default_iterator.module_expr sub me
   in
+  (* A class defines types too (c, its object type): named from outside
+     as types are, and so never taken for a locally abstract type. *)
+  let class_infos : 'a. 'a Typedtree.class_infos -> unit = fun ci ->
+    List.iter
+      (fun id -> Ident.Tbl.add qualify id (Path.Pdot (!prefix, Ident.name id)))
+      [ ci.ci_id_class; ci.ci_id_class_type; ci.ci_id_object ]
+  in
+  let class_declaration sub cd = class_infos cd; default_iterator.class_declaration sub cd in
+  let class_description sub cd = class_infos cd; default_iterator.class_description sub cd in
+  let class_type_declaration sub cd =
+    class_infos cd; default_iterator.class_type_declaration sub cd
+  in
   let it = { default_iterator with expr; value_binding; type_declaration; module_binding;
-                                   module_expr } in
+                                   module_expr; class_declaration; class_description;
+                                   class_type_declaration } in
   it.structure it str;
-  (exprs, qualify, calls)
-
-(* The .cmt files read and the sources checked: the caller's cache of the
-   answers holds while none of them changes. *)
-let files_read = Hashtbl.create 64
+  (exprs, qualify, calls, last_top)
 
 let digest_file path =
   match Digest.file path with
@@ -278,8 +387,8 @@ let load_unit file =
            match cmt.cmt_annots with
            | Implementation str ->
              let unit_path = public_ident (Ident.create_persistent cmt.cmt_modname) in
-             let exprs, qualify, calls = index_structure str unit_path in
-             Unit { cmt_path = path; exprs; qualify; calls }
+             let exprs, qualify, calls, last_top = index_structure str unit_path in
+             Unit { cmt_path = path; modname = cmt.cmt_modname; last_top; exprs; qualify; calls }
            | _ -> first rest)
     in
     let u = first candidates in
@@ -304,11 +413,25 @@ let rec qualify_path u (p : Path.t) : Path.t =
    types), with the unit's paths qualified.  Later steps link the copies'
    variables; the .cmt's own types are never changed. *)
 let copy_types u tys =
-  let seen = Hashtbl.create 64 in
+  let seen = Hashtbl.create 64 and locals = Ident.Tbl.create 8 in
   let rec copy ty =
     match Hashtbl.find_opt seen (get_id ty) with
     | Some c -> c
     | None ->
+      match get_desc ty with
+      | Tconstr (Pident id, [], _) when not (Ident.global id) && not (Ident.Tbl.mem u.qualify id) ->
+        (* A locally abstract type (fun (type x) ..., let rec f : type x. ...),
+           maybe equal to another in a GADT match's branch: the function's
+           type variable, which no caller instantiates (the function's
+           scheme has its own); printed 'x, never as the meaningless x. *)
+        (match Ident.Tbl.find_opt locals id with
+         | Some v -> v
+         | None ->
+           let v = Btype.newgenty (Tvar (Some (Ident.name id))) in
+           Ident.Tbl.add locals id v;
+           Hashtbl.add seen (get_id ty) v;
+           v)
+      | _ ->
       let stub = Btype.newgenstub ~scope:Ident.highest_scope in
       Hashtbl.add seen (get_id ty) stub;
       let desc =
@@ -396,10 +519,55 @@ let allocates (e : Typedtree.expression) =
   | Texp_extension_constructor _ -> true
   | _ -> false
 
+(* The expressions at frame [f]'s location, outermost first; none when
+   they end on different lines (which of them the frame is, the trace
+   does not say: see [source_location_key]). *)
+let ambiguous = ref false
+
 let exprs_at u f =
-  List.rev (Hashtbl.find_all u.exprs (f.line, f.start, f.stop))
+  match List.rev (Hashtbl.find_all u.exprs (f.line, f.start, f.stop)) with
+  | (_, _, l) :: rest as all when List.exists (fun (_, _, l') -> l' <> l) rest ->
+    ignore all; ambiguous := true; []
+  | all -> List.map (fun (e, b, _) -> (e, b)) all
 
 type allocation = Found of unit_info * type_expr * binding option | Failed of string
+
+(* A locally abstract type: x of fun (type x) ... or let rec f : type x. ... *)
+let local_abstract u ty =
+  match get_desc ty with
+  | Tconstr (Pident id, [], _) -> not (Ident.global id) && not (Ident.Tbl.mem u.qualify id)
+  | _ -> false
+
+(* The type of [e]; for a function whose type is a locally abstract type
+   x (its branch of a GADT match knows x = z -> a: CamlinternalFormat's
+   fun x -> ... closures), the function type of its parameters and body,
+   z -> a, equal to it there.  (Its locally abstract types then print as
+   variables: see [copy_types].) *)
+let closure_type u (e : Typedtree.expression) =
+  match e.exp_desc with
+  | Texp_function (params, body) when local_abstract u e.exp_type ->
+    let param (p : Typedtree.function_param) =
+      match p.fp_arg_label, p.fp_kind with
+      | (Nolabel | Labelled _), Tparam_pat pat -> Some (p.fp_arg_label, pat.pat_type)
+      | Optional _, Tparam_pat pat -> Some (p.fp_arg_label, pat.pat_type)
+      | Optional _, Tparam_optional_default (pat, _) ->
+        Some (p.fp_arg_label, Predef.type_option pat.pat_type)
+      | _ -> None
+    in
+    let last =
+      match body with
+      | Tfunction_body b -> Some (None, b.exp_type)
+      | Tfunction_cases { cases = c :: _; _ } -> Some (Some c.c_lhs.pat_type, c.c_rhs.exp_type)
+      | Tfunction_cases _ -> None
+    in
+    let params = List.map param params in
+    (match last with
+     | Some (extra, result) when List.for_all Option.is_some params ->
+       let arrow (l, a) r = Btype.newgenty (Tarrow (l, a, r, commu_ok)) in
+       let result = match extra with Some a -> arrow (Nolabel, a) result | None -> result in
+       List.fold_right (fun p r -> arrow (Option.get p) r) params result
+     | _ -> e.exp_type)
+  | _ -> e.exp_type
 
 let allocation_at f =
   examine f;
@@ -407,12 +575,16 @@ let allocation_at f =
   | Missing -> Failed ("no .cmt for " ^ f.file)
   | Stale p -> Failed ("stale .cmt: " ^ p)
   | Unit u ->
+    ambiguous := false;
     match List.find_opt (fun (e, _) -> allocates e) (exprs_at u f) with
-    | Some (e, binding) -> Found (u, e.exp_type, binding)
+    | Some (e, binding) -> Found (u, closure_type u e, binding)
     | None ->
       (* Not the frame's function: an answer depends on the frames' keys
          (file and location) only. *)
-      Failed (Printf.sprintf "no expression at %s in %s" (describe f) u.cmt_path)
+      if !ambiguous then
+        Failed (Printf.sprintf "expressions ending on different lines at %s in %s"
+                  (describe f) u.cmt_path)
+      else Failed (Printf.sprintf "no expression at %s in %s" (describe f) u.cmt_path)
 
 (* At caller frame [f], the application of a named function: its name,
    the type it is applied at, and the binding around the application. *)
@@ -428,6 +600,50 @@ let application_at f =
           Some (p, u, exp_type, outer)
         | _ -> None)
       (exprs_at u f)
+
+(* The units and modules of path [q] (Stdlib.Hashtbl, Pagecache.Request,
+   or dune's Pagecache__.Request), to compare with a unit's name split
+   the same way (Stdlib__Hashtbl, Pagecache__Request; Dune__exe__M is M). *)
+let rec path_comps : Path.t -> string list option = function
+  | Pident m when Ident.global m -> Some (split_double_underscore (strip_dune_exe (Ident.name m)))
+  | Pdot (q, s) -> Option.map (fun l -> l @ [ s ]) (path_comps q)
+  | _ -> None
+
+let unit_comps u = split_double_underscore (strip_dune_exe u.modname)
+
+(* The functor that module [q] (a path in unit [u']) is an application
+   of, as written where it is defined (module SM = Map.Make (String):
+   Map.Make); set once the units' modules are indexed (load_snap_unit). *)
+let applied_functor : (unit_info -> Path.t -> Path.t option) ref = ref (fun _ _ -> None)
+
+(* Whether module path [q] (in unit [u']) names the module of binding [b]
+   of unit [u], which is the last of its name there: Store.Promise for
+   make of module Promise of store.ml; a module SM = Map.Make (String) for
+   the functions of Map.Make's body. *)
+let names_module u' (q : Path.t) u (b : binding) =
+  let last functor_body m =
+    match Hashtbl.find_opt u.last_top (functor_body, m, b.name) with
+    | Some id -> Ident.same id b.id
+    | None -> false
+  in
+  match b.modpath, b.functor_body with
+  | Some m, _ -> path_comps q = Some (unit_comps u @ m) && last false m
+  | None, Some m ->
+    (match !applied_functor u' q with
+     | Some f -> path_comps f = Some (unit_comps u @ m) && last true m
+     | None -> false)
+  | None, None -> false
+
+(* Whether [p], a function applied in unit [u'], is the function of
+   binding [b] of unit [u]: its identifier in the same unit, or a
+   toplevel function of [u] named through units.  Never by its name
+   alone: another unit's add (a wrapper that tail-calls Hashtbl.add)
+   would lend its type to Hashtbl.add's variables. *)
+let refers_to u (b : binding) u' (p : Path.t) =
+  match p with
+  | Pident id -> u'.cmt_path = u.cmt_path && Ident.same id b.id
+  | Pdot (q, name) -> name = b.name && names_module u' q u b
+  | _ -> false
 
 (* [ty] and the scheme of [binding] copied together: their variables are
    the same. *)
@@ -464,28 +680,28 @@ let rec resolve_type frames =
         match binding, callers with
         | Some b, f :: rest when has_variables ty ->
           (match application_at f with
-           | Some (p, u', applied, outer) when Path.last p = b.name ->
+           | Some (p, u', applied, outer) when refers_to u b u' p ->
              let applied, outer = copy_with_binding u' applied outer in
              bind_variables b.scheme applied;
              up u' ty outer rest
            | Some (p, u', applied, outer) ->
-             (* A function of another unit, named through units only
-                (Stdlib.Hashtbl.replace), is one of its toplevel ones
-                (hashtbl.ml has a replace in its functor too). *)
-             let rec through_units : Path.t -> bool = function
-               | Pident m -> Ident.global m
-               | Pdot (q, _) -> through_units q
-               | _ -> false
-             in
+             (* The applied function F (u''s g, or a toplevel function of
+                the allocation's unit named through units, Stdlib.Hashtbl.
+                replace) applies the allocating one at exactly one place. *)
              let in_unit, candidates =
                match p with
-               | Pident _ -> u', Hashtbl.find_all u'.calls (Path.last p, b.name)
-               | Pdot (q, _) when through_units q ->
-                 u, List.filter (fun (_, (c : binding)) -> c.toplevel)
+               | Pident id ->
+                 u', List.filter (fun (_, (c : binding), _) -> Ident.same c.id id)
+                       (Hashtbl.find_all u'.calls (Path.last p, b.name))
+               | Pdot (q, _) ->
+                 u, List.filter (fun (_, (c : binding), _) -> names_module u' q u c)
                       (Hashtbl.find_all u.calls (Path.last p, b.name))
                | _ -> u, []
              in
-             (match candidates with
+             let candidates =
+               List.filter (fun (_, _, callee) -> refers_to u b in_unit callee) candidates
+             in
+             (match List.map (fun (call, c, _) -> (call, c)) candidates with
               | [ (call, tail_caller) ] ->
                 let call, tail_caller = copy_with_binding in_unit call (Some tail_caller) in
                 bind_variables b.scheme call;
@@ -499,7 +715,61 @@ let rec resolve_type frames =
         | _ -> ty
       in
       let ty, binding = copy_with_binding u ty binding in
-      Ok (up u ty binding callers)
+      let ty = up u ty binding callers in
+      if Filename.basename alloc.file = "camlinternalFormat.ml" then printf_acc ty callers;
+      Ok ty
+
+(* Printf's and Format's accumulator, (b, c) CamlinternalFormat.acc, is
+   built while a format of type (a, b, c, d, e, f) format6 is printed:
+   make_printf's type gives the accumulator the format's b and c.  Which
+   format, when the stack does not go up to a function that names them?
+   When the first caller with a location applies one of the printing
+   functions below, that application's format: any other printing in
+   between would have a frame there (a %a or %t printer is called from
+   CamlinternalFormat, Printf or Format code that goes on after it).
+   Never for the functions that take a continuation (ksprintf, kfprintf,
+   kasprintf...): their continuation, called last, may end with a tail
+   call to another printing, whose frames then vanish, leaving the
+   ksprintf's caller as the first frame for an accumulator of another
+   format (Printf.ksprintf (fun s -> Printf.eprintf "%s\n" s)). *)
+and printf_acc ty callers =
+  let is_var t = match get_desc t with Tvar _ -> true | _ -> false in
+  let printers =
+    [ ["Printf"], ["printf"; "eprintf"; "fprintf"; "sprintf"; "bprintf"];
+      ["Format"], ["printf"; "eprintf"; "fprintf"; "sprintf"; "asprintf"; "dprintf"] ]
+  in
+  let printer (p : Path.t) =
+    match p with
+    | Pdot (Pdot (Pident std, m), f) when Ident.global std && Ident.name std = "Stdlib" ->
+      List.exists (fun (ms, fs) -> List.mem m ms && List.mem f fs) printers
+    | Pdot (Pident m, f) when Ident.global m ->
+      List.exists (fun (ms, fs) ->
+          List.exists (fun m' -> Ident.name m = "Stdlib__" ^ m') ms && List.mem f fs) printers
+    | _ -> false
+  in
+  match get_desc ty, callers with
+  | Tconstr (p, [ b; c ], _), f :: _
+    when Path.name p = "CamlinternalFormat.acc" && is_var b && is_var c ->
+    (match application_at f with
+     | Some (fp, u', applied, _) when printer fp ->
+       let rec formats t =
+         match get_desc t with
+         | Tarrow (_, a, r, _) ->
+           (match get_desc a with
+            | Tconstr (q, _ :: fb :: fc :: _, _)
+              when List.mem (Path.last q) [ "format"; "format4"; "format6" ] ->
+              (fb, fc) :: formats r
+            | _ -> formats r)
+         | _ -> []
+       in
+       (match formats applied with
+        | [ (fb, fc) ] ->
+          (match copy_types u' [ fb; fc ] with
+           | [ fb; fc ] -> link_type b fb; link_type c fc
+           | _ -> ())
+        | _ -> ())
+     | _ -> ())
+  | _ -> ()
 
 (* CamlinternalOO builds objects as Obj.t: an object's type is that of the
    program's expression around the allocation (object ... end, new c, or
@@ -597,7 +867,7 @@ let load_snap_unit modname =
            match cmt.cmt_annots with
            | Implementation str ->
              let unit_path = public_ident (Ident.create_persistent cmt.cmt_modname) in
-             let exprs, qualify, calls = index_structure str unit_path in
+             let exprs, qualify, calls, last_top = index_structure str unit_path in
              let decls = Hashtbl.create 64 and applied = Hashtbl.create 8 in
              index_decls decls applied "" str.str_items;
              let cmi = Filename.remove_extension path ^ ".cmi" in
@@ -606,12 +876,41 @@ let load_snap_unit modname =
                | exception _ -> None
                | c -> Hashtbl.replace files_read cmi (); Some c.cmi_sign
              in
-             Ok { info = { cmt_path = path; exprs; qualify; calls }; str; decls; applied; sign }
+             Ok { info = { cmt_path = path; modname = cmt.cmt_modname; last_top; exprs; qualify;
+                           calls };
+                  str; decls; applied; sign }
            | _ -> first rest)
     in
     let u = first (List.rev (Hashtbl.find_all cmt_index (module_key modname))) in
     Hashtbl.replace snap_units modname u;
     u
+
+let () =
+  applied_functor :=
+    fun u' q ->
+      match q with
+      | Pident m when not (Ident.global m) ->
+        (match load_snap_unit u'.modname with
+         | Ok su -> Hashtbl.find_opt su.applied (Ident.name m)
+         | Error _ -> None)
+      | _ ->
+        match path_comps q with
+        | None -> None
+        | Some comps ->
+          let n = List.length comps in
+          let rec try_split i =
+            if i < 1 then None
+            else
+              let unit_name = String.concat "__" (List.filteri (fun k _ -> k < i) comps) in
+              let inner = String.concat "." (List.filteri (fun k _ -> k >= i) comps) in
+              match load_snap_unit unit_name with
+              | Ok su when Hashtbl.mem su.applied inner ->
+                (* The functor's path as written in that unit: through
+                   units, or one of its own (not followed). *)
+                Hashtbl.find_opt su.applied inner
+              | _ -> try_split (i - 1)
+          in
+          try_split (n - 1)
 
 (* The declaration of type [p] (qualified, as copy_types leaves it) and
    the unit that has it: Stdlib.Hashtbl.t is t of unit Stdlib__Hashtbl,
@@ -930,7 +1229,18 @@ let () =
   (try
      while true do
        match String.split_on_char '\t' (input_line stdin) with
-       | [ "dir"; depth; path ] -> scan_dir (int_of_string depth) path
+       | [ "dir"; depth; path ] ->
+         (* A directory that does not exist (yet): the listing of its
+            nearest existing ancestor changes when it is made. *)
+         let rec existing d =
+           let p = Filename.dirname d in
+           if Sys.file_exists d || p = d then d else existing p
+         in
+         if not (Sys.file_exists path) then begin
+           let a = existing path in
+           Option.iter (note_listing 1 a) (searched_entries 1 a)
+         end;
+         scan_dir (int_of_string depth) path
        | [ "version"; v ] -> if v <> Sys.ocaml_version then foreign := Some v
        | "chain" :: key :: frames ->
          scan_stdlib ();
@@ -967,4 +1277,5 @@ let () =
   Hashtbl.iter (fun f () -> Printf.printf "missing\t%s\n" f) missing_files;
   Hashtbl.iter (fun p () -> Printf.printf "stale\t%s\n" p) stale_cmts;
   if !foreign <> None then Printf.printf "foreign\t%s\n" Sys.ocaml_version;
-  Hashtbl.iter (fun p () -> Printf.printf "read\t%s\n" p) files_read
+  Hashtbl.iter (fun p () -> Printf.printf "read\t%s\n" p) files_read;
+  Hashtbl.iter (fun (d, depth) h -> Printf.printf "listing\t%d\t%s\t%s\n" depth h d) listings
