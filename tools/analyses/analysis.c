@@ -711,6 +711,21 @@ static int loc_has_function(const mpt_location *l, const char *fn)
   return 0;
 }
 
+/* Whether a function of location [l] (itself or inlined) lexically
+   encloses function [fn] ("M.f" encloses "M.f.(fun)", "M.f.g"); a
+   compilation unit's initialiser ("M", no dot) encloses nothing here:
+   it runs the whole program. */
+static int loc_encloses(const mpt_location *l, const char *fn)
+{
+  for (uint32_t i = 0; l && i < l->n; i++) {
+    const char *g = l->entries[i].function;
+    if (!g || !strchr(g, '.')) continue;
+    size_t k = strlen(g);
+    if (strncmp(fn, g, k) == 0 && fn[k] == '.') return 1;
+  }
+  return 0;
+}
+
 uint32_t an_drop_redundant_callbacks(const mpt_location **l, uint32_t *ids, uint32_t len)
 {
   uint32_t out = 0;
@@ -729,6 +744,11 @@ uint32_t an_drop_redundant_callbacks(const mpt_location **l, uint32_t *ids, uint
       redundant = loc_has_function(l[j], fn);
       break;
     }
+    /* a closure defined in a function still running (out there) was
+       made or registered by it (handle calling Lwt.bind with its own
+       continuation): that function is the reason, not the callback */
+    for (uint32_t j = i + 1; j < len && !redundant; j++)
+      if (!an_is_callback_location(l[j])) redundant = loc_encloses(l[j], fn);
     if (!redundant) { l[out] = l[i]; ids[out++] = ids[i]; }
   }
   return out;

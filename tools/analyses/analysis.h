@@ -212,8 +212,10 @@ int an_location_matches(const mpt_location *l, const regex_t *re);
 int an_is_callback_location(const mpt_location *l);
 /* The callback frames of a stack that say nothing the stack does not:
    the callback is running (its function is a frame inside it, or the
-   frame that holds it), or a callback frame of the same function is
-   inside it, are dropped.  What is left names the callbacks that the
+   frame that holds it), a callback frame of the same function is inside
+   it, or a function still running outside it encloses the callback's
+   (it made or registered the closure: handle calling Lwt.bind with its
+   continuation is handle's work), are dropped.  What is left names the callbacks that the
    frames around them run for (Lwt's bind, once the program's function
    has returned, holds it while it resolves the promise that function
    gave).  [l] (the locations, innermost first) and [ids] (their ids,
