@@ -1089,18 +1089,7 @@ static void *reaper_main(void *arg)
 /* The reaper thread of child [pid]: 1 if started. */
 static int start_reaper(pid_t pid)
 {
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_attr_t attr;
-  pthread_t th;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 256 * 1024);
-  int ok = pthread_create(&th, &attr, reaper_main, (void *)(intptr_t)pid) == 0;
-  pthread_attr_destroy(&attr);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  return ok;
+  return caml_memprof_tracer_start_thread(reaper_main, (void *)(intptr_t)pid);
 }
 
 void caml_heap_snapshot_reap(int wait)

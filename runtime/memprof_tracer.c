@@ -623,12 +623,12 @@ void caml_memprof_tracer_code_released(void)
   atomic_fetch_add(&code_releases, 1);
 }
 
-/* Location id of a backtrace slot, decoding and defining it on first use.
-   Keyed by the slot (a code address): valid while the code stays where it
-   is, see forget_code_addresses. */
-static uint32_t location_id(tracer_domain *d, backtrace_slot slot)
+/* The location table's entry for [key]: its id when there is one, else 0
+   and, in [*empty], the slot where loc_table_add puts it (the table has
+   room for it: string_id, called in between, may flush the buffer but
+   never touches this table). */
+static uint32_t loc_table_find(tracer_domain *d, uintnat key, uintnat *empty)
 {
-  uintnat key = (uintnat)slot;
   if (2 * (d->loc_used + 1) > d->loc_cap)
     REHASH(loc_slot, d->locs, d->loc_cap, d->loc_used, );
   uintnat h = hash_word(key) & (d->loc_cap - 1);
@@ -636,6 +636,24 @@ static uint32_t location_id(tracer_domain *d, backtrace_slot slot)
     if (d->locs[h].key == key) return d->locs[h].id;
     h = (h + 1) & (d->loc_cap - 1);
   }
+  *empty = h;
+  return 0;
+}
+
+static void loc_table_add(tracer_domain *d, uintnat h, uintnat key, uint32_t id)
+{
+  d->loc_used++;
+  d->locs[h].key = key; d->locs[h].id = id;
+}
+
+/* Location id of a backtrace slot, decoding and defining it on first use.
+   Keyed by the slot (a code address): valid while the code stays where it
+   is, see forget_code_addresses. */
+static uint32_t location_id(tracer_domain *d, backtrace_slot slot)
+{
+  uintnat key = (uintnat)slot, h;
+  uint32_t known = loc_table_find(d, key, &h);
+  if (known) return known;
   mpt_loc_entry_ids en[MPT_MAX_INLINED];
   uint32_t n = 0;
 #ifndef NATIVE_CODE
@@ -656,11 +674,8 @@ static uint32_t location_id(tracer_domain *d, backtrace_slot slot)
     n++;
   }
   if (!ensure_space(d, MPT_MAX_DEF_BYTES)) return 0;
-  /* string_id may have rehashed nothing here, but it may have flushed:
-     the slot index is still valid, the table was not touched. */
   uint32_t id = ++d->loc_count;
-  d->loc_used++;
-  d->locs[h].key = key; d->locs[h].id = id;
+  loc_table_add(d, h, key, id);
   mpt_enc_location(&d->enc, id, (uint64_t)key, en, n);
   return id;
 }
@@ -693,14 +708,9 @@ static const char callback_marker[] = MPT_CALLBACK_MARKER;
    frame is then left out). */
 static uint32_t callback_location_id(tracer_domain *d, uintnat code)
 {
-  uintnat key = CALLBACK_KEY(code);
-  if (2 * (d->loc_used + 1) > d->loc_cap)
-    REHASH(loc_slot, d->locs, d->loc_cap, d->loc_used, );
-  uintnat h = hash_word(key) & (d->loc_cap - 1);
-  while (d->locs[h].id) {
-    if (d->locs[h].key == key) return d->locs[h].id;
-    h = (h + 1) & (d->loc_cap - 1);
-  }
+  uintnat key = CALLBACK_KEY(code), h;
+  uint32_t known = loc_table_find(d, key, &h);
+  if (known) return known;
   backtrace_slot slot = caml_memprof_callbacks_code_slot(code, CALLBACK_SEARCH_BYTES);
   struct caml_loc_info outer = { 0 };
   for (debuginfo dbg = slot ? caml_debuginfo_extract(slot) : NULL; dbg;
@@ -727,11 +737,9 @@ static uint32_t callback_location_id(tracer_domain *d, uintnat code)
       mpt_enc_location(&d->enc, id, (uint64_t)code, en, 2);
     }
   }
-  /* A function with no location is remembered too (id 0 is "none"): its
-     search is not done again.  string_id may have rehashed the strings'
-     table, not this one: the slot is still free. */
-  d->loc_used++;
-  d->locs[h].key = key; d->locs[h].id = id ? id : UINT32_MAX;
+  /* A function with no location is remembered too (UINT32_MAX: none):
+     its search is not done again. */
+  loc_table_add(d, h, key, id ? id : UINT32_MAX);
   return id;
 }
 
@@ -1604,9 +1612,8 @@ static void *flusher_main(void *arg)
   return NULL;
 }
 
-static void start_flusher(void)
+int caml_memprof_tracer_start_thread(void *(*main)(void *), void *arg)
 {
-  if (flusher_started) return;
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1615,11 +1622,18 @@ static void start_flusher(void)
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_attr_setstacksize(&attr, 256 * 1024);
-  if (pthread_create(&th, &attr, flusher_main, NULL) == 0) flusher_started = 1;
-  else fprintf(stderr, "memprof: cannot start the flusher thread; events are "
-               "written when buffers fill and at exit\n");
+  int ok = pthread_create(&th, &attr, main, arg) == 0;
   pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return ok;
+}
+
+static void start_flusher(void)
+{
+  if (flusher_started) return;
+  if (caml_memprof_tracer_start_thread(flusher_main, NULL)) flusher_started = 1;
+  else fprintf(stderr, "memprof: cannot start the flusher thread; events are "
+               "written when buffers fill and at exit\n");
 }
 
 /* Start a trace; control_lock held.  Returns 0, or -1 with a message in

@@ -113,6 +113,11 @@ void caml_memprof_tracer_delete_domain(caml_domain_state *state);
    again. */
 void caml_memprof_tracer_code_released(void);
 
+/* A detached thread of the tracer's own (the flusher, the snapshots'
+   reaper) running [main] with [arg]: every signal blocked, a 256 kB
+   stack.  1 if started. */
+int caml_memprof_tracer_start_thread(void *(*main)(void *), void *arg);
+
 /* For heap snapshots (memprof_heap_snapshot.c), which run inside a STW
    section.  tracing: a trace file is open.  flush: write every stream's
    buffered events (so that a snapshot follows the ALLOCs it names).
