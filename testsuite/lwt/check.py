@@ -14,21 +14,23 @@ with ocaml-memprof as it is.  Asserts, per program:
            it to the planted site's blocks; the report's allocation-race
            flag flags no site (a leak is not a backlog; needs chromium);
            leak_pending: `lwt` estimates the pending promises of each
-           creation site (lines marked "pending:") within 2 standard errors
-           of the true count the program prints, at the end and, in its
+           creation site (lines marked "pending:") within 3.3 standard
+           deviations of the samples the true count the program prints
+           gives (whether within the tools' 2 standard errors, a figure),
+           at the end and, in its
            over-time series, at each of the snapshots the program takes
            every 500 requests (found in the trace by their stack root at
            the snapshot's call; in sd of the samples expected from the
-           truth: at most 2 of the 8 points beyond 2, a binomial band,
-           none beyond 3.3); the
+           truth: none beyond 3.3); the
            report's Lwt view gives the same figures as `lwt --json` (needs
            chromium);
   control: no site of the program's own files scoring 1 % of the leak
            (80 kB) or more in `leaks` (GC lag gives churn scores of a few
            samples' worth, listed as figures), the main
            module retaining less than 1 % of what the leak's does, and no
-           pending promise estimated at leak_pending's creation sites in
-           any snapshot.
+           pending promise at leak_pending's creation sites in the
+           program's own snapshots (a periodic one may catch the one
+           request in flight: at most two samples per site).
 Traced with callback frames (memprof_callbacks=16): the share of all
 allocation that `top --preset lwt` charges to the program entry (the
 module initialiser calling Lwt_main.run; issue 30's target is 5 % or
@@ -214,14 +216,15 @@ def matched_snapshots(name, trace, lwt, taken):
 def series_checks(name, what, series, expected, taken, matched, lines):
     """Each site's series against the truth t at each matched snapshot,
     in standard deviations of the samples: z = (samples - m) / sqrt(m),
-    m = [expected] x t the mean samples of t promises (Poisson).  Points
-    beyond 2 within a binomial band (each is with probability 4.6 %: 3 or
-    more of 8 independent points, 0.4 %), none beyond 3.3 (0.1 % each).
+    m = [expected] x t the mean samples of t promises (Poisson); none
+    beyond 3.3 (0.1 % each).  The points are not independent draws (a
+    promise pending at one snapshot of the leak is pending at the next,
+    with the same sampled blocks), so the count beyond 2 is a figure, not
+    a binomial band: one low draw early leaves every later point low.
     (The run is not deterministic, sockets ordering its allocations, so
     that a fixed seed does not fix the samples; the standard error that
     the tools print is computed from the samples themselves, which a low
-    draw shrinks: a point 2.8 sd low was 3.7 of its own se.  The tools'
-    2 se per site is asserted at the end, above.)"""
+    draw shrinks: a point 2.8 sd low was 3.7 of its own se.)"""
     bad, shown, wide, points = [], [], 0, 0
     for k, (truth, i) in enumerate(zip(taken, matched)):
         if i is None:
@@ -236,9 +239,9 @@ def series_checks(name, what, series, expected, taken, matched, lines):
             wide += abs(z) > 2
             if not abs(z) <= 3.3:
                 bad.append("%s at snapshot %d: %d samples, %.0f expected for the true %d" % (kind, i + 1, x, m, t))
-    check("%s leak: %s: each site's pending at the program's %d snapshots: %d of %d points beyond 2 sd "
-          "(at most 2), none beyond 3.3" % (name, what, len(taken), wide, points),
-          taken and not bad and wide <= 2 and points >= 2 * len(taken), "; ".join(bad[:4]))
+    check("%s leak: %s: each site's pending at the program's %d snapshots within 3.3 sd (%d of %d points "
+          "beyond 2)" % (name, what, len(taken), wide, points),
+          taken and not bad and points >= 2 * len(taken), "; ".join(bad[:4]))
     return shown
 
 
@@ -366,8 +369,15 @@ def check_program(name):
                 lines = marked_lines(name, "(* pending: %s *)" % kind)
                 est = next((s for s in last["sites"] if "%s.ml:%d)" % (name, lines[0]) in s["site"]), None)
                 e, se = (est["pending"], est["se"]) if est else (0, 0)
-                check("%s leak: pending promises created at line %d (%s) %.0f +- %.0f, within 2 se of the "
-                      "true %d" % (name, lines[0], kind, e, se, truth), est and abs(e - truth) <= 2 * se)
+                # in sd of the samples the truth gives (Poisson), as the
+                # series: within 3.3 (0.1 %); the tools' 2 se, a 95 %
+                # statement, is a figure (counted over runs in Changes)
+                m = lwt["rate"] * lwt["words_per_pending_promise"] * truth
+                z = ((est["samples"] if est else 0) - m) / m ** 0.5
+                check("%s leak: pending promises created at line %d (%s) %.0f +- %.0f for the true %d: "
+                      "%+.1f sd, within 3.3" % (name, lines[0], kind, e, se, truth, z), est and abs(z) <= 3.3)
+                figure("%s leak: line %d (%s) %s 2 se of the truth" % (
+                    name, lines[0], kind, "within" if est and abs(e - truth) <= 2 * se else "NOT within"))
             callbacks = facts["pending"]["wait"]  # each wait promise holds the map's callback
             check("%s leak: at least the %d callbacks of the pending wait promises counted (%d in all)"
                   % (name, callbacks, last["callbacks"]), last["callbacks"] >= callbacks)
@@ -404,12 +414,24 @@ def check_program(name):
         check("%s control: %s retains %d bytes, under 1 %% of the leak's 8 MB" % (name, mod, held), held < 80000)
         check_entry_share(name, "control", trace)
         if name == "leak_pending":
+            # A periodic snapshot may come in the middle of a request,
+            # between its Lwt.wait and its wakeup (handle never yields in
+            # between): that one request's promises are pending then, at
+            # most one sampled block per site (a few words at the rate:
+            # two samples on one block is a 1e-3 event).  The program's
+            # own snapshots come after the wakeup: none.
             lwt = tool_json("lwt", "--json", trace)
             sites = ["%s.ml:%d)" % (name, marked_lines(name, "(* pending: %s *)" % k)[0]) for k in ("wait", "map")]
-            left = ["%s at snapshot %d" % (s["site"], sn["seq"]) for sn in lwt["snapshots"] for s in sn["sites"]
-                    if any(w in s["site"] for w in sites)]
-            check("%s control: no pending promise estimated at the creation sites in any of the %d snapshots"
-                  % (name, len(lwt["snapshots"])), not left, str(left[:3]))
+            ours = set(i for i in matched_snapshots(name, trace, lwt, facts.get("snapshots", [])) if i is not None)
+            found = [(i, s) for i, sn in enumerate(lwt["snapshots"]) for s in sn["sites"]
+                     if any(w in s["site"] for w in sites)]
+            bad = ["%s at snapshot %d (%d samples)" % (s["site"], lwt["snapshots"][i]["seq"], s["samples"])
+                   for i, s in found if i in ours or s["samples"] > 2]
+            check("%s control: no pending promise at the creation sites in the program's %d snapshots, "
+                  "at most one request's in the other %d" % (name, len(ours), len(lwt["snapshots"]) - len(ours)),
+                  bool(ours) and not bad, str(bad[:3]))
+            figure("%s control: %d periodic snapshot(s) caught a request in flight" % (
+                name, len(set(i for i, _ in found))))
 for name in names:
     try:
         check_program(name)

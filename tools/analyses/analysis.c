@@ -95,6 +95,9 @@ struct an_ctx {
 
   uint8_t *locflags;
   size_t locflags_cap;
+  an_layers *layers;           /* made at the first callback frame */
+  uint8_t *in_layer;           /* per location: 0 not known, 1 no, 2 yes */
+  size_t in_layer_cap;
   const char **keys[3];
   size_t keys_cap[3];
   strpool *strs;
@@ -275,6 +278,7 @@ int an_filter_option(an_filter *f, int argc, char **argv, int *i, char *err, siz
       return -1;
     }
     const char *a = argv[++*i];
+    f->presets_file = presets_file_arg(argc, argv);
     if (!strcmp(o, "--preset")) return add_presets(f, argc, argv, a, err, errlen) < 0 ? -1 : 1;
     /* Read now, so that a bad file is reported even without --preset. */
     preset_table t;
@@ -423,6 +427,8 @@ void an_close(an_ctx *c)
   livetab_free(&c->live);
   sd_free(&c->snap);
   free(c->locflags);
+  an_layers_free(c->layers);
+  free(c->in_layer);
   for (int k = 0; k < 3; k++) free(c->keys[k]);
   for (size_t i = 0; i < c->nglocs; i++) free(c->glocs[i].e);
   free(c->glocs);
@@ -726,7 +732,44 @@ static int loc_encloses(const mpt_location *l, const char *fn)
   return 0;
 }
 
-uint32_t an_drop_redundant_callbacks(const mpt_location **l, uint32_t *ids, uint32_t len)
+struct an_layers {
+  regex_t *re;                 /* the presets' */
+  size_t n;
+  const an_filter *f;          /* its --hide patterns, or NULL */
+};
+
+an_layers *an_layers_new(const an_filter *f)
+{
+  an_layers *y = xcalloc(1, sizeof *y);
+  preset_table t;
+  char err[256];
+  /* a presets file that does not load was reported when its option was
+     read: the presets before its bad line are those there are */
+  presets_load(&t, f ? f->presets_file : NULL, err, sizeof err);
+  y->re = xcalloc(t.n + 1, sizeof *y->re);
+  for (size_t i = 0; i < t.n; i++)
+    if (regcomp(&y->re[y->n], t.v[i].regex, REG_EXTENDED | REG_NOSUB) == 0) y->n++;
+  presets_free(&t);
+  y->f = f;
+  return y;
+}
+
+int an_layers_match(const an_layers *y, const mpt_location *l)
+{
+  for (size_t i = 0; i < y->n; i++) if (an_location_matches(l, &y->re[i])) return 1;
+  return y->f && an_filter_hides(y->f, l);
+}
+
+void an_layers_free(an_layers *y)
+{
+  if (!y) return;
+  for (size_t i = 0; i < y->n; i++) regfree(&y->re[i]);
+  free(y->re);
+  free(y);
+}
+
+uint32_t an_drop_redundant_callbacks(const mpt_location **l, uint32_t *ids, uint32_t len,
+                                     int (*in_layer)(void *u, uint32_t id), void *u)
 {
   uint32_t out = 0;
   for (uint32_t i = 0; i < len; i++) {
@@ -738,12 +781,11 @@ uint32_t an_drop_redundant_callbacks(const mpt_location **l, uint32_t *ids, uint
     int redundant = fn == NULL;
     for (uint32_t j = 0; j < out && !redundant; j++)
       redundant = loc_has_function(l[j], fn);
-    /* the holder: the next frame out that is not a callback frame */
-    for (uint32_t j = i + 1; j < len && !redundant; j++) {
-      if (an_is_callback_location(l[j])) continue;
-      redundant = loc_has_function(l[j], fn);
-      break;
-    }
+    /* the holder: the next frame out that is not a callback frame (none:
+       nothing says who runs it) */
+    uint32_t h = i + 1;
+    while (h < len && an_is_callback_location(l[h])) h++;
+    if (!redundant) redundant = h == len || !in_layer(u, ids[h]) || loc_has_function(l[h], fn);
     /* a closure defined in a function still running (out there) was
        made or registered by it (handle calling Lwt.bind with its own
        continuation): that function is the reason, not the callback */
@@ -911,6 +953,20 @@ static void progress_tick(an_ctx *c, progress *p)
   p->shown = 1;
 }
 
+/* an_drop_redundant_callbacks' question for global location [loc]. */
+static int loc_in_layer(void *u, uint32_t loc)
+{
+  an_ctx *c = u;
+  if (!c->layers) c->layers = an_layers_new(c->f);
+  if (loc >= c->in_layer_cap) {
+    size_t old = c->in_layer_cap;
+    grow_array((void **)&c->in_layer, &c->in_layer_cap, (size_t)loc + 1, 1);
+    memset(c->in_layer + old, 0, c->in_layer_cap - old);
+  }
+  if (!c->in_layer[loc]) c->in_layer[loc] = 1 + an_layers_match(c->layers, an_location(c, loc));
+  return c->in_layer[loc] == 2;
+}
+
 /* Read the current trace as far as it goes (its end, or for a followed
    trace what has been written so far).  0, or 1 after a malformed record
    (message printed). */
@@ -936,7 +992,7 @@ static int read_events(an_ctx *c, const an_callbacks *cb, progress *pg)
       if (callbacks) {
         grow_array((void **)&c->gstack_locs, &c->gstack_locs_cap, len, sizeof *c->gstack_locs);
         for (uint32_t i = 0; i < len; i++) c->gstack_locs[i] = an_location(c, c->gstack[i]);
-        len = an_drop_redundant_callbacks(c->gstack_locs, c->gstack, len);
+        len = an_drop_redundant_callbacks(c->gstack_locs, c->gstack, len, loc_in_layer, c);
       }
       uint32_t node = stack_node(c, c->gstack, len);
       int had;

@@ -46,6 +46,7 @@ typedef struct an_filter {
   uint64_t min_life, max_life; /* ns; live-at-end blocks use the end time */
   int nfocus, nignore, nhide;
   regex_t focus[AN_MAX_PATTERNS], ignore[AN_MAX_PATTERNS], hide[AN_MAX_PATTERNS];
+  const char *presets_file;    /* --presets-file's (in argv), or NULL */
 } an_filter;
 
 void an_filter_init(an_filter *f);
@@ -210,19 +211,36 @@ int an_location_matches(const mpt_location *l, const regex_t *re);
    MPT_CALLBACK_MARKER entry, docs/trace-format.md): views name it
    "callback FUNCTION" (an_loc_function), filters match its entries. */
 int an_is_callback_location(const mpt_location *l);
-/* The callback frames of a stack that say nothing the stack does not:
-   the callback is running (its function is a frame inside it, or the
-   frame that holds it), a callback frame of the same function is inside
-   it, or a function still running outside it encloses the callback's
-   (it made or registered the closure: handle calling Lwt.bind with its
-   continuation is handle's work), are dropped.  What is left names the callbacks that the
-   frames around them run for (Lwt's bind, once the program's function
-   has returned, holds it while it resolves the promise that function
-   gave).  [l] (the locations, innermost first) and [ids] (their ids,
-   kept in step) are compacted in place; returns the new length.  Every
-   view applies it (analysis.c to each sample's stack, the lwt command
-   to creation sites). */
-uint32_t an_drop_redundant_callbacks(const mpt_location **l, uint32_t *ids, uint32_t len);
+/* The library layers: the frames of every preset (the built-in ones and
+   the user's presets file, whether or not --preset names them) and of
+   [f]'s --hide patterns ([f] may be NULL).  A closure that such a frame
+   holds is one it runs for the program (Lwt's bind resolving a promise);
+   one that the program's own frame holds is a value it has (a server
+   loop holding its request handler), not a callback. */
+typedef struct an_layers an_layers;
+an_layers *an_layers_new(const an_filter *f);
+int an_layers_match(const an_layers *y, const mpt_location *l);
+void an_layers_free(an_layers *y);
+/* The callback frames of a stack that say nothing the stack does not
+   are dropped:
+   - the frame that holds it (the next one out that is not a callback
+     frame) is not in a library layer ([in_layer] says, for a location
+     id: the caller caches an_layers_match);
+   - the callback is running (its function is a frame inside it, or the
+     frame that holds it), or a callback frame of the same function is
+     inside it;
+   - a function still running outside it encloses the callback's (it
+     made or registered the closure: handle calling Lwt.bind with its
+     continuation is handle's work).
+   What is left names the callbacks that the library frames around them
+   run for (Lwt's bind, once the program's function has returned, holds
+   it while it resolves the promise that function gave).  [l] (the
+   locations, innermost first) and [ids] (their ids, kept in step) are
+   compacted in place; returns the new length.  Every view applies it
+   (analysis.c to each sample's stack, the lwt command to creation
+   sites). */
+uint32_t an_drop_redundant_callbacks(const mpt_location **l, uint32_t *ids, uint32_t len,
+                                     int (*in_layer)(void *u, uint32_t id), void *u);
 
 /* Compile [pat] for stack option [opt] as every such option does (--focus,
    --ignore, --hide, top --callers/--callees, retainers --site): a POSIX

@@ -37,11 +37,28 @@ typedef struct {
   size_t alloc_site_cap;
   uint8_t *hidden;             /* per location: 1 + hidden, 0 not yet */
   size_t hidden_cap;
+  an_layers *layers;           /* made at the first callback frame */
+  uint8_t *in_layer;           /* per location: 1 + in a layer, 0 not yet */
+  size_t in_layer_cap;
   size_t counted;              /* allocations already classified */
   uint32_t *ids;               /* alloc_stack's stack */
   const mpt_location **locs;
   size_t ids_cap, locs_cap;
 } lt_state;
+
+/* an_drop_redundant_callbacks' question for location [loc]. */
+static int loc_in_layer(void *u, uint32_t loc)
+{
+  lt_state *st = u;
+  if (!st->layers) st->layers = an_layers_new(st->hiding);
+  if (loc >= st->in_layer_cap) {
+    size_t old = st->in_layer_cap;
+    grow_array((void **)&st->in_layer, &st->in_layer_cap, (size_t)loc + 1, 1);
+    memset(st->in_layer + old, 0, st->in_layer_cap - old);
+  }
+  if (!st->in_layer[loc]) st->in_layer[loc] = 1 + an_layers_match(st->layers, ti_location(st->r->t, loc));
+  return st->in_layer[loc] == 2;
+}
 
 static int loc_hidden(lt_state *st, uint32_t loc)
 {
@@ -102,7 +119,7 @@ static uint32_t alloc_stack(lt_state *st, const hg_alloc *a)
     st->locs[k] = ti_location(st->r->t, st->ids[k]);
     callbacks |= an_is_callback_location(st->locs[k]);
   }
-  return callbacks ? an_drop_redundant_callbacks(st->locs, st->ids, n) : n;
+  return callbacks ? an_drop_redundant_callbacks(st->locs, st->ids, n, loc_in_layer, st) : n;
 }
 
 /* The key of allocation [a]'s site into [key] (its length returned): by
@@ -302,6 +319,8 @@ int lt_run(const char *path, const an_filter *hiding, int by_stack, lt_result *r
   free(st.ids);
   free(st.locs);
   free(st.hidden);
+  an_layers_free(st.layers);
+  free(st.in_layer);
   hg_close(&r);
   return rc;
 }

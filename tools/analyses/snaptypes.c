@@ -38,6 +38,7 @@ struct snap_types {
   u64map global_field;          /* module string id << 32 | index -> field + 1 */
   st_field *globals; size_t nglobals, globals_cap;
   u64map missing, stale;        /* string id -> 1 */
+  char *foreign;               /* the helper's OCaml version when not the trace's */
   uint32_t *site_of;            /* per allocation of the reader: site + 1 */
   uint32_t *site_type; size_t nsites, site_cap;   /* per site asked */
   uint32_t *type, *name, *index;   /* per graph node */
@@ -125,6 +126,9 @@ static void answer_line(void *arg, char *line)
   } else if (n == 2 && !strcmp(f[0], "stale")) {
     uint32_t old;
     u64map_replace(&t->stale, intern(t, f[1]), 1, &old);
+  } else if (n == 2 && !strcmp(f[0], "foreign")) {
+    free(t->foreign);
+    t->foreign = xstrdup(f[1]);
   }
 }
 
@@ -548,6 +552,12 @@ static void hint(const char *what, const snap_types *t, const u64map *set, const
 
 void st_print_hints(const snap_types *t, int verbose)
 {
+  if (t->foreign) {
+    msg("hint: types: the .cmt reader is of OCaml %s, which cannot read the traced program's "
+        "compiler's .cmt files: no type; use the ocaml-memprof installed with the program's "
+        "compiler (or set OCAML_MEMPROF_TYPES to its ocaml-memprof-types)\n", t->foreign);
+    return;
+  }
   if (verbose)
     hint("types: modules without a usable .cmt (their globals untyped):", t, &t->missing,
          "compile with -bin-annot (dune: `dune build @check` writes executables' .cmt too) or give --cmt-path DIR");
@@ -562,7 +572,7 @@ snap_types *st_resolve(const hg_reader *r, const hg_snapshot *s, char *const *la
   const char *exe = ti_get_header(r->t)->executable;
   FILE *input = tmpfile();
   if (!input) return NULL;
-  types_write_dirs(input, exe, cmt_paths, ncmt_paths);
+  types_write_dirs(input, exe, ti_get_header(r->t)->ocaml_version, cmt_paths, ncmt_paths);
   size_t nuser = 0;
   for (uint32_t l = 0; l < s->nlabels; l++) {
     const char *m = label_text[l];
@@ -656,6 +666,7 @@ void st_free(snap_types *t)
   u64map_free(&t->global_field);
   u64map_free(&t->missing);
   u64map_free(&t->stale);
+  free(t->foreign);
   free(t->site_of); free(t->site_type);
   free(t->type); free(t->name); free(t->index);
   free(t);

@@ -497,8 +497,10 @@ static int send_all(types_map *m, const char *s, size_t n)
    before the rest of _build (where another executable may have a module
    of the same name): dune puts them two levels below it, in
    .NAME.eobjs/byte. */
-void types_write_dirs(FILE *in, const char *exe, const char *const *cmt_paths, size_t n)
+void types_write_dirs(FILE *in, const char *exe, const char *version, const char *const *cmt_paths,
+                      size_t n)
 {
+  if (version && version[0] && is_plain(version)) fprintf(in, "version\t%s\n", version);
   for (size_t i = 0; i < n; i++)
     if (is_plain(cmt_paths[i])) fprintf(in, "dir\t8\t%s\n", cmt_paths[i]);
   if (!exe || !exe[0] || !is_plain(exe)) return;
@@ -578,9 +580,7 @@ static void start_helper(types_map *m)
   size_t len;
   FILE *in = open_memstream(&buf, &len);
   const ti_header *h = an_header(m->c);
-  types_write_dirs(in, h->executable, m->cmt_paths, m->ncmt_paths);
-  if (h->ocaml_version && h->ocaml_version[0] && is_plain(h->ocaml_version))
-    fprintf(in, "version\t%s\n", h->ocaml_version);
+  types_write_dirs(in, h->executable, h->ocaml_version, m->cmt_paths, m->ncmt_paths);
   fclose(in);
   send_all(m, buf, len);   /* a helper that has gone is seen at its first answer */
   free(buf);

@@ -51,12 +51,14 @@ void types_print_hints(const types_map *m);
 void types_free(types_map *m);
 
 /* The helper's requests of other kinds (snaptypes.h): the "dir" lines of
-   the directories to search for the trace's executable [exe] into
+   the directories to search for the trace's executable [exe], and the
+   "version" line of its OCaml [version] ("" or NULL: unknown), into
    [input]; then the helper run once on [input] (a file, read from its
    start; nothing cached), each line of its answer given to [line].  0,
    or -1 after a one-line error ([quiet]: none when the helper is not
    installed). */
-void types_write_dirs(FILE *input, const char *exe, const char *const *cmt_paths, size_t n);
+void types_write_dirs(FILE *input, const char *exe, const char *version, const char *const *cmt_paths,
+                      size_t n);
 int types_run_helper(FILE *input, void (*line)(void *arg, char *line), void *arg, int quiet);
 
 #endif

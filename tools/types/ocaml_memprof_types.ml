@@ -1266,11 +1266,14 @@ let () =
   scan_stdlib ();
   Hashtbl.add type_ids "(unknown)" unknown_id;
   emit_shape unknown_id Unknown;
+  (* a heap snapshot of another version's program: nothing typed *)
+  if !foreign <> None then globals := [];
   List.iter answer_global (List.rev !globals);
   List.iter
     (fun (key, frames) ->
-      let id = match resolve_type frames with Ok ty -> (try type_id ty with _ -> unknown_id)
-                                              | Error _ | exception _ -> unknown_id in
+      let id = if !foreign <> None then unknown_id else
+          match resolve_type frames with Ok ty -> (try type_id ty with _ -> unknown_id)
+                                       | Error _ | exception _ -> unknown_id in
       Printf.printf "site\t%s\t%d\n" key id)
     (List.rev !sites);
   print_string (Buffer.contents shape_lines);
