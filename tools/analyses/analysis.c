@@ -153,7 +153,11 @@ void an_filter_free(an_filter *f)
 {
   for (int i = 0; i < f->nfocus; i++) regfree(&f->focus[i]);
   for (int i = 0; i < f->nignore; i++) regfree(&f->ignore[i]);
-  for (int i = 0; i < f->nhide; i++) regfree(&f->hide[i]);
+  for (int i = 0; i < f->nhide; i++) {
+    regfree(&f->hide[i]);
+    if (f->has_keep[i]) regfree(&f->keep[i]);
+    f->has_keep[i] = 0;
+  }
   f->nfocus = f->nignore = f->nhide = 0;
 }
 
@@ -259,6 +263,10 @@ static int add_presets(an_filter *f, int argc, char **argv, const char *names,
       snprintf(err, errlen, "unknown preset '%.100s' for --preset: known presets are %s", n, known);
       rc = -1;
     } else if (add_regex(f->hide, &f->nhide, "--preset", p->regex, err, errlen) < 0) rc = -1;
+    else if (p->keep) {
+      if (an_regex_compile(&f->keep[f->nhide - 1], "--preset", p->keep, err, errlen) < 0) rc = -1;
+      else f->has_keep[f->nhide - 1] = 1;
+    }
   }
   if (!rc && !count) {
     snprintf(err, errlen, "bad value '%.200s' for --preset: expected preset names", names);
@@ -544,9 +552,24 @@ int an_filter_active(const an_filter *f)
          f->max_life != UINT64_MAX || f->nfocus || f->nignore || f->nhide;
 }
 
+/* Whether a function of location [l] (itself or inlined) matches [re]. */
+static int loc_function_matches(const mpt_location *l, const regex_t *re)
+{
+  for (uint32_t i = 0; l && i < l->n; i++)
+    if (l->entries[i].function && regexec(re, l->entries[i].function, 0, NULL, 0) == 0) return 1;
+  return 0;
+}
+
+/* Whether hide pattern [i] of [f] hides location [l]: it matches, and
+   its preset does not keep the location. */
+static int hide_pattern_hides(const an_filter *f, int i, const mpt_location *l)
+{
+  return an_location_matches(l, &f->hide[i]) && !(f->has_keep[i] && loc_function_matches(l, &f->keep[i]));
+}
+
 int an_filter_hides(const an_filter *f, const mpt_location *l)
 {
-  for (int i = 0; i < f->nhide; i++) if (an_location_matches(l, &f->hide[i])) return 1;
+  for (int i = 0; i < f->nhide; i++) if (hide_pattern_hides(f, i, l)) return 1;
   return 0;
 }
 
@@ -577,7 +600,7 @@ static uint8_t loc_flags(an_ctx *c, uint32_t loc)
   if (fl & LF_DONE) return fl;
   fl = LF_DONE;
   const an_filter *f = c->f;
-  for (int i = 0; i < f->nhide; i++) if (an_loc_matches(c, loc, &f->hide[i])) fl |= LF_HIDE;
+  for (int i = 0; i < f->nhide; i++) if (hide_pattern_hides(f, i, an_location(c, loc))) fl |= LF_HIDE;
   for (int i = 0; i < f->nfocus; i++) if (an_loc_matches(c, loc, &f->focus[i])) fl |= LF_FOCUS;
   for (int i = 0; i < f->nignore; i++) if (an_loc_matches(c, loc, &f->ignore[i])) fl |= LF_IGNORE;
   c->locflags[loc] = fl;

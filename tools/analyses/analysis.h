@@ -46,6 +46,10 @@ typedef struct an_filter {
   uint64_t min_life, max_life; /* ns; live-at-end blocks use the end time */
   int nfocus, nignore, nhide;
   regex_t focus[AN_MAX_PATTERNS], ignore[AN_MAX_PATTERNS], hide[AN_MAX_PATTERNS];
+  /* hide[i]'s preset keeps the locations a function of which keep[i]
+     matches (presets.h), when has_keep[i] */
+  regex_t keep[AN_MAX_PATTERNS];
+  unsigned char has_keep[AN_MAX_PATTERNS];
   const char *presets_file;    /* --presets-file's (in argv), or NULL */
 } an_filter;
 
@@ -58,7 +62,7 @@ int an_filter_option(an_filter *f, int argc, char **argv, int *i, char *err, siz
 extern const char an_filter_help[];
 /* Does [f] filter anything (some option given)? */
 int an_filter_active(const an_filter *f);
-/* Does --hide remove location [l] from stacks? */
+/* Does --hide (or --preset) remove location [l] from stacks? */
 int an_filter_hides(const an_filter *f, const mpt_location *l);
 
 /* Parse "1.5", "1.5s", "300ms", "20us", "10ns", "2m": a duration in ns. */

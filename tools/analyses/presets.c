@@ -24,28 +24,29 @@
    Eio: Eio, Eio_main, Eio_linux, Eio_posix, Eio_unix.  The runtime's own
    frames: C functions (caml_*, when a trace has them) and frames without
    debug information, which the tools name <unknown>. */
-static const struct { const char *name, *regex, *scheduler; } builtins[] = {
-  { "lwt", "^Lwt(_[a-z0-9_]+)?(\\.|__|$)|(^|/)lwt(_[a-z0-9_]+)?\\.ml$", "Lwt" },
-  { "async", "^Async(_[a-z0-9_]+)?(\\.|__|$)", "Async" },
-  { "eio", "^Eio(_[a-z0-9_]+)?(\\.|__|$)", "Eio" },
-  { "stdlib", "^(Stdlib|Camlinternal[A-Za-z]*|Std_exit)(\\.|__|$)", NULL },
-  { "runtime", "^caml_|^<unknown>$", NULL },
+static const struct { const char *name, *regex, *keep, *scheduler; } builtins[] = {
+  { "lwt", "^Lwt(_[a-z0-9_]+)?(\\.|__|$)|(^|/)lwt(_[a-z0-9_]+)?\\.ml$", "^Lwt_main\\.run(\\.|$)", "Lwt" },
+  { "async", "^Async(_[a-z0-9_]+)?(\\.|__|$)", NULL, "Async" },
+  { "eio", "^Eio(_[a-z0-9_]+)?(\\.|__|$)", NULL, "Eio" },
+  { "stdlib", "^(Stdlib|Camlinternal[A-Za-z]*|Std_exit)(\\.|__|$)", NULL, NULL },
+  { "runtime", "^caml_|^<unknown>$", NULL, NULL },
 };
 #define NBUILTIN (sizeof builtins / sizeof builtins[0])
 
-static void add(preset_table *t, const char *name, const char *regex, int builtin,
-                const char *scheduler)
+static void add(preset_table *t, const char *name, const char *regex, const char *keep,
+                int builtin, const char *scheduler)
 {
   for (size_t i = 0; i < t->n; i++)
     if (!strcmp(t->v[i].name, name)) {   /* the user's definition wins */
       free(t->v[i].regex);
       t->v[i].regex = xstrdup(regex);
+      t->v[i].keep = keep;
       t->v[i].builtin = builtin;
       t->v[i].scheduler = scheduler;
       return;
     }
   grow_array((void **)&t->v, &t->cap, t->n + 1, sizeof *t->v);
-  t->v[t->n++] = (preset){ xstrdup(name), xstrdup(regex), builtin, scheduler };
+  t->v[t->n++] = (preset){ xstrdup(name), xstrdup(regex), keep, builtin, scheduler };
 }
 
 static const char *default_file(char *buf, size_t n)
@@ -106,7 +107,7 @@ static int load_file(preset_table *t, FILE *f, const char *path, char *err, size
       return -1;
     }
     regfree(&r);
-    add(t, name, re, 0, NULL);
+    add(t, name, re, NULL, 0, NULL);
   }
   return 0;
 }
@@ -115,7 +116,7 @@ int presets_load(preset_table *t, const char *file, char *err, size_t errlen)
 {
   memset(t, 0, sizeof *t);
   for (size_t i = 0; i < NBUILTIN; i++)
-    add(t, builtins[i].name, builtins[i].regex, 1, builtins[i].scheduler);
+    add(t, builtins[i].name, builtins[i].regex, builtins[i].keep, 1, builtins[i].scheduler);
   char buf[1024];
   const char *path = file ? file : default_file(buf, sizeof buf);
   if (!path) return 0;

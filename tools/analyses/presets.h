@@ -8,6 +8,12 @@
    when XDG_CONFIG_HOME is not set) or in the file --presets-file names.
    A user preset with a built-in's name replaces it.
 
+   A built-in preset may keep some of its frames: the lwt preset keeps
+   Lwt_main.run, whose frame then stands for what Lwt's loop allocates on
+   its own (for its own callbacks: Lwt_io's auto-flush, Lwt_unix's jobs
+   and events), which no frame of the program registered and which went
+   to the program's entry, the frame that calls Lwt_main.run.
+
    The scheduler presets (Lwt, Async, Eio) also drive the hint that
    top, leaks and flamegraph print when most of their top sites are a
    scheduler's own code (presets_hint). */
@@ -20,6 +26,9 @@
 
 typedef struct {
   char *name, *regex;
+  const char *keep;            /* functions the preset leaves visible (a
+                                  regex, matched against the function of
+                                  each frame of a location), or NULL */
   int builtin;                 /* not (re)defined by the user's file */
   const char *scheduler;       /* "Lwt", "Async", "Eio": whose code, or NULL */
 } preset;

@@ -302,6 +302,10 @@ static void put_presets(FILE *o, int argc, char **argv)
     put_str(o, t.v[i].name);
     fprintf(o, ",\"regex\":");
     put_str(o, t.v[i].regex);
+    if (t.v[i].keep) {
+      fprintf(o, ",\"keep\":");
+      put_str(o, t.v[i].keep);
+    }
     fprintf(o, ",\"builtin\":%s}", t.v[i].builtin ? "true" : "false");
   }
   fputc(']', o);

@@ -283,6 +283,10 @@ function locMatches(l, m) {
     if (strMatches(m, fFn[f]) || (fFile[f] && strMatches(m, fFile[f]))) return true;
   return false;
 }
+function locFnMatches(l, m) {
+  for (var f = locOff[l]; f < locOff[l + 1]; f++) if (strMatches(m, fFn[f])) return true;
+  return false;
+}
 
 // Per node: does the stack contain a focus / ignore match, the innermost
 // node with a visible (not hidden) location, and the site (that
@@ -296,8 +300,26 @@ function siteOf(n) { return nSite ? nSite[n] : n ? fFn[locOff[nLoc[n]]] : NOBT; 
 var FT = null;   // { n, parent, name, first, next, keyBelow, keyUp, keys }
 // The presets (D.presets: the CLI's built-in ones and the user's, as
 // `--preset NAME` resolves them): S.presets holds their names.
-var PRESETS = {};
-(D.presets || []).forEach(function (p) { PRESETS[p.name] = p.regex; });
+var PRESETS = {}, KEEP = {};
+(D.presets || []).forEach(function (p) { PRESETS[p.name] = p.regex; if (p.keep) KEEP[p.regex] = p.keep; });
+// A location is hidden when a pattern matches the function or the file of
+// one of its frames, unless the pattern's preset keeps a function of the
+// location (the lwt preset keeps Lwt_main.run: its frame stands for what
+// Lwt's loop allocates on its own, presets.h); a callback frame
+// ("callback F") is tested as its function F.  hiders: the patterns
+// compiled, each with its preset's keep; entriesHidden: for a location's
+// frames [[function, file, ...], ...].
+function hiders(patterns) {
+  return patterns.map(function (p) { var r = re(p); return r ? { r: r, k: KEEP[p] ? re(KEEP[p]) : null } : null; }).filter(Boolean);
+}
+function cbName(fn) { return fn.lastIndexOf('callback ', 0) === 0 ? fn.slice(9) : fn; }
+function entriesHidden(hs, entries) {
+  if (!entries.length) return hs.some(function (h) { return h.r.test('<unknown>'); });
+  return hs.some(function (h) {
+    return entries.some(function (e) { return h.r.test(cbName(e[0])) || (e[1] !== '' && h.r.test(e[1])); }) &&
+      !(h.k && entries.some(function (e) { return h.k.test(cbName(e[0])); }));
+  });
+}
 function hidePatterns() {
   return (S.hide ? [S.hide] : []).concat(S.presets.filter(function (n) { return n in PRESETS; }).map(function (n) { return PRESETS[n]; }));
 }
@@ -352,9 +374,11 @@ function switchStacks(hk, patterns) {
   }
   // pool 1 is about to be written: the hidden state cached in it goes
   if (hk !== '[]') Object.keys(stacksOf).forEach(function (k) { if (k !== '[]') delete stacksOf[k]; });
-  var rh = patterns.map(re).filter(Boolean).map(matcher), hidden = new Uint8Array(NLOC), sit = null;
+  var rh = hiders(patterns).map(function (h) { return { m: matcher(h.r), k: h.k ? matcher(h.k) : null }; });
+  var hidden = new Uint8Array(NLOC), sit = null;
   for (var l = 1; l < NLOC; l++) {
-    for (var k = 0; k < rh.length; k++) if (locMatches(l, rh[k])) { hidden[l] = 1; break; }
+    for (var k = 0; k < rh.length; k++)
+      if (locMatches(l, rh[k].m) && !(rh[k].k && locFnMatches(l, rh[k].k))) { hidden[l] = 1; break; }
     if (locOff[l + 1] === locOff[l]) hidden[l] = 1;
   }
   if (!rh.length) {
@@ -1435,12 +1459,9 @@ $('fgdom').addEventListener('click', function (e) { treeClick(e, drawFlameSide);
 // its frames matches, as in the CLI), each with the retainer paths of the
 // snapshot's sites it merges, shortest first.
 function retentionSites(X) {
-  var pats = hidePatterns().map(re).filter(Boolean);
+  var pats = hiders(hidePatterns());
   if (!pats.length || !X.stacks) return X.sites;
-  var L = X.stacks.locs, hid = L.map(function (entries) {
-    if (!entries.length) return pats.some(function (r) { return r.test('<unknown>'); });
-    return entries.some(function (e) { return pats.some(function (r) { return r.test(e[0]) || r.test(e[1]); }); });
-  });
+  var L = X.stacks.locs, hid = L.map(function (entries) { return entriesHidden(pats, entries); });
   var by = new Map(), out = [];
   X.stacks.rows.forEach(function (row) {
     var st = row[4], l = -1;
@@ -1586,12 +1607,7 @@ function lwtReportHides() {
   });
   return out;
 }
-function lwtPatterns() { return hidePatterns().concat(lwtReportHides(), PRESETS.lwt ? [PRESETS.lwt] : []).map(re).filter(Boolean); }
-// A callback frame ("callback F") is tested as its function F, as the CLI does.
-function lwtTest(pats, fn, file) {
-  var g = fn.lastIndexOf('callback ', 0) === 0 ? fn.slice(9) : fn;
-  return pats.some(function (r) { return r.test(g) || (file !== '' && r.test(file)); });
-}
+function lwtPatterns() { return hiders(hidePatterns().concat(lwtReportHides(), PRESETS.lwt ? [PRESETS.lwt] : [])); }
 function lwtFrameName(fn, file, line) { return fn === '<unknown>' && file === '' ? '? (no debug information)' : fn + ' (' + file + ':' + line + ')'; }
 var LWT_NONE = '(no frame outside the hidden ones)';
 // Per call-tree node: its creation site's name under [pats] (cached per node).
@@ -1599,9 +1615,9 @@ function lwtCreatedSites(pats) {
   var hid = new Int8Array(NLOC).fill(-1), name = new Map();
   function hidden(l) {
     if (hid[l] < 0) {
-      var h = 0;
-      for (var f = locOff[l]; f < locOff[l + 1] && !h; f++) if (lwtTest(pats, STR[fFn[f]], STR[fFile[f]])) h = 1;
-      hid[l] = h;
+      var entries = [];
+      for (var f = locOff[l]; f < locOff[l + 1]; f++) entries.push([STR[fFn[f]], STR[fFile[f]]]);
+      hid[l] = entriesHidden(pats, entries) ? 1 : 0;
     }
     return hid[l] === 1;
   }
@@ -1639,8 +1655,7 @@ function lwtRows(by) {
 function lwtStackNames(T, pats) {
   var rf = re(S.focus), ri = re(S.ignore);
   function matches(r, e) { return e.length ? e.some(function (x) { return r.test(x[0]) || (x[1] !== '' && r.test(x[1])); }) : r.test('<unknown>'); }
-  // a callback frame ("callback F") is hidden as its function F (lwtTest)
-  var hid = T.locs.map(function (e) { return matches({ test: function (s) { return lwtTest(pats, s, ''); } }, e); });
+  var hid = T.locs.map(function (e) { return entriesHidden(pats, e); });
   return T.stacks.map(function (st) {
     if ((rf && !st.some(function (l) { return matches(rf, T.locs[l]); })) || (ri && st.some(function (l) { return matches(ri, T.locs[l]); }))) return null;
     for (var k = 0; k < st.length; k++) {
