@@ -37,8 +37,7 @@ module initialiser calling Lwt_main.run) at most 5 % (issue 30's
 target); the share of Lwt_main.run (which the preset keeps: what Lwt's
 loop allocates for no callback of the program), with and without the
 callback frames (the same trace with `--hide '<callback>'`, their
-marker): never higher with them, and on leak_table at least
-ENTRY_SHARE_CUT lower.  leak_table leak, with the .cmt files
+marker): at least LOOP_SHARE_MOVED points lower with them.  leak_table leak, with the .cmt files
 build-lwt.sh has dune's @check write (issue 31, found from the
 executable's path): `retainers --by type` gives a path from global
 Leak_table to the planted line's blocks whose every step is named by
@@ -59,16 +58,14 @@ os.makedirs(work, exist_ok=True)
 tests_dir = sys.argv[5] if len(sys.argv) > 5 else None
 RATE, SEED = "1e-2", 1
 # Callback frames (memprof_callbacks): what Lwt allocates for a callback is
-# charged to it, not to the program's entry.  The entry's share depends
-# on the machine's load (an idle event loop's iterations allocate in Lwt
-# alone): 2.9 to 8.5 % over 32 runs with callback frames; 16 of those
-# traces without them (--hide '<callback>'): 3.2 to 11.7 %.  Most of what
-# is left is Lwt's own callbacks (Lwt_io's auto-flush, Lwt_unix's jobs
-# and events), which no function of the program registered.  On
-# leak_table, where the program's callbacks are most of it, they take
-# 28 to 36 % of the entry's share away (4 runs); the check asks ENTRY_SHARE_CUT.
+# charged to it.  What Lwt allocates for no callback of the program goes
+# to Lwt_main.run, which the lwt preset keeps (with the library code Lwt
+# calls, absorbed): 45.8 to 52.2 % of all allocation over 16 traces with
+# callback frames, 51.7 to 57.3 % without them (--hide '<callback>'); the
+# callback frames move 5.1 to 6.2 points to the program's callbacks; the
+# check asks LOOP_SHARE_MOVED.  The entry keeps 0.0 %.
 CALLBACK_FRAMES = 16
-ENTRY_SHARE_CUT = 0.15
+LOOP_SHARE_MOVED = 3.0
 passed = failed = 0
 
 
@@ -149,8 +146,9 @@ def entry_shares(trace, name, *hide):
 
 def check_entry_share(name, mode, trace):
     """The entry's share: at most 5 % (issue 30).  Lwt_main.run's, with the
-    callback frames and without them (their marker entry hidden): never
-    higher with them; on leak_table at least ENTRY_SHARE_CUT lower."""
+    callback frames and without them (their marker entry hidden): at least
+    LOOP_SHARE_MOVED points of all allocation lower with them (moved to
+    the program's callbacks)."""
     entry, loop = entry_shares(trace, name)
     entry_without, loop_without = entry_shares(trace, name, "--hide", "<callback>")
     figure("%s %s: top --preset lwt charges %.1f %% of all allocation to the program entry, %.1f %% to "
@@ -158,12 +156,9 @@ def check_entry_share(name, mode, trace):
            % (name, mode, entry, loop, entry_without, loop_without))
     check("%s %s: the program entry keeps at most 5 %% of all allocation (%.1f %%)" % (name, mode, entry),
           entry <= 5)
-    check("%s %s: callback frames leave Lwt_main.run no more than without them (%.1f %% <= %.1f %%)"
-          % (name, mode, loop, loop_without), loop <= loop_without + 1e-9)
-    if name == "leak_table":
-        check("%s %s: callback frames take at least %.0f %% of Lwt_main.run's share away (%.1f %% -> %.1f %%)"
-              % (name, mode, 100 * ENTRY_SHARE_CUT, loop_without, loop),
-              loop <= (1 - ENTRY_SHARE_CUT) * loop_without)
+    check("%s %s: callback frames move at least %.0f %% of all allocation from Lwt_main.run to the program's "
+          "callbacks (%.1f %% -> %.1f %%)" % (name, mode, LOOP_SHARE_MOVED, loop_without, loop),
+          loop <= loop_without - LOOP_SHARE_MOVED)
 
 
 def race_flags(trace):

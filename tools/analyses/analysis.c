@@ -40,6 +40,8 @@
 #define LF_HIDE 2
 #define LF_FOCUS 4
 #define LF_IGNORE 8
+#define LF_ABSORB 16   /* an_hide_class's AN_ABSORBED */
+#define LF_KEPT 32     /* an_hide_class's AN_KEPT */
 
 typedef struct {
   mpt_location l;
@@ -133,8 +135,9 @@ const char an_filter_help[] =
   "  --focus RE          keep samples with a frame matching RE (function or\n"
   "                      file name; POSIX extended regex; repeatable = any)\n"
   "  --ignore RE         drop samples with a frame matching RE\n"
-  "  --hide RE           remove matching frames from stacks (the allocation\n"
-  "                      site becomes the innermost frame left)\n"
+  "  --hide RE           remove matching frames from stacks, with the library\n"
+  "                      code they call (the allocation site becomes the\n"
+  "                      innermost frame left)\n"
   "  --preset NAME[,NAME...]   hide the frames of a named preset (repeatable):\n"
   "                      lwt, async, eio (the schedulers' code), stdlib,\n"
   "                      runtime, or one defined in the presets file\n"
@@ -600,7 +603,11 @@ static uint8_t loc_flags(an_ctx *c, uint32_t loc)
   if (fl & LF_DONE) return fl;
   fl = LF_DONE;
   const an_filter *f = c->f;
-  for (int i = 0; i < f->nhide; i++) if (hide_pattern_hides(f, i, an_location(c, loc))) fl |= LF_HIDE;
+  if (f->nhide) {
+    if (!c->layers) c->layers = an_layers_new(f);
+    int cls = an_hide_class(f, c->layers, an_location(c, loc));
+    fl |= (cls & AN_HIDDEN ? LF_HIDE : 0) | (cls & AN_ABSORBED ? LF_ABSORB : 0) | (cls & AN_KEPT ? LF_KEPT : 0);
+  }
   for (int i = 0; i < f->nfocus; i++) if (an_loc_matches(c, loc, &f->focus[i])) fl |= LF_FOCUS;
   for (int i = 0; i < f->nignore; i++) if (an_loc_matches(c, loc, &f->ignore[i])) fl |= LF_IGNORE;
   c->locflags[loc] = fl;
@@ -783,6 +790,14 @@ int an_layers_match(const an_layers *y, const mpt_location *l)
   return y->f && an_filter_hides(y->f, l);
 }
 
+int an_hide_class(const an_filter *f, const an_layers *y, const mpt_location *l)
+{
+  if (an_filter_hides(f, l)) return AN_HIDDEN;
+  for (int i = 0; i < f->nhide; i++)
+    if (f->has_keep[i] && loc_function_matches(l, &f->keep[i])) return AN_KEPT;
+  return an_layers_match(y, l) ? AN_ABSORBED : 0;
+}
+
 void an_layers_free(an_layers *y)
 {
   if (!y) return;
@@ -819,6 +834,9 @@ uint32_t an_drop_redundant_callbacks(const mpt_location **l, uint32_t *ids, uint
   return out;
 }
 
+#define PATH_STATE_SHIFT 30          /* node ids stay below 2^30 */
+#define PATH_NODE ((1u << PATH_STATE_SHIFT) - 1)
+
 static uint32_t stack_node(an_ctx *c, const uint32_t *s, uint32_t len)
 {
   size_t common = 0, plen = c->prev_len;
@@ -830,18 +848,23 @@ static uint32_t stack_node(an_ctx *c, const uint32_t *s, uint32_t len)
     c->path = xrealloc(c->path, c->prev_cap * sizeof *c->path);
   }
   /* path[k] = node after the k+1 outermost frames (indexed from the
-     outer end, so the shared part stays valid when lengths differ). */
-  uint32_t node = common ? c->path[common - 1] : 0;
+     outer end, so the shared part stays valid when lengths differ), and
+     that frame's an_hide_next state (the next one's depends on it) in
+     its top two bits. */
+  uint32_t node = common ? c->path[common - 1] & PATH_NODE : 0;
+  int state = common ? (int)(c->path[common - 1] >> PATH_STATE_SHIFT) : AN_SHOWN;
   for (size_t k = common; k < len; k++) {
     uint32_t loc = s[len - 1 - k];
     uint8_t lf = loc_flags(c, loc);
-    if (!(lf & LF_HIDE)) node = child(c, node, loc, lf);
-    c->path[k] = node;
+    state = an_hide_next((lf & LF_HIDE ? AN_HIDDEN : 0) | (lf & LF_ABSORB ? AN_ABSORBED : 0) |
+                         (lf & LF_KEPT ? AN_KEPT : 0), state);
+    if (state != AN_GONE) node = child(c, node, loc, lf);
+    c->path[k] = node | (uint32_t)state << PATH_STATE_SHIFT;
   }
   /* prev is stored outer-end-aligned like the stack itself. */
   if (len) memcpy(c->prev, s, len * sizeof *s);   /* both may be NULL */
   c->prev_len = len;
-  return len ? c->path[len - 1] : 0;
+  return len ? c->path[len - 1] & PATH_NODE : 0;
 }
 
 /* ---------------- samples ---------------- */

@@ -225,6 +225,32 @@ typedef struct an_layers an_layers;
 an_layers *an_layers_new(const an_filter *f);
 int an_layers_match(const an_layers *y, const mpt_location *l);
 void an_layers_free(an_layers *y);
+/* Hiding (--hide, --preset) is decided per stack: a frame is hidden when
+   a pattern hides its location (an_filter_hides), or when it is library
+   code (a frame of a library layer) called by a hidden frame or by one
+   that a preset keeps (Lwt_main.run): Lwt's engine calling List.iter
+   over its events, Lwt_io calling Bigarray.Array1.create for its
+   buffers, are Lwt's work.  The program's own frames (in no layer) stay
+   visible wherever they are called from, and library code the program
+   calls stays visible.  an_hide_class: a location's part (AN_HIDDEN; or
+   AN_KEPT, library code a preset keeps; or AN_ABSORBED, library code),
+   which callers cache per location; an_hide_next: a frame's state
+   (AN_SHOWN, AN_GONE, or AN_SHOWN_ABSORBING: shown, and what it calls is
+   absorbed) from its class and the state of the frame that called it
+   (the next one out; AN_SHOWN for the outermost). */
+#define AN_HIDDEN 1
+#define AN_ABSORBED 2
+#define AN_KEPT 4
+#define AN_SHOWN 0
+#define AN_GONE 1
+#define AN_SHOWN_ABSORBING 2
+int an_hide_class(const an_filter *f, const an_layers *y, const mpt_location *l);
+static inline int an_hide_next(int cls, int caller)
+{
+  if (cls & AN_HIDDEN) return AN_GONE;
+  if (cls & AN_KEPT) return AN_SHOWN_ABSORBING;
+  return (cls & AN_ABSORBED) && caller != AN_SHOWN ? AN_GONE : AN_SHOWN;
+}
 /* The callback frames of a stack that say nothing the stack does not
    are dropped:
    - the frame that holds it (the next one out that is not a callback

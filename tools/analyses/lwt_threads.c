@@ -35,7 +35,7 @@ typedef struct {
   lt_result *res;
   uint32_t *alloc_site;        /* per allocation: site index + 1, 0 not yet */
   size_t alloc_site_cap;
-  uint8_t *hidden;             /* per location: 1 + hidden, 0 not yet */
+  uint8_t *hidden;             /* per location: 1 + an_hide_class, 0 not yet */
   size_t hidden_cap;
   an_layers *layers;           /* made at the first callback frame */
   uint8_t *in_layer;           /* per location: 1 + in a layer, 0 not yet */
@@ -60,16 +60,19 @@ static int loc_in_layer(void *u, uint32_t loc)
   return st->in_layer[loc] == 2;
 }
 
-static int loc_hidden(lt_state *st, uint32_t loc)
+/* Location [loc]'s an_hide_class under [hiding]. */
+static int loc_hide_class(lt_state *st, uint32_t loc)
 {
   if (loc >= st->hidden_cap) {
     size_t old = st->hidden_cap;
     grow_array((void **)&st->hidden, &st->hidden_cap, (size_t)loc + 1, 1);
     memset(st->hidden + old, 0, st->hidden_cap - old);
   }
-  if (!st->hidden[loc])
-    st->hidden[loc] = 1 + (st->hiding && an_filter_hides(st->hiding, ti_location(st->r->t, loc)));
-  return st->hidden[loc] == 2;
+  if (!st->hidden[loc]) {
+    if (st->hiding && !st->layers) st->layers = an_layers_new(st->hiding);
+    st->hidden[loc] = 1 + (st->hiding ? an_hide_class(st->hiding, st->layers, ti_location(st->r->t, loc)) : 0);
+  }
+  return st->hidden[loc] - 1;
 }
 
 /* By stack: copy location [loc]'s frames into res->locs, once. */
@@ -138,9 +141,11 @@ static size_t site_key(lt_state *st, const hg_alloc *a, char key[512])
     return 4 * (size_t)n;
   }
   snprintf(key, 512, "(no frame outside the hidden ones)");
-  for (uint32_t k = 0; k < len; k++) {
-    uint32_t loc = st->ids[k];
-    if (loc_hidden(st, loc)) continue;
+  /* the innermost frame left: hiding is decided from the outer end */
+  uint32_t site = len;
+  for (uint32_t k = len, state = AN_SHOWN; k-- > 0;)
+    if ((state = (uint32_t)an_hide_next(loc_hide_class(st, st->ids[k]), (int)state)) != AN_GONE) site = k;
+  for (uint32_t k = site; k < len; k++) {
     const mpt_location *l = st->locs[k];
     if (l && l->n > 0)
       snprintf(key, 512, "%s%s (%s:%u)", an_is_callback_location(l) ? "callback " : "",

@@ -161,6 +161,51 @@ typedef struct {
    block's site is the innermost frame left, as in the other commands
    (NULL: none). */
 static const an_filter *hiding;
+/* Its per-location an_hide_class (1 + class, 0 not yet), the layers it
+   needs, and a stack's hidden flags: set_hiding makes them anew. */
+static uint8_t *hide_cls, *stack_hid;
+static size_t hide_cls_cap, stack_hid_cap;
+static an_layers *hide_layers;
+
+static void set_hiding(const an_filter *f)
+{
+  hiding = f;
+  free(hide_cls); free(stack_hid);
+  hide_cls = stack_hid = NULL;
+  hide_cls_cap = stack_hid_cap = 0;
+  an_layers_free(hide_layers);
+  hide_layers = NULL;
+}
+
+/* The frames of allocation [al]'s stack (innermost first) that --hide
+   leaves, at most [max], into [locs]; how many (hiding is decided from
+   the stack's outer end, an_hide_next). */
+static uint32_t visible_frames(const hg_reader *r, const hg_alloc *al, uint32_t *locs, uint32_t max)
+{
+  uint32_t n = 0, len = al->stack_len;
+  const uint32_t *s = r->stacks + al->stack_off;
+  if (!hiding || !hiding->nhide) {
+    for (; n < len && n < max; n++) locs[n] = s[n];
+    return n;
+  }
+  grow_array((void **)&stack_hid, &stack_hid_cap, len ? len : 1, 1);
+  for (uint32_t k = len, state = AN_SHOWN; k-- > 0;) {
+    uint32_t loc = s[k];
+    if (loc >= hide_cls_cap) {
+      size_t old = hide_cls_cap;
+      grow_array((void **)&hide_cls, &hide_cls_cap, (size_t)loc + 1, 1);
+      memset(hide_cls + old, 0, hide_cls_cap - old);
+    }
+    if (!hide_cls[loc]) {
+      if (!hide_layers) hide_layers = an_layers_new(hiding);
+      hide_cls[loc] = (uint8_t)(1 + an_hide_class(hiding, hide_layers, ti_location(r->t, loc)));
+    }
+    state = (uint32_t)an_hide_next(hide_cls[loc] - 1, (int)state);
+    stack_hid[k] = state == AN_GONE;
+  }
+  for (uint32_t k = 0; k < len && n < max; k++) if (!stack_hid[k]) locs[n++] = s[k];
+  return n;
+}
 
 /* ---- names ---- */
 
@@ -196,22 +241,7 @@ static void loc_text(hg_reader *r, uint32_t loc, char *buf, size_t n)
 static uint32_t *site_locations(hg_reader *r)
 {
   uint32_t *site = xcalloc(r->nallocs ? r->nallocs : 1, sizeof *site);
-  uint8_t *hides = NULL;        /* per location id: 1 + hidden, 0 unknown */
-  size_t hides_cap = 0;
-  for (size_t i = 0; i < r->nallocs; i++) {
-    const hg_alloc *a = &r->allocs[i];
-    for (uint32_t k = 0; k < a->stack_len && !site[i]; k++) {
-      uint32_t loc = r->stacks[a->stack_off + k];
-      if (loc >= hides_cap) {
-        size_t old = hides_cap;
-        grow_array((void **)&hides, &hides_cap, (size_t)loc + 1, 1);
-        memset(hides + old, 0, hides_cap - old);
-      }
-      if (!hides[loc]) hides[loc] = 1 + an_filter_hides(hiding, ti_location(r->t, loc));
-      if (hides[loc] == 1) site[i] = loc;
-    }
-  }
-  free(hides);
+  for (size_t i = 0; i < r->nallocs; i++) visible_frames(r, &r->allocs[i], &site[i], 1);
   return site;
 }
 
@@ -1475,13 +1505,7 @@ static int by_stack_est(const void *x, const void *y)
    MAX_STACK_FRAMES, into [locs]; how many. */
 static uint32_t visible_stack(const analysis *a, uint32_t alloc, uint32_t *locs)
 {
-  const hg_alloc *al = &a->r->allocs[alloc - 1];
-  uint32_t n = 0;
-  for (uint32_t k = 0; k < al->stack_len && n < MAX_STACK_FRAMES; k++) {
-    uint32_t loc = a->r->stacks[al->stack_off + k];
-    if (!hiding || !an_filter_hides(hiding, ti_location(a->r->t, loc))) locs[n++] = loc;
-  }
-  return n;
+  return visible_frames(a->r, &a->r->allocs[alloc - 1], locs, MAX_STACK_FRAMES);
 }
 
 static void json_stacks(FILE *o, analysis *a, const site_table *sites, size_t top, json_writer str)
@@ -1646,7 +1670,7 @@ int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_w
   if (hg_open(&r, trace) != 0) { msg("%s\n", r.error); return 1; }
   double rate = ti_get_header(r.t)->sampling_rate;
   tree_opts topt = { opt->tree_nodes, opt->tree_width, opt->tree_depth };
-  hiding = opt->hide;
+  set_hiding(opt->hide);
   size_t max = opt->max_snapshots ? opt->max_snapshots : 1;
   char **kept = xcalloc(max, sizeof *kept), *ev = NULL;
   size_t *kept_len = xcalloc(max, sizeof *kept_len), ev_len = 0;
@@ -1701,7 +1725,7 @@ int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_w
   free(kept); free(kept_len); free(ev); free(seen);
   exe_symbols_free(&exe);
   hg_close(&r);
-  hiding = NULL;
+  set_hiding(NULL);
   return rc;
 }
 
@@ -1860,9 +1884,9 @@ int cmd_retainers(int argc, char **argv)
 {
   an_filter hidden;
   an_filter_init(&hidden);
-  hiding = &hidden;
+  set_hiding(&hidden);
   int rc = retainers(argc, argv, &hidden);
-  hiding = NULL;
+  set_hiding(NULL);
   an_filter_free(&hidden);
   return rc;
 }

@@ -283,6 +283,11 @@ function locMatches(l, m) {
     if (strMatches(m, fFn[f]) || (fFile[f] && strMatches(m, fFile[f]))) return true;
   return false;
 }
+var LAYER_MATCHERS = null;
+function layerMatchers() {
+  if (!LAYER_MATCHERS) LAYER_MATCHERS = layerRes().map(matcher);
+  return LAYER_MATCHERS;
+}
 function locFnMatches(l, m) {
   for (var f = locOff[l]; f < locOff[l + 1]; f++) if (strMatches(m, fFn[f])) return true;
   return false;
@@ -313,12 +318,38 @@ function hiders(patterns) {
   return patterns.map(function (p) { var r = re(p); return r ? { r: r, k: KEEP[p] ? re(KEEP[p]) : null } : null; }).filter(Boolean);
 }
 function cbName(fn) { return fn.lastIndexOf('callback ', 0) === 0 ? fn.slice(9) : fn; }
+function entriesMatch(r, entries) {
+  if (!entries.length) return r.test('<unknown>');
+  return entries.some(function (e) { return r.test(cbName(e[0])) || (e[1] !== '' && r.test(e[1])); });
+}
 function entriesHidden(hs, entries) {
-  if (!entries.length) return hs.some(function (h) { return h.r.test('<unknown>'); });
   return hs.some(function (h) {
-    return entries.some(function (e) { return h.r.test(cbName(e[0])) || (e[1] !== '' && h.r.test(e[1])); }) &&
-      !(h.k && entries.some(function (e) { return h.k.test(cbName(e[0])); }));
+    return entriesMatch(h.r, entries) && !(h.k && entries.some(function (e) { return h.k.test(cbName(e[0])); }));
   });
+}
+// Hiding is decided per stack, as in the CLI (analysis.h): library code
+// (a frame of any preset) called by a hidden frame, or by one a preset
+// keeps, is hidden with it (Lwt's engine calling List.iter, Lwt_io
+// calling Bigarray.Array1.create).  A location's class: 1 hidden, 4 kept,
+// 2 library code, 0 the program's; a frame's state from its class and
+// its caller's: 1 hidden, 2 shown and absorbing what it calls, 0 shown.
+var LAYER_RES = null;
+function layerRes() {
+  if (!LAYER_RES) LAYER_RES = Object.keys(PRESETS).map(function (n) { return re(PRESETS[n]); }).filter(Boolean);
+  return LAYER_RES;
+}
+function entriesClass(hs, entries) {
+  if (entriesHidden(hs, entries)) return 1;
+  if (hs.some(function (h) { return h.k && entries.some(function (e) { return h.k.test(cbName(e[0])); }); })) return 4;
+  return layerRes().some(function (r) { return entriesMatch(r, entries); }) ? 2 : 0;
+}
+function nextState(c, caller) { return c === 1 ? 1 : c === 4 ? 2 : c === 2 && caller !== 0 ? 1 : 0; }
+// Per frame of a stack (location ids, innermost first; cls gives a
+// location's class): whether it is hidden.
+function stackHidden(st, cls) {
+  var out = new Array(st.length), s = 0;
+  for (var k = st.length - 1; k >= 0; k--) { s = nextState(cls(st[k]), s); out[k] = s === 1; }
+  return out;
 }
 function hidePatterns() {
   return (S.hide ? [S.hide] : []).concat(S.presets.filter(function (n) { return n in PRESETS; }).map(function (n) { return PRESETS[n]; }));
@@ -375,7 +406,7 @@ function switchStacks(hk, patterns) {
   // pool 1 is about to be written: the hidden state cached in it goes
   if (hk !== '[]') Object.keys(stacksOf).forEach(function (k) { if (k !== '[]') delete stacksOf[k]; });
   var rh = hiders(patterns).map(function (h) { return { m: matcher(h.r), k: h.k ? matcher(h.k) : null }; });
-  var hidden = new Uint8Array(NLOC), sit = null;
+  var hidden = new Uint8Array(NLOC), sit = null, nodeState = null;
   for (var l = 1; l < NLOC; l++) {
     for (var k = 0; k < rh.length; k++)
       if (locMatches(l, rh[k].m) && !(rh[k].k && locFnMatches(l, rh[k].k))) { hidden[l] = 1; break; }
@@ -386,6 +417,22 @@ function switchStacks(hk, patterns) {
     // the whole call tree, which deep stacks make large, at first paint)
     nVis = nSite = null;
   } else {
+    // the locations' classes (entriesClass), then each node's state from
+    // its parent's (node ids are given parents first)
+    var lm = layerMatchers(), cls = hidden;
+    for (var l1 = 1; l1 < NLOC; l1++) {
+      if (cls[l1]) continue;
+      var kept = false;
+      for (var k1 = 0; k1 < rh.length && !kept; k1++) kept = rh[k1].k && locFnMatches(l1, rh[k1].k);
+      if (kept) { cls[l1] = 4; continue; }
+      for (var k2 = 0; k2 < lm.length; k2++) if (locMatches(l1, lm[k2])) { cls[l1] = 2; break; }
+    }
+    nodeState = pooled('nState', Uint8Array, NN);
+    nodeState[0] = 0;
+    for (var n1 = 1, npar = nParent, nloc = nLoc; n1 < NN; n1++) {
+      var c1 = cls[nloc[n1]], p1 = nodeState[npar[n1]];
+      nodeState[n1] = c1 === 1 ? 1 : c1 === 4 ? 2 : c1 === 2 && p1 !== 0 ? 1 : 0;
+    }
     // Only the cells' nodes need their visible node and site (nVis,
     // nSite are read for them alone): each walks up its run of hidden
     // locations, and the walks share what they settle (done), so the cost
@@ -395,11 +442,11 @@ function switchStacks(hk, patterns) {
     // hidden key to the next (null, then arrays).
     var vis = nVis = pooled('nVis', Int32Array, NN), sit = nSite = pooled('nSite', Int32Array, NN);
     var done = pooled('nDone', Uint8Array, NN).fill(0, 0, NN), par = nParent, loc = nLoc, lo = locOff, fn = fFn;
-    var path = [], cnn = cnNode, ncn = NCN;
+    var path = [], cnn = cnNode, ncn = NCN, ns = nodeState;
     done[0] = 1; vis[0] = 0; sit[0] = NOBT;
     for (var k0 = 0; k0 < ncn; k0++) {
       var x = cnn[k0];
-      while (!done[x] && hidden[loc[x]]) { path.push(x); x = par[x]; }
+      while (!done[x] && ns[x] === 1) { path.push(x); x = par[x]; }
       if (!done[x]) { vis[x] = x; sit[x] = fn[lo[loc[x]]]; done[x] = 1; }
       var v = vis[x], si = sit[x];
       while (path.length) { var y = path.pop(); vis[y] = v; sit[y] = si; done[y] = 1; }
@@ -408,7 +455,7 @@ function switchStacks(hk, patterns) {
   var cs = cSite = pooled('cSite', Int32Array, NC), cn = cNode, nc = NC;
   if (sit) for (var i = 0; i < nc; i++) cs[i] = sit[cn[i]];
   else for (var i1 = 0; i1 < nc; i1++) cs[i1] = siteOf(cn[i1]);
-  FT = null; ftHidden = hidden;
+  FT = null; ftHidden = { loc: hidden, node: nodeState };
 }
 function idle(f) { (window.requestIdleCallback || setTimeout).call(window, f); }
 function warmUp() {
@@ -418,8 +465,10 @@ function warmUp() {
   switchStacks(pk, pv); frameTree();
   switchStacks(cur, null);
 }
+// Focus and ignore look at the frames hiding leaves, as in the CLI (its
+// call tree has no hidden frame).
 function prepStackFlags() {
-  var sk = JSON.stringify([S.focus, S.ignore]);
+  var sk = JSON.stringify([S.focus, S.ignore, hideKey]);
   if (sk !== stackFlagKey) {
     stackFlagKey = sk;
     var rf = re(S.focus), ri = re(S.ignore), mf = rf && matcher(rf), mi = ri && matcher(ri);
@@ -431,7 +480,8 @@ function prepStackFlags() {
       if (mf && locMatches(l3, mf)) lf[l3] |= 1;
       if (mi && locMatches(l3, mi)) lf[l3] |= 2;
     }
-    for (var n2 = 1; n2 < NN; n2++) fl[n2] = fl[nParent[n2]] | lf[nLoc[n2]];
+    var ns = ftHidden.node;
+    for (var n2 = 1; n2 < NN; n2++) fl[n2] = fl[nParent[n2]] | (ns && ns[n2] === 1 ? 0 : lf[nLoc[n2]]);
     cStack = flagBuf.cs;
     for (var i2 = 0; i2 < NC; i2++) cStack[i2] = fl[cNode[i2]];
   }
@@ -442,7 +492,7 @@ function prepStackFlags() {
 var cSite, ftHidden, allFrames = -1;
 function frameTree() {
   if (FT) return FT;
-  var hidden = ftHidden;
+  var hidden = ftHidden.loc, hnode = ftHidden.node;
   if (allFrames < 0) {
     allFrames = 0;
     for (var n0 = 1; n0 < NN; n0++) allFrames += locOff[nLoc[n0] + 1] - locOff[nLoc[n0]];
@@ -457,7 +507,7 @@ function frameTree() {
   // sibling search inlined, children counted on the way
   for (var n2 = 1; n2 < nn; n2++) {
     var l3 = loc[n2], q = fo[np[n2]];
-    if (!hidden[l3]) for (var f = lo[l3 + 1] - 1, f0 = lo[l3]; f >= f0; f--) {
+    if (hnode ? hnode[n2] !== 1 : !hidden[l3]) for (var f = lo[l3 + 1] - 1, f0 = lo[l3]; f >= f0; f--) {
       var nm = fn[f], c = first[q];
       while (c >= 0 && name[c] !== nm) c = next[c];
       if (c < 0) { c = m++; par[c] = q; name[c] = nm; next[c] = first[q]; first[q] = c; first[c] = -1; nch[q]++; }
@@ -1461,11 +1511,11 @@ $('fgdom').addEventListener('click', function (e) { treeClick(e, drawFlameSide);
 function retentionSites(X) {
   var pats = hiders(hidePatterns());
   if (!pats.length || !X.stacks) return X.sites;
-  var L = X.stacks.locs, hid = L.map(function (entries) { return entriesHidden(pats, entries); });
+  var L = X.stacks.locs, cls = L.map(function (entries) { return entriesClass(pats, entries); });
   var by = new Map(), out = [];
   X.stacks.rows.forEach(function (row) {
-    var st = row[4], l = -1;
-    for (var k = 0; k < st.length && l < 0; k++) if (!hid[st[k]]) l = st[k];
+    var st = row[4], l = -1, hid = stackHidden(st, function (x) { return cls[x]; });
+    for (var k = 0; k < st.length && l < 0; k++) if (!hid[k]) l = st[k];
     var e = l >= 0 ? L[l] : null, name = !e ? '(no stack)' : e.length ? e[0][0] + ' (' + e[0][1] + ':' + e[0][2] + ')' : '?';
     var g = by.get(name);
     if (!g) { g = { site: name, function: e && e.length ? e[0][0] : '', estimate: 0, variance: 0, sampled: 0, from: [] }; by.set(name, g); out.push(g); }
@@ -1612,20 +1662,29 @@ function lwtFrameName(fn, file, line) { return fn === '<unknown>' && file === ''
 var LWT_NONE = '(no frame outside the hidden ones)';
 // Per call-tree node: its creation site's name under [pats] (cached per node).
 function lwtCreatedSites(pats) {
-  var hid = new Int8Array(NLOC).fill(-1), name = new Map();
-  function hidden(l) {
-    if (hid[l] < 0) {
+  var cls = new Int8Array(NLOC).fill(-1), state = new Int8Array(NN).fill(-1), name = new Map();
+  function locClass(l) {
+    if (cls[l] < 0) {
       var entries = [];
       for (var f = locOff[l]; f < locOff[l + 1]; f++) entries.push([STR[fFn[f]], STR[fFile[f]]]);
-      hid[l] = entriesHidden(pats, entries) ? 1 : 0;
+      cls[l] = entriesClass(pats, entries);
     }
-    return hid[l] === 1;
+    return cls[l];
+  }
+  // a node's state (nextState) from its ancestors', settled once
+  state[0] = 0;
+  function nodeState(n) {
+    var path = [];
+    while (state[n] < 0) { path.push(n); n = nParent[n]; }
+    var s = state[n];
+    while (path.length) { var y = path.pop(); s = state[y] = nextState(locClass(nLoc[y]), s); }
+    return s;
   }
   return function (n) {
     var got = name.get(n);
     if (got !== undefined) return got;
     var x = n;
-    while (x && hidden(nLoc[x])) x = nParent[x];
+    while (x && nodeState(x) === 1) x = nParent[x];
     var f = locOff[nLoc[x]], s = x ? lwtFrameName(STR[fFn[f]], STR[fFile[f]], fLine[f]) : LWT_NONE;
     name.set(n, s);
     return s;
@@ -1655,11 +1714,12 @@ function lwtRows(by) {
 function lwtStackNames(T, pats) {
   var rf = re(S.focus), ri = re(S.ignore);
   function matches(r, e) { return e.length ? e.some(function (x) { return r.test(x[0]) || (x[1] !== '' && r.test(x[1])); }) : r.test('<unknown>'); }
-  var hid = T.locs.map(function (e) { return entriesHidden(pats, e); });
+  var cls = T.locs.map(function (e) { return entriesClass(pats, e); }), clsOf = function (l) { return cls[l]; };
   return T.stacks.map(function (st) {
     if ((rf && !st.some(function (l) { return matches(rf, T.locs[l]); })) || (ri && st.some(function (l) { return matches(ri, T.locs[l]); }))) return null;
+    var hid = stackHidden(st, clsOf);
     for (var k = 0; k < st.length; k++) {
-      if (hid[st[k]]) continue;
+      if (hid[k]) continue;
       var e = T.locs[st[k]];
       return e.length ? lwtFrameName(e[0][0], e[0][1], e[0][2]) : '? (no debug information)';
     }

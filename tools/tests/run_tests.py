@@ -696,6 +696,34 @@ def test_runtime_lwt(ocamlopt, work):
     loop, entry = share(lambda k: k.startswith("Lwt_main.run")), share(lambda k: k == "Server")
     check("top --preset lwt: the loop's own allocation goes to Lwt_main.run (%.1f %%), not to the entry "
           "Server (%.1f %%)" % (100 * loop, 100 * entry), loop > 0.5 and entry < 0.05)
+    # hiding is decided per stack: library code (a frame of any preset)
+    # called by a hidden frame or by the kept Lwt_main.run is hidden with
+    # it; the program's frames never are.  The rule, applied here to the
+    # folded stacks, gives top --preset lwt's table to the byte.
+    lib = [re.compile(r) for r in (r"^Lwt(_[a-z0-9_]+)?(\.|__|$)", r"^Async(_[a-z0-9_]+)?(\.|__|$)",
+                                   r"^Eio(_[a-z0-9_]+)?(\.|__|$)",
+                                   r"^(Stdlib|Camlinternal[A-Za-z]*|Std_exit)(\.|__|$)", r"^caml_|^<unknown>$")]
+    keep = re.compile(r"^Lwt_main\.run(\.|$)")
+    want = {}
+    for line in tool("folded", trace).stdout.splitlines():
+        st, v = line.rsplit(" ", 1)
+        state, site = 0, None
+        for fr in st.split(";"):          # outermost first
+            if keep.search(fr):
+                state = 2
+            elif lib[0].search(fr) or (state and any(r_.search(fr) for r_ in lib)):
+                state = 1
+            else:
+                state = 0
+            if state != 1:
+                site = fr
+        want[site] = want.get(site, 0) + int(v)
+    got = {r_["key"]: r_["alloc_bytes"] for r_ in rows}
+    absorbed = [r_["key"] for r_ in tool_json("top", "--json", "-n", "0", trace)["rows"] if r_["key"] not in got]
+    check("top --preset lwt = the per-stack rule on the folded stacks (%d sites; gone besides Lwt's: %s)"
+          % (len(got), [k for k in absorbed if not k.startswith("Lwt")][:3]),
+          want == got and [k for k in absorbed if k.startswith("Stdlib")] != [],
+          str(sorted((k, want.get(k), got.get(k)) for k in set(want) | set(got) if want.get(k) != got.get(k))[:4]))
     rows = tool_json("top", "--json", "-n", "0", "--preset", "lwt,stdlib", trace)["rows"]
     keys = [r_["key"] for r_ in rows]
     check("top --preset lwt,stdlib: no Lwt or Stdlib site left but Lwt_main.run's, the loop first (%s)" % keys[:2],
