@@ -97,7 +97,8 @@ struct an_ctx {
 
   uint8_t *locflags;
   size_t locflags_cap;
-  an_layers *layers;           /* made at the first callback frame */
+  an_layers *layers;           /* made when first needed (hiding, or a
+                                  callback frame's holder) */
   uint8_t *in_layer;           /* per location: 0 not known, 1 no, 2 yes */
   size_t in_layer_cap;
   const char **keys[3];

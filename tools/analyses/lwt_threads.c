@@ -37,7 +37,8 @@ typedef struct {
   size_t alloc_site_cap;
   uint8_t *hidden;             /* per location: 1 + an_hide_class, 0 not yet */
   size_t hidden_cap;
-  an_layers *layers;           /* made at the first callback frame */
+  an_layers *layers;           /* made when first needed (hiding, or a
+                                  callback frame's holder) */
   uint8_t *in_layer;           /* per location: 1 + in a layer, 0 not yet */
   size_t in_layer_cap;
   size_t counted;              /* allocations already classified */
