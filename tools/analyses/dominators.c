@@ -1,11 +1,10 @@
 /* dominators.c: Lengauer-Tarjan dominators (see dominators.h).
 
    Data structures, all indexed by DFS preorder number (1..N, the root is
-   1; 0 means "none"): parent in the DFS tree, semidominator, the eval
-   forest (ancestor, label: the vertex of least semidominator on the
-   compressed path), predecessors in CSR form, idom.  The DFS and the path
-   compression use explicit stacks, so a list of a million cells costs
-   memory, not C stack.
+   1; 0 means "none"), every one 32 bits: vertex (number -> node), the
+   eval forest's ancestor, semidominator, label (the vertex of least
+   semidominator on the compressed path), the buckets (head per vertex,
+   and a link per member), idom, and the predecessors in CSR form.
 
    Algorithm: Lengauer-Tarjan, simple version (eval with path compression,
    link without balancing: O(m log n) worst case, near-linear in
@@ -13,6 +12,25 @@
    semi-NCA variant, which replaces the buckets by a walk up the partial
    dominator tree, is quadratic on long chains with back edges: 6 M blocks
    of records linked to their predecessors took minutes.)
+
+   Memory is what a large snapshot costs (48 M nodes: 190 MB per array),
+   so arrays are shared where lifetimes allow:
+   - ancestor starts as the DFS tree's parent: vertices are linked in
+     decreasing number, so at any time the linked ones are those above a
+     limit, and "is x a root of the forest" is "x <= limit" (no separate
+     parent array, no zeroing);
+   - a vertex's bucket link is needed until its bucket is processed, its
+     idom only from then on: one array for both;
+   - eval compresses its path by reversing the ancestor pointers on the
+     way up and restoring them on the way down (no stack);
+   - the DFS's stack becomes the semidominators, its edge cursors the
+     predecessors' offsets, the node -> number map (needed until the
+     predecessors are built) the bucket links, and the labels the result's
+     per-node idom; the DFS numbering is the result's preorder.
+   So the peak is 7 arrays of n words and one of the reachable edges,
+   about 12 fresh arrays before, and fresh pages (zeroed by the kernel)
+   are a large part of the time.  Offsets are 32-bit: the graph has fewer
+   than 2^32 edges (heapgraph.h).
 
    Memory access: the arrays of a large snapshot are hundreds of MB, so
    the cost is cache and TLB misses.  The predecessor lists are built by
@@ -27,54 +45,68 @@
 #include "dominators.h"
 #include "util.h"
 
-/* An array of [n] elements of [size] bytes (zeroed if [zero]), advised
-   for huge pages; NULL if memory ran out. */
-static void *array(size_t n, size_t size, int zero)
+/* An array of [n] 32-bit words (zeroed if [zero]), advised for huge
+   pages; NULL if memory ran out. */
+static uint32_t *array(size_t n, int zero)
 {
   if (n == 0) n = 1;
-  void *p = zero ? calloc(n, size) : malloc(n * size);
-  advise_huge(p, n * size);
+  uint32_t *p = zero ? calloc(n, sizeof *p) : malloc(n * sizeof *p);
+  advise_huge(p, n * sizeof *p);
   return p;
 }
 
-/* eval(v) with iterative path compression. */
-static uint32_t eval(uint32_t v, uint32_t *ancestor, uint32_t *label,
-                     const uint32_t *semi, uint32_t *stack)
+/* eval(v) in the forest whose linked vertices are those above [linked]
+   (see the top: ancestor doubles as the parent of unlinked vertices),
+   with path compression by pointer reversal. */
+static inline uint32_t eval(uint32_t v, uint32_t linked, uint32_t *ancestor, uint32_t *label,
+                            const uint32_t *semi)
 {
-  if (ancestor[v] == 0) return v;
-  uint32_t sp = 0, x = v;
-  while (ancestor[ancestor[x]] != 0) { stack[sp++] = x; x = ancestor[x]; }
-  while (sp > 0) {
-    x = stack[--sp];
-    uint32_t a = ancestor[x];
-    if (semi[label[a]] < semi[label[x]]) label[x] = label[a];
-    ancestor[x] = ancestor[a];
+  if (v <= linked) return v;
+  /* Up: while x's ancestor is linked, point x back at the vertex below
+     it (0 below v). */
+  uint32_t below = 0, x = v;
+  while (ancestor[x] > linked) {
+    uint32_t up = ancestor[x];
+    ancestor[x] = below;
+    below = x;
+    x = up;
+  }
+  /* Down: x is the top of the path (its ancestor is the forest root);
+     each vertex takes the least label above it and the root as
+     ancestor. */
+  while (below) {
+    uint32_t y = below;
+    below = ancestor[y];
+    if (semi[label[x]] < semi[label[y]]) label[y] = label[x];
+    ancestor[y] = ancestor[x];
+    x = y;
   }
   return label[v];
 }
 
-int dom_compute(uint32_t n, const uint64_t *off, const uint32_t *adj, dom_tree *t)
+int dom_compute(uint32_t n, const uint32_t *off, const uint32_t *adj, dom_tree *t)
 {
   memset(t, 0, sizeof *t);
   t->n = n;
-  uint32_t *pre = array(n, sizeof *pre, 1);             /* node -> number */
-  uint32_t *vertex = array((size_t)n + 1, sizeof *vertex, 0);
-  uint32_t *parent = array((size_t)n + 1, sizeof *parent, 0);
-  uint32_t *stack = array((size_t)n + 1, sizeof *stack, 0);
-  uint64_t *cursor = array((size_t)n + 1, sizeof *cursor, 0);
-  int ok = pre && vertex && parent && stack && cursor;
+  size_t len = (size_t)n + 3;
+  uint32_t *pre = array(len, 1);                /* node -> number */
+  uint32_t *vertex = array(len, 0);
+  uint32_t *ancestor = array(len, 0);           /* parent, then the forest */
+  uint32_t *stack = array(len, 0);
+  uint32_t *cursor = array(len, 0);
+  int ok = pre && vertex && ancestor && stack && cursor;
   uint32_t N = 0;
   if (ok && n > 0) {
     /* Iterative DFS from node 0. */
     uint32_t sp = 0;
-    pre[0] = ++N; vertex[N] = 0; parent[N] = 0;
+    pre[0] = ++N; vertex[N] = 0; ancestor[N] = 0;
     stack[sp] = 0; cursor[sp] = off[0]; sp++;
     while (sp > 0) {
       uint32_t v = stack[sp - 1];
       if (cursor[sp - 1] < off[v + 1]) {
         uint32_t w = adj[cursor[sp - 1]++];
         if (!pre[w]) {
-          pre[w] = ++N; vertex[N] = w; parent[N] = pre[v];
+          pre[w] = ++N; vertex[N] = w; ancestor[N] = pre[v];
           stack[sp] = w; cursor[sp] = off[w]; sp++;
         }
       } else {
@@ -82,65 +114,62 @@ int dom_compute(uint32_t n, const uint64_t *off, const uint32_t *adj, dom_tree *
       }
     }
   }
-  free(cursor);
   /* Predecessors, by number, of reachable vertices: one sequential scan
      of the successor lists (in node order, not in preorder, which would
      jump around them) to count, one to fill; poff[w] .. poff[w + 1] are
      w's after the fill (the count of w is kept at poff[w + 2] until the
      prefix sum, whose fill moves every start up by one slot). */
-  uint64_t *poff = ok ? array((size_t)N + 3, sizeof *poff, 1) : NULL;
-  ok = ok && poff;
+  uint32_t *poff = cursor;
+  uint32_t *pred = NULL;
   if (ok) {
+    memset(poff, 0, len * sizeof *poff);
     for (uint32_t v = 0; v < n; v++)
       if (pre[v])
-        for (uint64_t k = off[v]; k < off[v + 1]; k++) poff[pre[adj[k]] + 2]++;
+        for (uint32_t k = off[v]; k < off[v + 1]; k++) poff[pre[adj[k]] + 2]++;
     for (uint32_t i = 3; i <= N + 2; i++) poff[i] += poff[i - 1];
+    pred = array(poff[N + 2], 0);
+    ok = pred != NULL;
   }
-  uint32_t *pred = ok ? array(poff[N + 2] ? poff[N + 2] : 1, sizeof *pred, 0) : NULL;
-  ok = ok && pred;
   if (ok) {
     for (uint32_t v = 0; v < n; v++) {
       uint32_t pv = pre[v];
       if (pv)
-        for (uint64_t k = off[v]; k < off[v + 1]; k++) pred[poff[pre[adj[k]] + 1]++] = pv;
+        for (uint32_t k = off[v]; k < off[v + 1]; k++) pred[poff[pre[adj[k]] + 1]++] = pv;
     }
   }
-  free(pre);
-  uint32_t *semi = ok ? array((size_t)N + 1, sizeof *semi, 0) : NULL;
-  uint32_t *label = ok ? array((size_t)N + 1, sizeof *label, 0) : NULL;
-  uint32_t *ancestor = ok ? array((size_t)N + 1, sizeof *ancestor, 1) : NULL;
-  ok = ok && semi && label && ancestor;
-  /* Buckets: the vertices whose semidominator is v, as linked lists. */
-  uint32_t *bucket = ok ? array((size_t)N + 1, sizeof *bucket, 1) : NULL;
-  uint32_t *next = ok ? array((size_t)N + 1, sizeof *next, 0) : NULL;
-  uint32_t *idom = ok ? array((size_t)N + 1, sizeof *idom, 1) : NULL;
-  ok = ok && bucket && next && idom;
+  uint32_t *semi = stack;
+  uint32_t *next = pre;                         /* bucket links, then idom */
+  uint32_t *idom = pre;
+  uint32_t *label = ok ? array(len, 0) : NULL;
+  uint32_t *bucket = ok ? array(len, 1) : NULL;
+  ok = ok && label && bucket;
   if (ok) {
     for (uint32_t i = 1; i <= N; i++) { semi[i] = i; label[i] = i; }
     for (uint32_t w = N; w >= 2; w--) {
-      for (uint64_t k = poff[w]; k < poff[w + 1]; k++) {
-        uint32_t u = eval(pred[k], ancestor, label, semi, stack);
+      /* Linked: the vertices above w. */
+      for (uint32_t k = poff[w]; k < poff[w + 1]; k++) {
+        uint32_t u = eval(pred[k], w, ancestor, label, semi);
         if (semi[u] < semi[w]) semi[w] = semi[u];
       }
       next[w] = bucket[semi[w]]; bucket[semi[w]] = w;
-      uint32_t p = parent[w];
-      ancestor[w] = p;                  /* link */
-      for (uint32_t v = bucket[p]; v; v = next[v]) {
-        uint32_t u = eval(v, ancestor, label, semi, stack);
+      /* Link w under its parent (its ancestor already): the linked are
+         now the vertices above w - 1. */
+      uint32_t p = ancestor[w];
+      for (uint32_t v = bucket[p], after; v; v = after) {
+        after = next[v];
+        uint32_t u = eval(v, w - 1, ancestor, label, semi);
         idom[v] = semi[u] < semi[v] ? u : p;
       }
       bucket[p] = 0;
     }
+    idom[1] = 0;
     for (uint32_t w = 2; w <= N; w++)
       if (idom[w] != semi[w]) idom[w] = idom[idom[w]];
   }
-  free(poff); free(pred); free(semi); free(label); free(ancestor); free(stack);
-  free(bucket); free(next); free(parent);
-  if (ok) {
-    t->idom = array(n, sizeof *t->idom, 0);
-    ok = t->idom != NULL;
-  }
-  if (!ok) { free(vertex); free(idom); memset(t, 0, sizeof *t); return -1; }
+  free(poff); free(pred); free(semi); free(ancestor); free(bucket);
+  if (!ok) { free(vertex); free(idom); free(label); memset(t, 0, sizeof *t); return -1; }
+  /* Per node, in the labels' array (n + 3 words). */
+  t->idom = label;
   for (uint32_t v = 0; v < n; v++) t->idom[v] = DOM_NONE;
   for (uint32_t i = 2; i <= N; i++) t->idom[vertex[i]] = vertex[idom[i]];
   free(idom);
@@ -151,10 +180,10 @@ int dom_compute(uint32_t n, const uint64_t *off, const uint32_t *adj, dom_tree *
   return 0;
 }
 
-void dom_retained(const dom_tree *t, const uint64_t *self, uint64_t *retained)
+void dom_retained(const dom_tree *t, uint64_t *retained)
 {
-  memset(retained, 0, (size_t)t->n * sizeof *retained);
-  for (uint32_t i = 0; i < t->reached; i++) retained[t->preorder[i]] = self[t->preorder[i]];
+  for (uint32_t v = 1; v < t->n; v++)
+    if (t->idom[v] == DOM_NONE) retained[v] = 0;
   for (uint32_t i = t->reached; i-- > 1;) {
     uint32_t v = t->preorder[i];
     retained[t->idom[v]] += retained[v];

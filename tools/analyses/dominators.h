@@ -4,9 +4,10 @@
    node v's successors are adj[off[v] .. off[v+1]).  dom_compute finds the
    immediate dominator of every node reachable from the root
    (Lengauer-Tarjan with path compression: near-linear time, iterative: no
-   recursion however deep the graph).  Memory: about 10 arrays of n 32-bit
-   words, at most 3 of n 64-bit words, and one of 4 bytes per reachable
-   edge (predecessors); large arrays are advised for huge pages. */
+   recursion however deep the graph).  Memory: at most 7 arrays of n
+   32-bit words and one of 4 bytes per reachable edge (predecessors);
+   large arrays are advised for huge pages.  Edge offsets are 32-bit: the
+   graph has fewer than 2^32 edges. */
 
 #ifndef OCAML_MEMPROF_DOMINATORS_H
 #define OCAML_MEMPROF_DOMINATORS_H
@@ -25,11 +26,12 @@ typedef struct {
 } dom_tree;
 
 /* 0, or -1 if memory ran out (then *t is empty). */
-int dom_compute(uint32_t n, const uint64_t *off, const uint32_t *adj, dom_tree *t);
+int dom_compute(uint32_t n, const uint32_t *off, const uint32_t *adj, dom_tree *t);
 
-/* retained[v] = self[v] + the retained sizes of the nodes v immediately
-   dominates (0 for unreachable nodes).  [retained] has n entries. */
-void dom_retained(const dom_tree *t, const uint64_t *self, uint64_t *retained);
+/* In place: [retained] (n entries) holds every node's own size, and
+   becomes retained[v] = its own size + the retained sizes of the nodes v
+   immediately dominates (0 for unreachable nodes). */
+void dom_retained(const dom_tree *t, uint64_t *retained);
 
 void dom_free(dom_tree *t);
 

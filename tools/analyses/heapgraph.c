@@ -45,8 +45,10 @@ void hg_close(hg_reader *r)
 void hg_snapshot_free(hg_snapshot *s)
 {
   free(s->label_kind); free(s->label_str); free(s->tag); free(s->wosize);
+  free(s->big_wosize);
   free(s->alloc); free(s->custom); free(s->off); free(s->adj); free(s->weak_target);
   if (s->custom_of.e) u64map_free(&s->custom_of);
+  if (s->big_wosize_of.e) u64map_free(&s->big_wosize_of);
   free(s->roots);
   memset(s, 0, sizeof *s);
 }
@@ -73,8 +75,12 @@ typedef struct {
   uint64_t adj_cap;
   u64map label_of;              /* kind << 32 | string id -> label node */
   int blocks_started;
+  uint32_t filled;              /* blocks 1..filled have their slots set */
   uint64_t max_target;
 } builder;
+
+static const char too_many_blocks[] = "snapshot too large for this tool (2^31 blocks)";
+static const char too_many_edges[] = "snapshot too large for this tool (2^32 edges)";
 
 static int fail(hg_reader *r, const char *m)
 {
@@ -82,7 +88,8 @@ static int fail(hg_reader *r, const char *m)
   return -1;
 }
 
-/* Room for [more] edges in s->adj. */
+/* Room for [more] edges in s->adj (the caller has checked that the total
+   stays below 2^32). */
 static inline void reserve_adj(builder *b, uint64_t more)
 {
   hg_snapshot *s = b->s;
@@ -100,7 +107,8 @@ static void push_adj(builder *b, uint32_t node)
   b->s->adj[b->s->nadj++] = node;
 }
 
-/* Grow the per-block arrays to hold block [id] (and the node offsets). */
+/* Grow the per-block arrays to hold block [id] (and the node offsets);
+   the slots are set when blocks arrive (set_block, fill_blocks). */
 static void grow_blocks(builder *b, uint64_t id);
 static inline void ensure_blocks(builder *b, uint64_t id)
 {
@@ -120,10 +128,40 @@ static void grow_blocks(builder *b, uint64_t id)
   advise_huge(s->wosize, cap * sizeof *s->wosize);
   advise_huge(s->alloc, cap * sizeof *s->alloc);
   advise_huge(s->off, ((size_t)s->base + cap + 1) * sizeof *s->off);
-  for (size_t i = b->blocks_cap; i < cap; i++) {
-    s->tag[i] = 0; s->wosize[i] = 0; s->alloc[i] = 0;
-  }
   b->blocks_cap = cap;
+}
+
+/* Blocks filled+1 .. [id] not written (yet): empty leaves. */
+static void fill_blocks(builder *b, uint32_t id)
+{
+  hg_snapshot *s = b->s;
+  if (id <= b->filled) return;
+  ensure_blocks(b, id);
+  for (uint32_t i = b->filled; i < id; i++) {
+    s->tag[i] = 0; s->wosize[i] = 0; s->alloc[i] = 0;
+    s->off[s->base + i] = (uint32_t)s->nadj;
+  }
+  b->filled = id;
+}
+
+static void set_wosize(hg_snapshot *s, uint32_t id, uint64_t wosize)
+{
+  if (wosize < HG_WOSIZE_BIG) { s->wosize[id - 1] = (uint32_t)wosize; return; }
+  s->wosize[id - 1] = HG_WOSIZE_BIG;
+  uint32_t *i = u64map_get(&s->big_wosize_of, id);
+  if (!i) {
+    grow_array((void **)&s->big_wosize, &s->big_wosize_cap, s->nbig_wosize + 1,
+               sizeof *s->big_wosize);
+    u64map_put(&s->big_wosize_of, id, (uint32_t)s->nbig_wosize);
+    i = u64map_get(&s->big_wosize_of, id);
+    s->nbig_wosize++;
+  }
+  s->big_wosize[*i] = wosize;
+}
+
+uint64_t hg_big_wosize(const hg_snapshot *s, uint32_t b)
+{
+  return s->big_wosize[*u64map_get(&s->big_wosize_of, b)];
 }
 
 /* The synthetic nodes and their edges, once all roots are known. */
@@ -144,7 +182,7 @@ static void start_blocks(builder *b)
   uint32_t *count = xcalloc(s->nlabels + 1, sizeof *count);
   for (size_t i = 0; i < s->nroots; i++) count[s->roots[i].label + 1]++;
   for (uint32_t l = 0; l < s->nlabels; l++) count[l + 1] += count[l];
-  uint64_t first = s->nadj;
+  uint32_t first = (uint32_t)s->nadj;
   for (uint32_t l = 0; l < s->nlabels; l++) s->off[1 + HG_KINDS + l] = first + count[l];
   for (size_t i = 0; i < s->nroots; i++) push_adj(b, 0);
   for (size_t i = 0; i < s->nroots; i++) {
@@ -163,7 +201,7 @@ static void mark_reachable(const hg_snapshot *s, uint8_t *seen, uint32_t *stack)
   stack[sp++] = 0;
   while (sp) {
     uint32_t v = stack[--sp];
-    for (uint64_t e = s->off[v]; e < s->off[v + 1]; e++) {
+    for (uint32_t e = s->off[v]; e < s->off[v + 1]; e++) {
       uint32_t t = s->adj[e];
       if (!seen[t]) { seen[t] = 1; stack[sp++] = t; }
     }
@@ -183,12 +221,12 @@ static void held_by_profiler_only(hg_snapshot *s)
      nodes outside it (the memprof label nodes, which only the memprof
      kind node points to, and the blocks they alone reach) keep only
      edges to nodes outside. */
-  uint64_t w = 0, from = 0;
+  uint32_t w = 0, from = 0;
   for (uint32_t v = 0; v < n; v++) {
     int outside = !seen[v];
-    uint64_t end = s->off[v + 1];
+    uint32_t end = s->off[v + 1];
     s->off[v] = w;
-    for (uint64_t e = from; e < end; e++) {
+    for (uint32_t e = from; e < end; e++) {
       uint32_t t = s->adj[e];
       if (!outside || !seen[t]) s->adj[w++] = t;
     }
@@ -203,22 +241,27 @@ static void held_by_profiler_only(hg_snapshot *s)
    kind node (see heapgraph.h): its edges go to the weak targets that the
    strong graph does not reach, each once.  They are inserted in adj at
    the weak kind node's place (it has no label, so its range is empty),
-   shifting the edges of the nodes after it. */
-static void weak_only_under_weak_kind(hg_snapshot *s)
+   shifting the edges of the nodes after it.  Without weak edges there is
+   nothing to hang (and no pass over the graph).  -1 if the edges would
+   reach 2^32. */
+static int weak_only_under_weak_kind(hg_snapshot *s)
 {
+  if (s->nweak == 0) return 0;
   uint32_t n = s->n, weak = 1 + HG_KIND_WEAK;
   uint8_t *seen = xcalloc(n, 1);
   uint32_t *stack = xmalloc((size_t)n * sizeof *stack);
   seen[0] = 1;
   mark_reachable(s, seen, stack);
   /* Reuse the stack for the targets: the unreached ones, each once. */
-  uint64_t m = 0;
+  uint32_t m = 0;
   for (uint64_t i = 0; i < s->nweak; i++) {
     uint32_t v = s->base + s->weak_target[i] - 1;
     if (!seen[v]) { seen[v] = 1; stack[m++] = v; }
   }
-  if (m) {
-    uint64_t at = s->off[weak + 1];
+  int rc = 0;
+  if (s->nadj + m > UINT32_MAX) rc = -1;
+  else if (m) {
+    uint32_t at = s->off[weak + 1];
     s->adj = xrealloc(s->adj, (s->nadj + m) * sizeof *s->adj);
     memmove(s->adj + at + m, s->adj + at, (s->nadj - at) * sizeof *s->adj);
     memcpy(s->adj + at, stack, m * sizeof *s->adj);
@@ -228,12 +271,14 @@ static void weak_only_under_weak_kind(hg_snapshot *s)
   free(s->weak_target);
   s->weak_target = NULL;
   free(seen); free(stack);
+  return rc;
 }
 
 int hg_next(hg_reader *r, hg_snapshot *s)
 {
   memset(s, 0, sizeof *s);
   u64map_init(&s->custom_of, 16);
+  u64map_init(&s->big_wosize_of, 16);
   builder b;
   memset(&b, 0, sizeof b);
   b.s = s;
@@ -256,7 +301,8 @@ int hg_next(hg_reader *r, hg_snapshot *s)
     case MPT_EV_SNAP_ROOT: {
       if (!open) break;
       if (b.blocks_started) { rc = fail(r, "snapshot root after its first block"); goto done; }
-      if (ev.snap.target > UINT32_MAX / 2) { rc = fail(r, "snapshot too large for this tool (2^31 blocks)"); goto done; }
+      if (ev.snap.target > UINT32_MAX / 2) { rc = fail(r, too_many_blocks); goto done; }
+      if (s->nroots + 2 * HG_KINDS >= UINT32_MAX) { rc = fail(r, too_many_edges); goto done; }
       uint32_t str = strpool_intern(r->strs, ev.snap.label, strlen(ev.snap.label));
       uint64_t key = (uint64_t)ev.snap.root_kind << 32 | str;
       uint32_t *l = u64map_get(&b.label_of, key);
@@ -282,13 +328,13 @@ int hg_next(hg_reader *r, hg_snapshot *s)
       if (!open) break;
       if (!b.blocks_started) start_blocks(&b);
       if (ev.kind == MPT_EV_SNAP_BLOCK) {
-        if (ev.snap.block > UINT32_MAX / 2) { rc = fail(r, "snapshot too large for this tool (2^31 blocks)"); goto done; }
+        if (ev.snap.block > UINT32_MAX / 2) { rc = fail(r, too_many_blocks); goto done; }
         cur = (uint32_t)ev.snap.block;
-        ensure_blocks(&b, cur);
+        fill_blocks(&b, cur);
         s->nblocks = cur;
-        s->off[s->base + cur - 1] = s->nadj;
+        s->off[s->base + cur - 1] = (uint32_t)s->nadj;
         s->tag[cur - 1] = (uint8_t)ev.snap.tag;
-        s->wosize[cur - 1] = ev.wosize;
+        set_wosize(s, cur, ev.wosize);
         if (ev.snap.sample_id) {
           uint32_t *a = u64map_get(&r->alloc_ids, ev.snap.sample_id);
           if (a) s->alloc[cur - 1] = *a + 1;
@@ -302,6 +348,7 @@ int hg_next(hg_reader *r, hg_snapshot *s)
                   ? (uint32_t)(weak_from - ev.snap.edge_base) : 0;
       s->nedges_file += ev.snap.nedges;
       s->nweak += ev.snap.nedges - nstrong;
+      if (s->nadj + nstrong > UINT32_MAX) { rc = fail(r, too_many_edges); goto done; }
       reserve_adj(&b, nstrong);
       uint32_t *out = s->adj + s->nadj;
       uint64_t max = b.max_target;
@@ -317,7 +364,7 @@ int hg_next(hg_reader *r, hg_snapshot *s)
         if (t > max) max = t;
         s->weak_target[s->nweak - ev.snap.nedges + i] = (uint32_t)t;
       }
-      if (max > UINT32_MAX / 2) { rc = fail(r, "snapshot too large for this tool (2^31 blocks)"); goto done; }
+      if (max > UINT32_MAX / 2) { rc = fail(r, too_many_blocks); goto done; }
       b.max_target = max;
       s->nadj += nstrong;
       break;
@@ -352,18 +399,15 @@ int hg_next(hg_reader *r, hg_snapshot *s)
  finish:
   if (!b.blocks_started) start_blocks(&b);
   /* Blocks named but never written (a snapshot cut short) are leaves. */
-  if (b.max_target > s->nblocks) {
-    ensure_blocks(&b, b.max_target);
-    for (uint64_t i = s->nblocks + 1; i <= b.max_target; i++) s->off[s->base + i - 1] = s->nadj;
-  }
   {
     uint32_t nb = (uint32_t)(b.max_target > s->nblocks ? b.max_target : s->nblocks);
+    fill_blocks(&b, nb);
     s->n = s->base + nb;
-    s->off[s->n] = s->nadj;
+    s->off[s->n] = (uint32_t)s->nadj;
     s->nblocks = nb;
   }
   if (s->nheld_roots) held_by_profiler_only(s);
-  weak_only_under_weak_kind(s);
+  if (weak_only_under_weak_kind(s) != 0) { rc = fail(r, too_many_edges); goto done; }
   rc = 1;
  done:
   u64map_free(&b.label_of);

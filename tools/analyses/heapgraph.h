@@ -20,9 +20,14 @@
    Allocation events met on the way are remembered (id -> stack, samples,
    size), so blocks carrying a sample id know their allocation site.
 
-   Memory: 4 bytes per edge plus 21 bytes per block (custom blocks more),
-   and while the snapshot is read 4 bytes per weak edge; the allocation
-   table grows with the samples of the trace. */
+   Memory: 4 bytes per edge plus 13 bytes per block (custom blocks and
+   blocks of 2^32 words or more a map entry more), and while the snapshot
+   is read 4 bytes per weak edge; the allocation table grows with the
+   samples of the trace.  Node numbers and edge offsets are 32-bit: a
+   snapshot of 2^31 blocks or more, or of 2^32 strong edges or more, is
+   refused (it would need over 30 GB here).  The per-block arrays grow by
+   doubling (realloc: moved by remapping, not copied) and are not cleared
+   ahead, so capacity never written costs address space, not memory. */
 
 #ifndef OCAML_MEMPROF_HEAPGRAPH_H
 #define OCAML_MEMPROF_HEAPGRAPH_H
@@ -36,6 +41,10 @@
    reachable only through weak references (no root has this kind). */
 #define HG_KIND_WEAK MPT_ROOT_KIND_COUNT
 #define HG_KINDS (MPT_ROOT_KIND_COUNT + 1)
+
+/* The wosize of a block of 2^32 - 1 words or more, in hg_snapshot.wosize
+   (the size itself is in big_wosize). */
+#define HG_WOSIZE_BIG UINT32_MAX
 
 typedef struct {
   uint32_t stack_off, stack_len;  /* in hg_reader.stacks, innermost first */
@@ -61,13 +70,17 @@ typedef struct {
   uint32_t nlabels, base, nblocks, n;
   uint32_t *label_kind, *label_str;   /* per label node: kind, string id */
   uint8_t *tag;                 /* per block, index b - 1 */
-  uint64_t *wosize;
+  uint32_t *wosize;             /* per block; HG_WOSIZE_BIG: in big_wosize */
+  u64map big_wosize_of;         /* block id -> index in big_wosize */
+  uint64_t *big_wosize;
+  size_t nbig_wosize, big_wosize_cap;
   uint32_t *alloc;              /* per block: hg_alloc index + 1, or 0 */
   u64map custom_of;             /* block id -> index in custom[] */
   struct { uint32_t ident; uint64_t ext; } *custom; /* identifier string, out-of-heap bytes */
   size_t ncustom, custom_cap;
   uint64_t ext_total;
-  uint64_t *off;                /* n + 1 */
+  uint32_t *off;                /* n + 1: node v's successors are
+                                   adj[off[v] .. off[v + 1]) */
   uint32_t *adj;
   uint64_t nadj, nweak, nedges_file;
   uint32_t *weak_target;        /* block id of every weak edge, while read */
@@ -118,8 +131,17 @@ static inline int hg_custom(const hg_snapshot *s, uint32_t b, uint32_t *ident, u
   return 1;
 }
 
+uint64_t hg_big_wosize(const hg_snapshot *s, uint32_t b);
+
+/* Words of block [b] (1-based), header excluded. */
+static inline uint64_t hg_wosize(const hg_snapshot *s, uint32_t b)
+{
+  uint32_t w = s->wosize[b - 1];
+  return w != HG_WOSIZE_BIG ? w : hg_big_wosize(s, b);
+}
+
 /* Bytes of a block (header included), per word size of the trace. */
 static inline uint64_t hg_block_bytes(const hg_snapshot *s, uint32_t b)
-{ return (s->wosize[b - 1] + 1) * 8; }
+{ return (hg_wosize(s, b) + 1) * 8; }
 
 #endif

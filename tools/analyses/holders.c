@@ -23,6 +23,13 @@ void hd_init(hd_ctx *c, const hg_snapshot *s, const dom_tree *d)
 {
   memset(c, 0, sizeof *c);
   c->s = s;
+  c->d = d;
+}
+
+void hd_owners(hd_ctx *c)
+{
+  const hg_snapshot *s = c->s;
+  const dom_tree *d = c->d;
   size_t n = s->n ? s->n : 1;
   c->owner = xcalloc(n, sizeof *c->owner);
   /* Preorder: a node comes after its dominators. */
@@ -48,10 +55,10 @@ static void build_reverse(hd_ctx *c)
   c->radj = xmalloc((s->nadj ? s->nadj : 1) * sizeof *c->radj);
   for (uint64_t e = 0; e < s->nadj; e++) c->roff[s->adj[e] + 1]++;
   for (uint32_t v = 0; v < s->n; v++) c->roff[v + 1] += c->roff[v];
-  uint64_t *fill = xmalloc(n * sizeof *fill);
+  uint32_t *fill = xmalloc(n * sizeof *fill);
   memcpy(fill, c->roff, n * sizeof *fill);
   for (uint32_t v = 0; v < s->n; v++)
-    for (uint64_t e = s->off[v]; e < s->off[v + 1]; e++) c->radj[fill[s->adj[e]]++] = v;
+    for (uint32_t e = s->off[v]; e < s->off[v + 1]; e++) c->radj[fill[s->adj[e]]++] = v;
   free(fill);
   c->mark = xcalloc(n, sizeof *c->mark);
   c->visit = xcalloc(n, sizeof *c->visit);
@@ -123,6 +130,7 @@ void hd_find(hd_ctx *c, const uint32_t *blocks, const double *weight, const uint
   const hg_snapshot *s = c->s;
   memset(r, 0, sizeof *r);
   r->texts = strpool_new();
+  if (!c->owner) hd_owners(c);
   if (!c->roff) build_reverse(c);
   u64map want;                  /* node -> index in blocks */
   u64map_init(&want, n ? 2 * n : 16);

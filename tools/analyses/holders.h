@@ -47,9 +47,11 @@
 
 typedef struct {
   const hg_snapshot *s;
+  const dom_tree *d;
   uint32_t *owner;              /* per node: the label node dominating it,
-                                   else the kind node, else 0 (shared) */
-  uint64_t *roff;               /* reversed graph, built on first use */
+                                   else the kind node, else 0 (shared);
+                                   built on first use */
+  uint32_t *roff;               /* reversed graph, built on first use */
   uint32_t *radj;
   uint32_t *mark, *visit, *queue, *shape;   /* per node, for the searches */
   uint64_t *runs;               /* per node: bit k, step k of its shape
@@ -86,9 +88,17 @@ typedef void hd_text(void *u, uint32_t node, char *buf, size_t n);
 void hd_init(hd_ctx *c, const hg_snapshot *s, const dom_tree *d);
 void hd_free(hd_ctx *c);
 
-/* Is block [b] (1-based) reachable only through weak references? */
-static inline int hd_weak_only(const hd_ctx *c, uint32_t b)
-{ return c->owner[c->s->base + b - 1] == 1 + HG_KIND_WEAK; }
+void hd_owners(hd_ctx *c);
+
+/* Is block [b] (1-based) reachable only through weak references?  Not
+   when the weak kind node has no edge (no owners needed). */
+static inline int hd_weak_only(hd_ctx *c, uint32_t b)
+{
+  const hg_snapshot *s = c->s;
+  if (s->off[2 + HG_KIND_WEAK] == s->off[1 + HG_KIND_WEAK]) return 0;
+  if (!c->owner) hd_owners(c);
+  return c->owner[s->base + b - 1] == 1 + HG_KIND_WEAK;
+}
 
 /* The holders of blocks [blocks] (ids, 1-based) of weights [weight] and
    classes [class], largest share first, into *r (free with

@@ -220,7 +220,7 @@ static inline uint64_t edges(const hg_snapshot *s, uint32_t b) { return s->off[n
 static inline uint32_t edge(const hg_snapshot *s, uint32_t b, uint64_t k)
 { return block_of(s, s->adj[s->off[node_of(s, b)] + k]); }
 static inline int shaped(const hg_snapshot *s, uint32_t b, unsigned tag, uint64_t wosize)
-{ return b && s->tag[b - 1] == tag && s->wosize[b - 1] == wosize; }
+{ return b && s->tag[b - 1] == tag && hg_wosize(s, b) == wosize; }
 
 /* The regular callbacks under a callbacks record's first pointer field.
    Edges hold only pointer fields, so an empty regular list (a constant

@@ -264,10 +264,10 @@ static int fits_deep(const snap_types *t, const hg_snapshot *s, uint32_t type, u
                      int depth)
 {
   unsigned tag = s->tag[b - 1];
-  if (!fits(t, type, tag, s->wosize[b - 1])) return 0;
+  if (!fits(t, type, tag, hg_wosize(s, b))) return 0;
   const st_typeinfo *ti = info(t, type);
   if (!depth || !ti || ti->shape != SH_BLOCKS) return 1;
-  const st_alt *alt = alt_of(t, ti, tag, s->wosize[b - 1]);
+  const st_alt *alt = alt_of(t, ti, tag, hg_wosize(s, b));
   uint32_t v = s->base + b - 1, m = (uint32_t)(s->off[v + 1] - s->off[v]);
   const uint32_t *adj = s->adj + s->off[v];
   const uint32_t *pf = t->pfields + alt->pf_first, np = alt->npf;
@@ -295,7 +295,7 @@ static uint32_t type_as(const snap_types *t, const hg_snapshot *s, uint32_t b, u
   if (!ti || ti->shape == SH_UNKNOWN) return 0;
   unsigned tag = s->tag[b - 1];
   if (ti->shape == SH_LAZY && tag != 246 && tag != 250) return 0;
-  return fits(t, type, tag, s->wosize[b - 1]) ? type : 0;
+  return fits(t, type, tag, hg_wosize(s, b)) ? type : 0;
 }
 
 /* ---- typing the breadth-first tree ---- */
@@ -357,13 +357,13 @@ static void type_children(snap_types *t, const hg_snapshot *s, uint32_t v, const
   if (ti->shape == SH_ARRAY) {
     /* Every field is an element: the k-th edge is element k when no
        element was left out. */
-    int exact = m == s->wosize[b - 1];
+    int exact = m == hg_wosize(s, b);
     for (uint32_t k = 0; k < m; k++)
       if (fresh[k]) set_child(t, s, adj[k], ti->elem, t->array_name, exact ? k : ST_NO_INDEX, 0);
     return;
   }
   if (ti->shape != SH_BLOCKS) return;
-  const st_alt *alt = alt_of(t, ti, s->tag[b - 1], s->wosize[b - 1]);
+  const st_alt *alt = alt_of(t, ti, s->tag[b - 1], hg_wosize(s, b));
   if (!alt) return;
   /* The fields that may hold a block, and the matching of the edges to
      them (pre[i][j]: edges < i fit in fields < j; suf: from i, j on). */
@@ -375,7 +375,7 @@ static void type_children(snap_types *t, const hg_snapshot *s, uint32_t v, const
   if (m == np) {
     /* No field left out: edge k is field k (the usual case, no search). */
     for (uint32_t k = 0; k < m; k++)
-      if (!fits(t, t->fields[pf[k]].type, s->tag[adj[k] - s->base], s->wosize[adj[k] - s->base])) {
+      if (!fits(t, t->fields[pf[k]].type, s->tag[adj[k] - s->base], hg_wosize(s, adj[k] - s->base + 1))) {
         t->type[v] = 0;
         return;
       }
@@ -390,7 +390,7 @@ static void type_children(snap_types *t, const hg_snapshot *s, uint32_t v, const
   for (uint32_t i = 0; i < m; i++)
     for (uint32_t j = 0; j < np; j++)
       fit[i * np + j] = fits(t, t->fields[pf[j]].type, s->tag[adj[i] - s->base],
-                             s->wosize[adj[i] - s->base]);
+                             hg_wosize(s, adj[i] - s->base + 1));
   int ambiguous;
   if (!match(m, np, fit, pre, suf, &ambiguous)) { t->type[v] = 0; return; }
   if (ambiguous) {

@@ -352,15 +352,13 @@ static int analyse(analysis *a)
     msg("out of memory computing dominators (%u nodes)\n", s->n);
     return -1;
   }
-  /* The blocks' own sizes only once dom_compute has freed its arrays:
-     its peak of memory is the command's (8 bytes per block less). */
-  uint64_t *self = xcalloc(s->n ? s->n : 1, sizeof *self);
-  advise_huge(self, (size_t)s->n * sizeof *self);
-  for (uint32_t b = 1; b <= s->nblocks; b++) self[s->base + b - 1] = hg_block_bytes(s, b);
+  /* The retained sizes only once dom_compute has freed its arrays: its
+     peak of memory is the command's.  They start as the own sizes. */
   a->retained = xmalloc((s->n ? s->n : 1) * sizeof *a->retained);
   advise_huge(a->retained, (size_t)s->n * sizeof *a->retained);
-  dom_retained(&a->dom, self, a->retained);
-  free(self);
+  memset(a->retained, 0, (size_t)s->base * sizeof *a->retained);
+  for (uint32_t b = 1; b <= s->nblocks; b++) a->retained[s->base + b - 1] = hg_block_bytes(s, b);
+  dom_retained(&a->dom, a->retained);
   hd_init(&a->holders, s, &a->dom);
   name_labels(a);
   if (hiding && hiding->nhide) a->site_loc = site_locations(a->r);
@@ -403,7 +401,7 @@ static const char weak_row_name[] = "(reachable only through weak references)";
    that it was sampled, and the variance term of that estimate. */
 static double block_estimate(const analysis *a, uint32_t b, double *var)
 {
-  double h = (double)(a->s.wosize[b - 1] + 1), bytes = 8 * h;
+  double h = (double)(hg_wosize(&a->s, b) + 1), bytes = 8 * h;
   double p = a->rate > 0 ? -expm1(h * log1p(-a->rate)) : 1;
   if (!(p > 0)) p = 1;
   if (var) *var = (1 - p) * bytes * bytes / (p * p);
@@ -614,7 +612,7 @@ static void node_text(analysis *a, uint32_t v, char *buf, size_t n)
     uint32_t b = v - s->base + 1;
     char what[PATH_STEP_TEXT];
     block_text(a, v, 1, what, sizeof what);
-    int len = snprintf(buf, n, "%s (%llu words)", what, (unsigned long long)s->wosize[b - 1]);
+    int len = snprintf(buf, n, "%s (%llu words)", what, (unsigned long long)hg_wosize(s, b));
     if (s->alloc[b - 1] && len > 0 && (size_t)len < n) {
       char site[512];
       site_text(a, s->alloc[b - 1], site, sizeof site);
@@ -980,7 +978,8 @@ static void holder_step_text(void *u, uint32_t node, char *buf, size_t n)
   char what[PATH_STEP_TEXT];
   if (node < a->s.base) { node_text(a, node, buf, n); return; }
   block_text(a, node, 0, what, sizeof what);
-  snprintf(buf, n, "%s (%llu words)", what, (unsigned long long)a->s.wosize[node - a->s.base]);
+  snprintf(buf, n, "%s (%llu words)", what,
+           (unsigned long long)hg_wosize(&a->s, node - a->s.base + 1));
 }
 
 /* The holders (holders.h) of the sampled blocks that [match], weighted
