@@ -24,12 +24,15 @@
    - eval compresses its path by reversing the ancestor pointers on the
      way up and restoring them on the way down (no stack);
    - the DFS's stack becomes the semidominators, its edge cursors the
-     predecessors' offsets, the node -> number map (needed until the
-     predecessors are built) the bucket links, and the labels the result's
-     per-node idom; the DFS numbering is the result's preorder.
-   So the peak is 7 arrays of n words and one of the reachable edges,
-   about 12 fresh arrays before, and fresh pages (zeroed by the kernel)
-   are a large part of the time.  Offsets are 32-bit: the graph has fewer
+     predecessors' offsets (the two one allocation, which the result
+     keeps as room for the retained sizes), the node -> number map
+     (needed until the predecessors are built) the bucket links, and the
+     labels the result's per-node idom; the DFS numbering is the result's
+     preorder.
+   So the peak is 7 arrays of n words and one of the reachable edges, and
+   8 arrays and that one are all the fresh memory (16 before, with the
+   retained sizes): fresh pages, zeroed by the kernel, were a third of
+   the time.  Offsets are 32-bit: the graph has fewer
    than 2^32 edges (heapgraph.h).
 
    Memory access: the arrays of a large snapshot are hundreds of MB, so
@@ -92,9 +95,9 @@ int dom_compute(uint32_t n, const uint32_t *off, const uint32_t *adj, dom_tree *
   uint32_t *pre = array(len, 1);                /* node -> number */
   uint32_t *vertex = array(len, 0);
   uint32_t *ancestor = array(len, 0);           /* parent, then the forest */
-  uint32_t *stack = array(len, 0);
-  uint32_t *cursor = array(len, 0);
-  int ok = pre && vertex && ancestor && stack && cursor;
+  uint32_t *stack = array(2 * len, 0);           /* and the cursors */
+  uint32_t *cursor = stack ? stack + len : NULL;
+  int ok = pre && vertex && ancestor && stack;
   uint32_t N = 0;
   if (ok && n > 0) {
     /* Iterative DFS from node 0. */
@@ -166,8 +169,14 @@ int dom_compute(uint32_t n, const uint32_t *off, const uint32_t *adj, dom_tree *
     for (uint32_t w = 2; w <= N; w++)
       if (idom[w] != semi[w]) idom[w] = idom[idom[w]];
   }
-  free(poff); free(pred); free(semi); free(ancestor); free(bucket);
-  if (!ok) { free(vertex); free(idom); free(label); memset(t, 0, sizeof *t); return -1; }
+  free(pred); free(ancestor); free(bucket);
+  if (!ok) {
+    free(stack); free(vertex); free(idom); free(label);
+    memset(t, 0, sizeof *t);
+    return -1;
+  }
+  /* Room for the retained sizes: the semidominators and offsets. */
+  t->retained = (uint64_t *)stack;
   /* Per node, in the labels' array (n + 3 words). */
   t->idom = label;
   for (uint32_t v = 0; v < n; v++) t->idom[v] = DOM_NONE;
@@ -192,6 +201,6 @@ void dom_retained(const dom_tree *t, uint64_t *retained)
 
 void dom_free(dom_tree *t)
 {
-  free(t->idom); free(t->preorder);
+  free(t->idom); free(t->preorder); free(t->retained);
   memset(t, 0, sizeof *t);
 }

@@ -6,7 +6,8 @@
    (Lengauer-Tarjan with path compression: near-linear time, iterative: no
    recursion however deep the graph).  Memory: at most 7 arrays of n
    32-bit words and one of 4 bytes per reachable edge (predecessors);
-   large arrays are advised for huge pages.  Edge offsets are 32-bit: the
+   large arrays are advised for huge pages; the retained sizes use
+   memory dom_compute has used already (dom_tree.retained).  Edge offsets are 32-bit: the
    graph has fewer than 2^32 edges. */
 
 #ifndef OCAML_MEMPROF_DOMINATORS_H
@@ -23,6 +24,8 @@ typedef struct {
                              unreachable nodes */
   uint32_t *preorder;     /* reachable nodes in DFS preorder (root first):
                              a node comes after its dominators */
+  uint64_t *retained;     /* room for n 64-bit words (dom_compute's own
+                             scratch, reused), for dom_retained */
 } dom_tree;
 
 /* 0, or -1 if memory ran out (then *t is empty). */

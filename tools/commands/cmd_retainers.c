@@ -144,7 +144,7 @@ typedef struct {
   dom_tree dom;
   hd_ctx holders;               /* who holds a site's blocks; weak-only blocks */
   struct path_tree *paths;      /* retainer paths, built on first need */
-  uint64_t *retained;           /* per node, bytes */
+  uint64_t *retained;           /* per node, bytes (in dom: dom_tree.retained) */
   uint64_t live_bytes, ext_bytes;
   char **label_text;            /* per label node */
   double rate;
@@ -352,10 +352,9 @@ static int analyse(analysis *a)
     msg("out of memory computing dominators (%u nodes)\n", s->n);
     return -1;
   }
-  /* The retained sizes only once dom_compute has freed its arrays: its
-     peak of memory is the command's.  They start as the own sizes. */
-  a->retained = xmalloc((s->n ? s->n : 1) * sizeof *a->retained);
-  advise_huge(a->retained, (size_t)s->n * sizeof *a->retained);
+  /* The retained sizes, in the room dom_compute leaves (its peak of
+     memory is the command's), start as the own sizes. */
+  a->retained = a->dom.retained;
   memset(a->retained, 0, (size_t)s->base * sizeof *a->retained);
   for (uint32_t b = 1; b <= s->nblocks; b++) a->retained[s->base + b - 1] = hg_block_bytes(s, b);
   dom_retained(&a->dom, a->retained);
@@ -371,7 +370,6 @@ static void analysis_free(analysis *a)
 {
   for (uint32_t l = 0; l < a->s.nlabels; l++) free(a->label_text[l]);
   free(a->label_text);
-  free(a->retained);
   free(a->seen);
   free(a->site_loc);
   st_free(a->types);
