@@ -52,6 +52,16 @@
    live: W 4 + S 4 + Z 3 + K 3 + K2 6 = 20 words = 160 B; the global
    retains W, S, Z (88 B), the weak references K and K2 (72 B).
 
+          gen_snapshot huge OUT     blocks of 2^32 words and more (the
+                                    graph keeps 32-bit sizes, the larger
+                                    ones in a side map):
+     global "0x1000" -> A (2 fields) -> H1 (abstract, 2^32 + 6 words,
+                                           sampled at "big (h.ml:1)")
+                                     -> H2 (abstract, 2^32 - 1 words)
+     stack "f (a.ml:3)" -> S (1 field)
+   live: A 3 + H1 2^32 + 7 + H2 2^32 + S 2 words = 68719476832 B; the
+   global retains all but S's 16 B.
+
           gen_snapshot dead OUT     three major samples (ids 301-303, 10
                                     words, at "grow (d.ml:4)", 10 us); a
                                     snapshot at 20 us holds 301 and 303
@@ -220,6 +230,31 @@ static void holders(const char *path)
   end();
 }
 
+static void huge(const char *path)
+{
+  begin(path);
+  uint64_t big[1] = { 401 };
+  allocs_at(1, "h.ml", "big", 1, big, 1, (1ull << 32) + 6);
+  flush();
+  chunk_type = MPT_CHUNK_SNAPSHOT;
+  mpt_snap_encoder s;
+  mpt_enc_snap_begin(&enc, &s, 20, 1, 0, 1);
+  enum { A = 1, S, H1, H2 };
+  uint32_t g = string("0x1000"), f = string("f (a.ml:3)");
+  mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 0, A);
+  mpt_enc_snap_root(&enc, &s, MPT_ROOT_STACK, 0, f, 0, S);
+  uint64_t ae[2] = { H1, H2 };
+  mpt_enc_snap_block(&enc, &s, 0, 2, ae, 2, UINT64_MAX);                  /* A */
+  mpt_enc_snap_block(&enc, &s, 0, 1, NULL, 0, UINT64_MAX);                /* S */
+  mpt_enc_snap_sample(&enc, &s, 401);
+  mpt_enc_snap_block(&enc, &s, 251, (1ull << 32) + 6, NULL, 0, UINT64_MAX); /* H1 */
+  mpt_enc_snap_block(&enc, &s, 251, (1ull << 32) - 1, NULL, 0, UINT64_MAX); /* H2 */
+  mpt_enc_snap_end(&enc, &s, 30, 1000, 2, 0);
+  flush();
+  chunk_type = MPT_CHUNK_EVENTS;
+  end();
+}
+
 static void weak(const char *path)
 {
   begin(path);
@@ -351,7 +386,7 @@ static void periodic(long n, long every_ms, long end_ms, const char *path)
 int main(int argc, char **argv)
 {
   static const struct { const char *mode; int nargs; } modes[] = {
-    { "small", 3 }, { "holders", 3 }, { "weak", 3 }, { "dead", 3 },
+    { "small", 3 }, { "holders", 3 }, { "weak", 3 }, { "huge", 3 }, { "dead", 3 },
     { "dead-incomplete", 3 }, { "chain", 4 }, { "fanin", 4 }, { "periodic", 6 } };
   int nargs = 0;
   for (size_t m = 0; argc >= 2 && m < sizeof modes / sizeof modes[0]; m++)
@@ -368,6 +403,7 @@ int main(int argc, char **argv)
   if (nargs == 3 && strcmp(mode, "small") == 0) small(argv[2]);
   else if (nargs == 3 && strcmp(mode, "holders") == 0) holders(argv[2]);
   else if (nargs == 3 && strcmp(mode, "weak") == 0) weak(argv[2]);
+  else if (nargs == 3 && strcmp(mode, "huge") == 0) huge(argv[2]);
   else if (nargs == 3 && strcmp(mode, "dead") == 0) dead(argv[2], 0);
   else if (nargs == 3 && strcmp(mode, "dead-incomplete") == 0) dead(argv[2], MPT_SNAP_INCOMPLETE);
   else if (nargs == 4 && strcmp(mode, "chain") == 0) chain(atol(argv[2]), argv[3]);
@@ -375,7 +411,7 @@ int main(int argc, char **argv)
   else if (nargs == 6)
     periodic(atol(argv[2]), atol(argv[3]), atol(argv[4]), argv[5]);
   else {
-    fprintf(stderr, "usage: gen_snapshot small OUT | holders OUT | weak OUT | dead[-incomplete] OUT | "
+    fprintf(stderr, "usage: gen_snapshot small OUT | holders OUT | weak OUT | huge OUT | dead[-incomplete] OUT | "
             "fanin N OUT | chain N OUT | periodic N EVERY_MS END_MS OUT"
             "  [--exe PATH] [--anchor ADDR] [--rate R] [--sample-every K]\n");
     return 2;

@@ -1688,6 +1688,7 @@ def test_retainers():
     test_holders(gs)
     test_walk_record(gs)
     test_weak_kind(gs)
+    test_huge_blocks(gs)
     test_snapshot_deaths(gs)
     d = run([os.path.join(BUILD, "dominators_test")])
     check("dominators: " + d.stdout.strip(), d.returncode == 0, d.stdout)
@@ -1782,6 +1783,25 @@ def test_weak_kind(gs):
     r = tool("retainers", "--tree", path)
     check("retainers --tree: the weak kind retains its 72 B",
           re.search(r"^\s+72 B\s+45.0%\s+1\s+weak$", r.stdout, re.M) is not None, r.stdout[-500:])
+
+
+def test_huge_blocks(gs):
+    """Blocks of 2^32 words and more keep their sizes (the graph's are
+    32-bit, the larger in a side map): gen_snapshot huge, live 68719476832
+    B, the global retaining all but 16 B, a sampled block of 2^32 + 6
+    words."""
+    path = os.path.join(OUT, "snap-huge.mpt")
+    run([gs, "huge", path])
+    j = tool_json("retainers", "--json", path)
+    check("retainers --json: blocks of 2^32 - 1 and 2^32 + 6 words counted whole",
+          j["snapshot"]["live_bytes"] == 68719476832
+          and [(k["kind"], k["retained"]) for k in j["kinds"]]
+          == [("global", 68719476816), ("stack", 16), ("shared", 0)],
+          json.dumps(j["snapshot"]) + json.dumps(j["kinds"]))
+    r = tool("retainers", "--bytes", "--site", "big", path)
+    check("retainers --site: the sampled block's size in its sites row and its path",
+          re.search(r"^\s+34359738424\s+\d+\s+1  big \(h.ml:1\)$", r.stdout, re.M)
+          and "abstract (4294967302 words) from big (h.ml:1)" in r.stdout, r.stdout)
 
 
 def test_snapshot_deaths(gs):
