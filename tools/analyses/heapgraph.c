@@ -108,7 +108,7 @@ static void push_adj(builder *b, uint32_t node)
 }
 
 /* Grow the per-block arrays to hold block [id] (and the node offsets);
-   the slots are set when blocks arrive (set_block, fill_blocks). */
+   the slots are set when blocks arrive (hg_next, fill_blocks). */
 static void grow_blocks(builder *b, uint64_t id);
 static inline void ensure_blocks(builder *b, uint64_t id)
 {
@@ -302,7 +302,8 @@ int hg_next(hg_reader *r, hg_snapshot *s)
       if (!open) break;
       if (b.blocks_started) { rc = fail(r, "snapshot root after its first block"); goto done; }
       if (ev.snap.target > UINT32_MAX / 2) { rc = fail(r, too_many_blocks); goto done; }
-      if (s->nroots + 2 * HG_KINDS >= UINT32_MAX) { rc = fail(r, too_many_edges); goto done; }
+      /* Synthetic edges: one per kind, label and root. */
+      if (HG_KINDS + 2 * (uint64_t)s->nroots + 2 >= UINT32_MAX) { rc = fail(r, too_many_edges); goto done; }
       uint32_t str = strpool_intern(r->strs, ev.snap.label, strlen(ev.snap.label));
       uint64_t key = (uint64_t)ev.snap.root_kind << 32 | str;
       uint32_t *l = u64map_get(&b.label_of, key);
