@@ -4,7 +4,9 @@
    1; 0 means "none"), every one 32 bits: vertex (number -> node), the
    eval forest's ancestor, semidominator, label (the vertex of least
    semidominator on the compressed path), the buckets (head per vertex,
-   and a link per member), idom, and the predecessors in CSR form.
+   and a link per member), idom, and the predecessors numbered above
+   their vertex in CSR form (those below only set its initial
+   semidominator).
 
    Algorithm: Lengauer-Tarjan, simple version (eval with path compression,
    link without balancing: O(m log n) worst case, near-linear in
@@ -29,10 +31,10 @@
      (needed until the predecessors are built) the bucket links, and the
      labels the result's per-node idom; the DFS numbering is the result's
      preorder.
-   So the peak is 7 arrays of n words and one of the reachable edges, and
-   8 arrays and that one are all the fresh memory (16 before, with the
-   retained sizes): fresh pages, zeroed by the kernel, were a third of
-   the time.  Offsets are 32-bit: the graph has fewer
+   So the peak is 7 arrays of n words and one of the cross and back
+   edges, and 8 arrays and that one are all the fresh memory (16 and one
+   of all the edges before, with the retained sizes): fresh pages, zeroed
+   by the kernel, were a third of the time.  Offsets are 32-bit: the graph has fewer
    than 2^32 edges (heapgraph.h).
 
    Memory access: the arrays of a large snapshot are hundreds of MB, so
@@ -117,18 +119,31 @@ int dom_compute(uint32_t n, const uint32_t *off, const uint32_t *adj, dom_tree *
       }
     }
   }
-  /* Predecessors, by number, of reachable vertices: one sequential scan
+  /* A predecessor v of w numbered below it is not linked when w is
+     processed: eval(v) is v, whose semidominator is still v.  So those
+     predecessors only set w's initial semidominator (their least number,
+     or w), and the lists keep the others (cross and back edges: in a
+     heap, where most edges are tree edges, a fraction of them).
+     Predecessors, by number, of reachable vertices: one sequential scan
      of the successor lists (in node order, not in preorder, which would
      jump around them) to count, one to fill; poff[w] .. poff[w + 1] are
      w's after the fill (the count of w is kept at poff[w + 2] until the
      prefix sum, whose fill moves every start up by one slot). */
   uint32_t *poff = cursor;
+  uint32_t *semi = stack;
   uint32_t *pred = NULL;
   if (ok) {
     memset(poff, 0, len * sizeof *poff);
-    for (uint32_t v = 0; v < n; v++)
-      if (pre[v])
-        for (uint32_t k = off[v]; k < off[v + 1]; k++) poff[pre[adj[k]] + 2]++;
+    for (uint32_t i = 1; i <= N; i++) semi[i] = i;
+    for (uint32_t v = 0; v < n; v++) {
+      uint32_t pv = pre[v];
+      if (pv)
+        for (uint32_t k = off[v]; k < off[v + 1]; k++) {
+          uint32_t pw = pre[adj[k]];
+          if (pv > pw) poff[pw + 2]++;
+          else if (pv < semi[pw]) semi[pw] = pv;
+        }
+    }
     for (uint32_t i = 3; i <= N + 2; i++) poff[i] += poff[i - 1];
     pred = array(poff[N + 2], 0);
     ok = pred != NULL;
@@ -137,19 +152,21 @@ int dom_compute(uint32_t n, const uint32_t *off, const uint32_t *adj, dom_tree *
     for (uint32_t v = 0; v < n; v++) {
       uint32_t pv = pre[v];
       if (pv)
-        for (uint32_t k = off[v]; k < off[v + 1]; k++) pred[poff[pre[adj[k]] + 1]++] = pv;
+        for (uint32_t k = off[v]; k < off[v + 1]; k++) {
+          uint32_t pw = pre[adj[k]];
+          if (pv > pw) pred[poff[pw + 1]++] = pv;
+        }
     }
   }
-  uint32_t *semi = stack;
   uint32_t *next = pre;                         /* bucket links, then idom */
   uint32_t *idom = pre;
   uint32_t *label = ok ? array(len, 0) : NULL;
   uint32_t *bucket = ok ? array(len, 1) : NULL;
   ok = ok && label && bucket;
   if (ok) {
-    for (uint32_t i = 1; i <= N; i++) { semi[i] = i; label[i] = i; }
+    for (uint32_t i = 1; i <= N; i++) label[i] = i;
     for (uint32_t w = N; w >= 2; w--) {
-      /* Linked: the vertices above w. */
+      /* Linked: the vertices above w (its listed predecessors). */
       for (uint32_t k = poff[w]; k < poff[w + 1]; k++) {
         uint32_t u = eval(pred[k], w, ancestor, label, semi);
         if (semi[u] < semi[w]) semi[w] = semi[u];
