@@ -23,8 +23,8 @@
      parent array, no zeroing);
    - a vertex's bucket link is needed until its bucket is processed, its
      idom only from then on: one array for both;
-   - eval compresses its path by reversing the ancestor pointers on the
-     way up and restoring them on the way down (no stack);
+   - eval compresses its path by pointing the ancestors back down on the
+     way up, then at the forest root on the way down (no stack);
    - the DFS's stack becomes the semidominators, its edge cursors the
      predecessors' offsets (the two one allocation, which the result
      keeps as room for the retained sizes), the node -> number map
@@ -32,10 +32,10 @@
      labels the result's per-node idom; the DFS numbering is the result's
      preorder.
    So the peak is 7 arrays of n words and one of the cross and back
-   edges, and 8 arrays and that one are all the fresh memory (16 and one
-   of all the edges before, with the retained sizes): fresh pages, zeroed
-   by the kernel, were a third of the time.  Offsets are 32-bit: the graph has fewer
-   than 2^32 edges (heapgraph.h).
+   edges, which are also all the fresh memory, the retained sizes
+   included (about 19 words per node and one per edge before): fresh
+   pages, zeroed by the kernel, were a third of the time.  Offsets are
+   32-bit: the graph has fewer than 2^32 edges (heapgraph.h).
 
    Memory access: the arrays of a large snapshot are hundreds of MB, so
    the cost is cache and TLB misses.  The predecessor lists are built by
