@@ -394,7 +394,7 @@ static uint64_t listing_hash(const char *dir, int depth)
     names[n++][len] = 0;
   }
   closedir(d);
-  qsort(names, n, sizeof *names, cmp_names);
+  if (n) qsort(names, n, sizeof *names, cmp_names);   /* names is NULL when n is 0 */
   uint64_t h = 0xcbf29ce484222325ULL;
   for (size_t i = 0; i < n; i++) {
     h = fnv1a64(h, names[i], strlen(names[i]));
