@@ -97,10 +97,7 @@ struct an_ctx {
 
   uint8_t *locflags;
   size_t locflags_cap;
-  an_layers *layers;           /* made when first needed (hiding, or a
-                                  callback frame's holder) */
-  uint8_t *in_layer;           /* per location: 0 not known, 1 no, 2 yes */
-  size_t in_layer_cap;
+  an_layer_cache layers;       /* for hiding and callback frames' holders */
   const char **keys[3];
   size_t keys_cap[3];
   strpool *strs;
@@ -400,6 +397,7 @@ static an_ctx *ctx_new(const an_filter *f)
 {
   an_ctx *c = xcalloc(1, sizeof *c);
   c->f = f;
+  c->layers.f = f;
   c->strs = strpool_new();
   c->lockeys = strpool_new();
   c->h = &c->hdr;
@@ -439,8 +437,7 @@ void an_close(an_ctx *c)
   livetab_free(&c->live);
   sd_free(&c->snap);
   free(c->locflags);
-  an_layers_free(c->layers);
-  free(c->in_layer);
+  an_layer_cache_free(&c->layers);
   for (int k = 0; k < 3; k++) free(c->keys[k]);
   for (size_t i = 0; i < c->nglocs; i++) free(c->glocs[i].e);
   free(c->glocs);
@@ -605,8 +602,7 @@ static uint8_t loc_flags(an_ctx *c, uint32_t loc)
   fl = LF_DONE;
   const an_filter *f = c->f;
   if (f->nhide) {
-    if (!c->layers) c->layers = an_layers_new(f);
-    int cls = an_hide_class(f, c->layers, an_location(c, loc));
+    int cls = an_cached_hide_class(&c->layers, loc, an_location(c, loc));
     fl |= (cls & AN_HIDDEN ? LF_HIDE : 0) | (cls & AN_ABSORBED ? LF_ABSORB : 0) | (cls & AN_KEPT ? LF_KEPT : 0);
   }
   for (int i = 0; i < f->nfocus; i++) if (an_loc_matches(c, loc, &f->focus[i])) fl |= LF_FOCUS;
@@ -807,6 +803,46 @@ void an_layers_free(an_layers *y)
   free(y);
 }
 
+/* The byte of [id] in a cache of [*cap] bytes at [*v], grown (zeroed)
+   to hold it. */
+static uint8_t *cache_byte(uint8_t **v, size_t *cap, uint32_t id)
+{
+  if (id >= *cap) {
+    size_t old = *cap;
+    grow_array((void **)v, cap, (size_t)id + 1, 1);
+    memset(*v + old, 0, *cap - old);
+  }
+  return *v + id;
+}
+
+int an_cached_in_layer(an_layer_cache *k, uint32_t id, const mpt_location *l)
+{
+  uint8_t *b = cache_byte(&k->in_layer, &k->in_layer_cap, id);
+  if (!*b) {
+    if (!k->y) k->y = an_layers_new(k->f);
+    *b = (uint8_t)(1 + an_layers_match(k->y, l));
+  }
+  return *b - 1;
+}
+
+int an_cached_hide_class(an_layer_cache *k, uint32_t id, const mpt_location *l)
+{
+  uint8_t *b = cache_byte(&k->hide_class, &k->hide_class_cap, id);
+  if (!*b) {
+    if (!k->y) k->y = an_layers_new(k->f);
+    *b = (uint8_t)(1 + (k->f ? an_hide_class(k->f, k->y, l) : 0));
+  }
+  return *b - 1;
+}
+
+void an_layer_cache_free(an_layer_cache *k)
+{
+  an_layers_free(k->y);
+  free(k->in_layer);
+  free(k->hide_class);
+  memset(k, 0, sizeof *k);
+}
+
 uint32_t an_drop_redundant_callbacks(const mpt_location **l, uint32_t *ids, uint32_t len,
                                      int (*in_layer)(void *u, uint32_t id), void *u)
 {
@@ -1004,14 +1040,7 @@ static void progress_tick(an_ctx *c, progress *p)
 static int loc_in_layer(void *u, uint32_t loc)
 {
   an_ctx *c = u;
-  if (!c->layers) c->layers = an_layers_new(c->f);
-  if (loc >= c->in_layer_cap) {
-    size_t old = c->in_layer_cap;
-    grow_array((void **)&c->in_layer, &c->in_layer_cap, (size_t)loc + 1, 1);
-    memset(c->in_layer + old, 0, c->in_layer_cap - old);
-  }
-  if (!c->in_layer[loc]) c->in_layer[loc] = 1 + an_layers_match(c->layers, an_location(c, loc));
-  return c->in_layer[loc] == 2;
+  return an_cached_in_layer(&c->layers, loc, an_location(c, loc));
 }
 
 /* Read the current trace as far as it goes (its end, or for a followed

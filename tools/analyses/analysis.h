@@ -245,6 +245,18 @@ void an_layers_free(an_layers *y);
 #define AN_GONE 1
 #define AN_SHOWN_ABSORBING 2
 int an_hide_class(const an_filter *f, const an_layers *y, const mpt_location *l);
+/* an_layers_match and an_hide_class cached per location id (ids of one
+   reader), the layers made at first use from [f] (NULL: hiding nothing,
+   the layers from the default presets file).  Zero-initialise, set f. */
+typedef struct {
+  const an_filter *f;
+  an_layers *y;
+  uint8_t *in_layer, *hide_class;   /* per id: 0 not yet, else 1 + answer */
+  size_t in_layer_cap, hide_class_cap;
+} an_layer_cache;
+int an_cached_in_layer(an_layer_cache *k, uint32_t id, const mpt_location *l);
+int an_cached_hide_class(an_layer_cache *k, uint32_t id, const mpt_location *l);
+void an_layer_cache_free(an_layer_cache *k);   /* and zeroes it, f too */
 static inline int an_hide_next(int cls, int caller)
 {
   if (cls & AN_HIDDEN) return AN_GONE;

@@ -35,12 +35,7 @@ typedef struct {
   lt_result *res;
   uint32_t *alloc_site;        /* per allocation: site index + 1, 0 not yet */
   size_t alloc_site_cap;
-  uint8_t *hidden;             /* per location: 1 + an_hide_class, 0 not yet */
-  size_t hidden_cap;
-  an_layers *layers;           /* made when first needed (hiding, or a
-                                  callback frame's holder) */
-  uint8_t *in_layer;           /* per location: 1 + in a layer, 0 not yet */
-  size_t in_layer_cap;
+  an_layer_cache layers;       /* for hiding and callback frames' holders */
   size_t counted;              /* allocations already classified */
   uint32_t *ids;               /* alloc_stack's stack */
   const mpt_location **locs;
@@ -51,29 +46,13 @@ typedef struct {
 static int loc_in_layer(void *u, uint32_t loc)
 {
   lt_state *st = u;
-  if (!st->layers) st->layers = an_layers_new(st->hiding);
-  if (loc >= st->in_layer_cap) {
-    size_t old = st->in_layer_cap;
-    grow_array((void **)&st->in_layer, &st->in_layer_cap, (size_t)loc + 1, 1);
-    memset(st->in_layer + old, 0, st->in_layer_cap - old);
-  }
-  if (!st->in_layer[loc]) st->in_layer[loc] = 1 + an_layers_match(st->layers, ti_location(st->r->t, loc));
-  return st->in_layer[loc] == 2;
+  return an_cached_in_layer(&st->layers, loc, ti_location(st->r->t, loc));
 }
 
 /* Location [loc]'s an_hide_class under [hiding]. */
 static int loc_hide_class(lt_state *st, uint32_t loc)
 {
-  if (loc >= st->hidden_cap) {
-    size_t old = st->hidden_cap;
-    grow_array((void **)&st->hidden, &st->hidden_cap, (size_t)loc + 1, 1);
-    memset(st->hidden + old, 0, st->hidden_cap - old);
-  }
-  if (!st->hidden[loc]) {
-    if (st->hiding && !st->layers) st->layers = an_layers_new(st->hiding);
-    st->hidden[loc] = 1 + (st->hiding ? an_hide_class(st->hiding, st->layers, ti_location(st->r->t, loc)) : 0);
-  }
-  return st->hidden[loc] - 1;
+  return an_cached_hide_class(&st->layers, loc, ti_location(st->r->t, loc));
 }
 
 /* By stack: copy location [loc]'s frames into res->locs, once. */
@@ -309,7 +288,7 @@ int lt_run(const char *path, const an_filter *hiding, int by_stack, lt_result *r
   hg_reader r;
   if (hg_open(&r, path) != 0) { msg("%s\n", r.error); return 1; }
   res->rate = ti_get_header(r.t)->sampling_rate;
-  lt_state st = { .r = &r, .hiding = hiding, .res = res };
+  lt_state st = { .r = &r, .hiding = hiding, .res = res, .layers = { .f = hiding } };
   hg_snapshot s;
   int k, rc = 0;
   while ((k = hg_next(&r, &s)) == 1) {
@@ -324,9 +303,7 @@ int lt_run(const char *path, const an_filter *hiding, int by_stack, lt_result *r
   free(st.alloc_site);
   free(st.ids);
   free(st.locs);
-  free(st.hidden);
-  an_layers_free(st.layers);
-  free(st.in_layer);
+  an_layer_cache_free(&st.layers);
   hg_close(&r);
   return rc;
 }

@@ -228,9 +228,7 @@ int cmd_ctf(int argc, char **argv)
   if (rc >= 0) { an_filter_free(&f); cli_inputs_free(&in); return rc; }
   const char *path = in.paths[0];
   uint64_t *kept = NULL;
-  uint8_t *hide_cls = NULL;    /* per location: 0 unknown, else 1 + an_hide_class */
-  size_t hide_cls_cap = 0;
-  an_layers *layers = NULL;
+  an_layer_cache hide_cache = { .f = &f };
   if (an_filter_active(&f) && !(kept = kept_allocations(path, &f, &rc))) {
     an_filter_free(&f);
     cli_inputs_free(&in);
@@ -298,16 +296,8 @@ int cmd_ctf(int argc, char **argv)
       for (uint32_t i = 0, state = AN_SHOWN; i < ev.stack_len; i++) {
         uint32_t loc = ev.stack[ev.stack_len - 1 - i];
         if (f.nhide) {
-          if (loc >= hide_cls_cap) {
-            size_t oc = hide_cls_cap;
-            grow_array((void **)&hide_cls, &hide_cls_cap, (size_t)loc + 1, 1);
-            memset(hide_cls + oc, 0, hide_cls_cap - oc);
-          }
-          if (!hide_cls[loc]) {
-            if (!layers) layers = an_layers_new(&f);
-            hide_cls[loc] = (uint8_t)(1 + an_hide_class(&f, layers, ti_location(t, loc)));
-          }
-          state = (uint32_t)an_hide_next(hide_cls[loc] - 1, (int)state);
+          state = (uint32_t)an_hide_next(an_cached_hide_class(&hide_cache, loc, ti_location(t, loc)),
+                                         (int)state);
           if (state == AN_GONE) continue;
         }
         stack[len++] = code_for(&k, loc);
@@ -364,8 +354,8 @@ int cmd_ctf(int argc, char **argv)
   free(marshal_promoted);
   if (ctf_writer_close(w) < 0) status = 1;
   if (out_close(o, out)) status = 1;
-  free(pool); free(freel); free(stack); free(k.code_of); free(kept); free(hide_cls);
-  an_layers_free(layers);
+  free(pool); free(freel); free(stack); free(k.code_of); free(kept);
+  an_layer_cache_free(&hide_cache);
   idtab_free(&live);
   u64map_free(&k.code_loc);
   ti_close(t);

@@ -161,20 +161,20 @@ typedef struct {
    block's site is the innermost frame left, as in the other commands
    (NULL: none). */
 static const an_filter *hiding;
-/* Its per-location an_hide_class (1 + class, 0 not yet), the layers it
-   needs, and a stack's hidden flags: set_hiding makes them anew. */
-static uint8_t *hide_cls, *stack_hid;
-static size_t hide_cls_cap, stack_hid_cap;
-static an_layers *hide_layers;
+/* Its per-location an_hide_class, and a stack's hidden flags:
+   set_hiding makes them anew. */
+static an_layer_cache hide_cache;
+static uint8_t *stack_hid;
+static size_t stack_hid_cap;
 
 static void set_hiding(const an_filter *f)
 {
   hiding = f;
-  free(hide_cls); free(stack_hid);
-  hide_cls = stack_hid = NULL;
-  hide_cls_cap = stack_hid_cap = 0;
-  an_layers_free(hide_layers);
-  hide_layers = NULL;
+  an_layer_cache_free(&hide_cache);
+  hide_cache.f = f;
+  free(stack_hid);
+  stack_hid = NULL;
+  stack_hid_cap = 0;
 }
 
 /* The frames of allocation [al]'s stack (innermost first) that --hide
@@ -190,17 +190,8 @@ static uint32_t visible_frames(const hg_reader *r, const hg_alloc *al, uint32_t 
   }
   grow_array((void **)&stack_hid, &stack_hid_cap, len ? len : 1, 1);
   for (uint32_t k = len, state = AN_SHOWN; k-- > 0;) {
-    uint32_t loc = s[k];
-    if (loc >= hide_cls_cap) {
-      size_t old = hide_cls_cap;
-      grow_array((void **)&hide_cls, &hide_cls_cap, (size_t)loc + 1, 1);
-      memset(hide_cls + old, 0, hide_cls_cap - old);
-    }
-    if (!hide_cls[loc]) {
-      if (!hide_layers) hide_layers = an_layers_new(hiding);
-      hide_cls[loc] = (uint8_t)(1 + an_hide_class(hiding, hide_layers, ti_location(r->t, loc)));
-    }
-    state = (uint32_t)an_hide_next(hide_cls[loc] - 1, (int)state);
+    int cls = an_cached_hide_class(&hide_cache, s[k], ti_location(r->t, s[k]));
+    state = (uint32_t)an_hide_next(cls, (int)state);
     stack_hid[k] = state == AN_GONE;
   }
   for (uint32_t k = 0; k < len && n < max; k++) if (!stack_hid[k]) locs[n++] = s[k];
