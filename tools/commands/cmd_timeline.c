@@ -154,10 +154,29 @@ static double nice_max(double v)
   return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
 }
 
+/* Both charts' plot area (pixels), and its x (seconds, up to tend) and
+   y (bytes, up to maxb) scales. */
+static const double X0 = 80, Y0 = 40, PW = 820, PH = 320;
+#define XS(t) (X0 + PW * (t) / tend)
+#define YB(v) (Y0 + PH - PH * (v) / maxb)
+
+/* The GC's major heap size, a step at each GC event. */
+static void write_heap_line(FILE *o, const tl_acc *a, double tend, double maxb)
+{
+  if (!a->ngc) return;
+  fprintf(o, "<polyline class=\"heap\" fill=\"none\" stroke=\"#393\" stroke-width=\"1.5\" points=\"");
+  double prev = a->gc[0].heap;
+  for (size_t i = 0; i < a->ngc; i++) {
+    fprintf(o, "%.1f,%.1f %.1f,%.1f ", XS(a->gc[i].t / 1e9), YB(prev), XS(a->gc[i].t / 1e9),
+            YB(a->gc[i].heap));
+    prev = a->gc[i].heap;
+  }
+  fprintf(o, "%.1f,%.1f\"/>\n", XS(tend), YB(prev));
+}
+
 static void write_svg(FILE *o, const char *path, const tl_acc *a, const double *live,
                       const double *rate, uint32_t m, uint64_t W, uint64_t end)
 {
-  const double X0 = 80, Y0 = 40, PW = 820, PH = 320;
   double maxb = 0, maxr = 0;
   for (uint32_t i = 0; i < m; i++) {
     if (live[i] > maxb) maxb = live[i];
@@ -168,8 +187,6 @@ static void write_svg(FILE *o, const char *path, const tl_acc *a, const double *
   maxr = nice_max(maxr);
   double tend = end ? end / 1e9 : 1;
   char b1[32];
-#define XS(t) (X0 + PW * (t) / tend)
-#define YB(v) (Y0 + PH - PH * (v) / maxb)
 #define YR(v) (Y0 + PH - PH * (v) / maxr)
   fprintf(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
              "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1000\" height=\"420\" "
@@ -224,16 +241,7 @@ static void write_svg(FILE *o, const char *path, const tl_acc *a, const double *
             XS(tp), YB(live[pk]), XS(tp) + (right ? -6 : 6), YB(live[pk]) - 6,
             right ? "end" : "start", human_bytes(live[pk], b1, sizeof b1), tp);
   }
-  if (a->ngc) {
-    fprintf(o, "<polyline class=\"heap\" fill=\"none\" stroke=\"#393\" stroke-width=\"1.5\" points=\"");
-    double prev = a->gc[0].heap;
-    for (size_t i = 0; i < a->ngc; i++) {
-      fprintf(o, "%.1f,%.1f %.1f,%.1f ", XS(a->gc[i].t / 1e9), YB(prev), XS(a->gc[i].t / 1e9),
-              YB(a->gc[i].heap));
-      prev = a->gc[i].heap;
-    }
-    fprintf(o, "%.1f,%.1f\"/>\n", XS(tend), YB(prev));
-  }
+  write_heap_line(o, a, tend, maxb);
   double ly = Y0 + PH + 40;
   fprintf(o, "<g transform=\"translate(%g,%g)\">"
              "<line x1=\"0\" y1=\"-4\" x2=\"20\" y2=\"-4\" stroke=\"#06c\" stroke-width=\"2\"/>"
@@ -246,8 +254,6 @@ static void write_svg(FILE *o, const char *path, const tl_acc *a, const double *
              "<text x=\"585\" y=\"0\">compaction</text>"
              "<line x1=\"670\" y1=\"-8\" x2=\"670\" y2=\"2\" stroke=\"#999\"/>"
              "<text x=\"675\" y=\"0\">major cycle</text></g>\n</svg>\n", X0, ly);
-#undef XS
-#undef YB
 #undef YR
 }
 
@@ -260,7 +266,6 @@ static void write_svg_types(FILE *o, const char *path, const tl_acc *a, size_t s
 {
   static const char *const colors[] = { "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
                                         "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#86bcb6" };
-  const double X0 = 80, Y0 = 40, PW = 820, PH = 320;
   size_t nbands = shown + (shown < a->nty);
   double maxb = 0, tend = end ? end / 1e9 : 1;
   double *low = xcalloc(m ? m : 1, sizeof *low), *high = xcalloc(m ? m : 1, sizeof *high);
@@ -273,8 +278,6 @@ static void write_svg_types(FILE *o, const char *path, const tl_acc *a, size_t s
   maxb = nice_max(maxb);
   double height = Y0 + PH + 60 + 18.0 * (double)nbands;
   char b1[32];
-#define XS(t) (X0 + PW * (t) / tend)
-#define YB(v) (Y0 + PH - PH * (v) / maxb)
   fprintf(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
              "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1000\" height=\"%g\" "
              "font-family=\"sans-serif\" font-size=\"12\">\n"
@@ -314,16 +317,7 @@ static void write_svg_types(FILE *o, const char *path, const tl_acc *a, size_t s
     fprintf(o, "</title></polygon>\n");
     memcpy(low, high, m * sizeof *low);
   }
-  if (a->ngc) {
-    fprintf(o, "<polyline class=\"heap\" fill=\"none\" stroke=\"#393\" stroke-width=\"1.5\" points=\"");
-    double prev = a->gc[0].heap;
-    for (size_t i = 0; i < a->ngc; i++) {
-      fprintf(o, "%.1f,%.1f %.1f,%.1f ", XS(a->gc[i].t / 1e9), YB(prev), XS(a->gc[i].t / 1e9),
-              YB(a->gc[i].heap));
-      prev = a->gc[i].heap;
-    }
-    fprintf(o, "%.1f,%.1f\"/>\n", XS(tend), YB(prev));
-  }
+  write_heap_line(o, a, tend, maxb);
   /* Legend: the top band first, as stacked. */
   double ly = Y0 + PH + 40;
   fprintf(o, "<g transform=\"translate(%g,%g)\"><line x1=\"0\" y1=\"-4\" x2=\"20\" y2=\"-4\" "
@@ -343,11 +337,11 @@ static void write_svg_types(FILE *o, const char *path, const tl_acc *a, size_t s
     fprintf(o, "</text></g>\n");
   }
   fprintf(o, "</svg>\n");
-#undef XS
-#undef YB
   free(low);
   free(high);
 }
+#undef XS
+#undef YB
 
 static const char usage[] =
   "usage: ocaml-memprof timeline [OPTIONS] TRACE...\n"

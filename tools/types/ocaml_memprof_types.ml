@@ -885,6 +885,17 @@ let load_snap_unit modname =
     Hashtbl.replace snap_units modname u;
     u
 
+(* The ways to read dotted path [comps] as a compilation unit (its first
+   i components joined by "__", as the compiler names units: Stdlib__Map,
+   Dune__exe__Leak) and a path inside it (the rest, joined by "."), the
+   longest unit first, as (unit, inner, i). *)
+let unit_splits comps =
+  let n = List.length comps in
+  List.init (max 0 (n - 1)) (fun j ->
+      let i = n - 1 - j in
+      (String.concat "__" (List.filteri (fun k _ -> k < i) comps),
+       String.concat "." (List.filteri (fun k _ -> k >= i) comps), i))
+
 let () =
   applied_functor :=
     fun u' q ->
@@ -897,20 +908,13 @@ let () =
         match path_comps q with
         | None -> None
         | Some comps ->
-          let n = List.length comps in
-          let rec try_split i =
-            if i < 1 then None
-            else
-              let unit_name = String.concat "__" (List.filteri (fun k _ -> k < i) comps) in
-              let inner = String.concat "." (List.filteri (fun k _ -> k >= i) comps) in
+          (* The functor's path as written in that unit: through units, or
+             one of its own (not followed). *)
+          List.find_map (fun (unit_name, inner, _) ->
               match load_snap_unit unit_name with
-              | Ok su when Hashtbl.mem su.applied inner ->
-                (* The functor's path as written in that unit: through
-                   units, or one of its own (not followed). *)
-                Hashtbl.find_opt su.applied inner
-              | _ -> try_split (i - 1)
-          in
-          try_split (n - 1)
+              | Ok su -> Hashtbl.find_opt su.applied inner
+              | Error _ -> None)
+            (unit_splits comps)
 
 (* The declaration of type [p] (qualified, as copy_types leaves it) and
    the unit that has it: Stdlib.Hashtbl.t is t of unit Stdlib__Hashtbl,
@@ -929,11 +933,9 @@ let rec find_decl ?(depth = 0) (p : Path.t) =
   | None -> None
   | Some comps ->
     let n = List.length comps in
-    let rec try_split i =
-      if i < 1 then None
-      else
-        let unit_name = String.concat "__" (List.filteri (fun k _ -> k < i) comps) in
-        let inner = String.concat "." (List.filteri (fun k _ -> k >= i) comps) in
+    let rec try_splits = function
+      | [] -> None
+      | (unit_name, inner, i) :: rest ->
         match load_snap_unit unit_name with
         | Ok u when Hashtbl.mem u.decls inner -> Some (u, Hashtbl.find u.decls inner)
         | Ok u when depth < 4 && n - i >= 2 ->
@@ -941,10 +943,10 @@ let rec find_decl ?(depth = 0) (p : Path.t) =
           (match Hashtbl.find_opt u.applied modpath with
            | Some f ->
              find_decl ~depth:(depth + 1) (Pdot (qualify_path u.info f, List.nth comps (n - 1)))
-           | None -> try_split (i - 1))
-        | _ -> try_split (i - 1)
+           | None -> try_splits rest)
+        | _ -> try_splits rest
     in
-    try_split (n - 1)
+    try_splits (unit_splits comps)
 
 (* A copy of [ty] (a type of unit [u]'s .cmt) with its paths qualified and
    the variables [params] replaced by [args] (copies already). *)
