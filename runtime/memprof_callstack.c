@@ -64,9 +64,9 @@
    it was cut: a cut stack's innermost frames, which slide along a deep
    stack as its depth changes, are written as a move of the encoder's
    previous stack (finish_capture's window, the STACK_WINDOW record)
-   instead of all of them again; stacks up to 4 times the cap are walked
-   whole (walk_max), so that a cut sample's outer frames are checked in
-   prev rather than looked up; the frames beyond a cut prev's outermost
+   instead of all of them again; the tracer captures stacks up to 4 times
+   the cap the reader shows (trace format 6), so that a stack that deep
+   costs what a whole one does; the frames beyond a cut prev's outermost
    are linked to prev's rather than copied with them; and prev is copied
    at most once per fresh frame (half_frames).
 
@@ -286,12 +286,6 @@ static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
    frame, the cost of a contiguous prev at every capture. */
 void caml_memprof_callstack_compact(caml_memprof_callstack_cache *c)
 {
-  /* A walk was cut at the pool's depth, below walk_max: the pool grows
-     to walk_max instead (prev emptied, once), or stops trying. */
-  if (c->frames_cap <= c->walk_max) {
-    if (reserve_frames(c, c->walk_max)) return;
-    c->walk_max = c->frames_cap - 1;
-  }
   caml_memprof_walked_frame *sentinel = c->frames;
   size_t half = half_frames(c->frames_cap);
   caml_memprof_walked_frame *start = sentinel + 1;
@@ -388,8 +382,7 @@ caml_memprof_callstack_prepare(caml_memprof_callstack_cache *c,
                                caml_frame_descrs *fds)
 {
   caml_memprof_callstack_cache_clear(c);
-  if ((c->frames == NULL || c->frames_cap < c->max + 1
-       || c->frames_cap > c->walk_max + 1)
+  if ((c->frames == NULL || c->frames_cap != c->max + 1)
       && !reserve_frames(c, c->max))
     return 0;
   c->ids_end = c->ids + c->frames_cap;
@@ -501,8 +494,7 @@ caml_memprof_capture_callstack(caml_memprof_callstack_cache *c,
                                ptrdiff_t alloc_idx)
 {
   (void)alloc_idx;            /* bytecode has no combined allocations */
-  if ((c->frames == NULL || c->frames_cap < c->max + 1
-       || c->frames_cap > c->walk_max + 1)
+  if ((c->frames == NULL || c->frames_cap != c->max + 1)
       && !reserve_frames(c, c->max))
     return capture_failed;
   c->ids_end = c->ids + c->frames_cap;

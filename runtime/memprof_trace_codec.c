@@ -736,6 +736,8 @@ struct mpt_reader {
   loc_index index;
   uint32_t *stack_out;
   uint32_t cut_loc;            /* global id of <truncated>, 0 until used */
+  uint32_t shown_frames;       /* an event's stack at most (version 6:
+                                  the header's max_frames)              */
   /* A COLLECT_RUN, or version 5's fates, being handed out one event at
      a time: [run_left] more from [run_id], in [run_stream] at
      [run_time_ns], a PROMOTE where bit 0 of [run_fates] (shifted after
@@ -968,6 +970,10 @@ static int read_header(mpt_reader *r)
   uint64_t bits = get_u64(r->cp); r->cp += 8;
   memcpy(&in->sampling_rate, &bits, 8);
   in->max_frames = (uint32_t)get_var(r);
+  /* Writers before version 6 cut stacks at the cap themselves. */
+  r->shown_frames = in->format_version >= 6 && in->max_frames >= 1
+                    && in->max_frames < MPT_MAX_FRAMES ? in->max_frames
+                                                       : MPT_MAX_FRAMES;
   in->time_unit_ns = (uint32_t)get_var(r);
   in->pid = get_var(r);
   in->ppid = get_var(r);
@@ -1507,6 +1513,12 @@ static int alloc_fields(mpt_reader *r, stream_state *st, mpt_event *ev,
          common * sizeof(uint32_t));
   memcpy(st->stack, r->stack_out, len * sizeof(uint32_t));
   st->stack_len = len;
+  /* Version 6: the stream's stack may be deeper than the header's cap,
+     and the event's is its innermost max_frames, cut. */
+  if (len > r->shown_frames) {
+    len = r->shown_frames;
+    ev->truncated = 1;
+  }
   /* A cut stack ends in a <truncated> frame, for every tool to show
      (not part of the stream's previous stack). */
   if (ev->truncated) {

@@ -88,7 +88,7 @@ build with_gc_memprof; build api
 build keepalive; build orphans; build spawner unix.cmxa; build join_exit
 build stacks unix.cmxa threads.cmxa
 build stack_mix; build signal_window unix.cmxa; build letrec; build callbacks
-build deep_window unix.cmxa threads.cmxa
+build deep_window unix.cmxa threads.cmxa; build deep_cut
 mkdir -p "$W/byte" && cp "$P/stats.ml" "$W/byte/"
 (cd "$W/byte" && ocamlc -g -o ../stats.byte stats.ml) > "$W/stats.byte.build" 2>&1 || ko "build stats.byte"
 cp "$P/stacks.ml" "$W/byte/"
@@ -693,6 +693,33 @@ check "deep_window at 1024 frames: cut stacks ($(get "$W/window-1024.sum" cut_al
   [ "$(get "$W/window-1024.sum" cut_allocs)" -gt 100 ]
 check "deep_window at 16 frames: cut stacks ($(get "$W/window-16.sum" cut_allocs))" \
   [ "$(get "$W/window-16.sum" cut_allocs)" -gt 1000 ]
+# deep_cut.ml (one thread, deterministic: the same samples at every cap
+# with the same seed): the stacks of a trace at 1024 or 16 frames are
+# those of the whole trace (4096) cut to their innermost 1024 or 16 and
+# the <truncated> mark.  Since format 6 the runtime writes stacks up to 4
+# times the cap (beyond it, in a moving window) and the reader cuts them:
+# a cut sample costs what a whole one does (issue 35).
+cut_at() { # CAP: folded stacks (with lines, samples) cut at CAP, merged
+  awk -v cap="$1" '{ c = $NF; st = substr($0, 1, length($0) - length(c) - 1)
+    n = split(st, fr, ";"); s = st
+    if (n > cap) { s = "<truncated> (:0)"; for (i = n - cap + 1; i <= n; i++) s = s ";" fr[i] }
+    agg[s] += c } END { for (s in agg) print s, agg[s] }' | sort
+}
+for f in 4096 1024 16; do
+  OCAMLRUNPARAM="memprof=$W/cut-$f.trace,memprof_rate=0.003,memprof_seed=5,memprof_frames=$f" \
+    "$W/deep_cut" 3000 100 > "$W/cut-$f.out" 2> "$W/cut-$f.err"
+  expect "deep_cut at $f frames: exit status, nothing on stderr" "$?$(cat "$W/cut-$f.err")" 0
+  ocaml-memprof folded --lines --value samples "$W/cut-$f.trace" > "$W/cut-$f.folded" 2>&1
+done
+cut_at 100000 < "$W/cut-4096.folded" > "$W/cut-4096.whole"
+check "deep_cut at 4096 frames: stacks of up to 3,000 frames, none cut ($(wc -l < "$W/cut-4096.whole") stacks)" \
+  [ "$(grep -c '<truncated>' "$W/cut-4096.whole")" = 0 -a "$(awk -F';' 'NF > m { m = NF } END { print m }' "$W/cut-4096.whole")" -gt 2000 ]
+for f in 1024 16; do
+  cut_at "$f" < "$W/cut-4096.folded" > "$W/cut-$f.want"
+  cut_at 100000 < "$W/cut-$f.folded" > "$W/cut-$f.got"
+  check "deep_cut at $f frames: the whole trace's stacks cut at $f ($(grep -c '<truncated>' "$W/cut-$f.got") cut stacks of $(wc -l < "$W/cut-$f.got"))" \
+    cmp -s "$W/cut-$f.want" "$W/cut-$f.got"
+done
 # The same with callback frames: their scan (live slots, caml_call_gc's
 # registers, closures' environments) across exceptions, fibers, Stack_overflow
 # and C callbacks, the capture under them still upstream's.

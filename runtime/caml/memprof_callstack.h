@@ -81,21 +81,13 @@ typedef struct {
      configure): read from here rather than passed, so that the walk keeps
      its registers for the stack. */
   uint32_t *ids;                /* where a capture writes its location ids,
-                                   room for walk_max + 1 (used as scratch) */
+                                   room for max + 1 (used as scratch)    */
   uint32_t *ids_end;            /* ids + frames_cap: a walk that writes as
-                                   many frames knows the stack is cut     */
-  uint32_t *fast_ids_end;       /* ids + max + 1: the same for the sample
-                                   trap's capture, which leaves a cut
-                                   stack to the ordinary capture          */
-  uint32_t max;                 /* the most frames a capture gives        */
-  uint32_t walk_max;            /* the most frames a walk follows and prev
-                                   keeps (>= max): a stack cut at max but
-                                   not at walk_max is walked whole, so
-                                   that the next capture finds its outer
-                                   frames in prev, checked, rather than
-                                   looked up again (see shared_window).
-                                   The pool is sized for max until a walk
-                                   is cut there, then for walk_max       */
+                                   many frames knows the stack is cut (the
+                                   sample trap's leaves it to the ordinary
+                                   capture)                              */
+  uint32_t max;                 /* the most frames a capture walks and
+                                   gives                                 */
   caml_memprof_define_location define;
   void *ctx;
   caml_memprof_frame_slot *slots;
@@ -124,7 +116,7 @@ typedef struct {
   caml_memprof_walked_frame *frames;
   caml_memprof_walked_frame *inner, *outermost, *free, *free_limit;
   uint32_t prev_len, frames_cap;  /* frames_cap: the pool's walk depth + 1,
-                                   max + 1 or walk_max + 1                */
+                                   max + 1                               */
   int prev_complete;            /* prev ends at the stack's root          */
   uintnat prev_end_pc;          /* native: the return-to-C address read
                                    after outermost when the walk ended right
@@ -174,8 +166,8 @@ typedef struct {
   int common;           /* see caml_memprof_capture_callstack               */
 } caml_memprof_capture;
 
-/* Where captures write ([ids]: room for walk_max + 1), how many frames
-   they give at most ([max]) and walk at most ([walk_max]), how they
+/* Where captures write ([ids]: room for max + 1), how many frames
+   they walk and give at most ([max]), how they
    define a location the cache has not seen ([define] gives its id in the
    stream, 0 on failure, which makes the capture fail), and the stream
    encoder's previous stack ([enc_stack], see caml_memprof_callstack_sync_
@@ -184,14 +176,11 @@ typedef struct {
 static inline void
 caml_memprof_callstack_configure(caml_memprof_callstack_cache *c,
                                  uint32_t *ids, uint32_t max,
-                                 uint32_t walk_max,
                                  caml_memprof_define_location define,
                                  void *ctx, uint32_t *const *enc_stack)
 {
-  if (walk_max < max) walk_max = max;
-  c->ids = ids; c->max = max; c->fast_ids_end = ids + max + 1;
+  c->ids = ids; c->max = max;
   c->quick_max = max;
-  c->walk_max = walk_max;
   c->define = define; c->ctx = ctx;
   c->enc_stack = enc_stack;
   c->frametable = NULL;         /* the next capture prepares the cache */

@@ -207,10 +207,10 @@ finish_capture(caml_memprof_callstack_cache *c,
     c->inner = shared > 0 ? pq : sentinel;
     if (shared == 0) c->outermost = sentinel;
   }
-  /* A cut prev keeps max + 1 frames, all that the next walk needs to
-     know that a stack as deep is cut (see the walk), so that it checks
-     no more of them. */
-  uint32_t limit = cut ? max + 1 : c->frames_cap;
+  /* Prev keeps at most max + 1 frames (frames_cap), all that the next
+     walk needs to know that a stack as deep is cut (see the walk), so
+     that it checks no more of them. */
+  uint32_t limit = c->frames_cap;
   if (!fast && total > limit) {
     caml_memprof_walked_frame *last = c->inner;
     for (uint32_t i = 1; i < limit; i++) last = last->outer;
@@ -229,15 +229,6 @@ finish_capture(caml_memprof_callstack_cache *c,
   c->enc_short = total - kept;
   c->quick_max = c->enc_short > 0 ? 0 : max;
   c->quick_end = c->prev_complete && c->prev_end_pc != 0 && !r.truncated;
-  /* The next walk follows up to walk_max frames (the pool's depth) after
-     a complete prev, max + 1 after a cut one: a stack deeper than
-     walk_max is walked as far as it is given, and then its frames shared
-     with prev are checked, not looked up.  Cut at the pool's depth, below
-     walk_max: the next walk's compaction grows the pool first. */
-  if (!fast) {
-    c->ids_end = c->ids + (c->prev_complete ? c->frames_cap : max + 1);
-    if (cut && c->frames_cap <= c->walk_max) c->free_limit = c->frames;
-  }
   r.n = (int)n;
   return r;
 }
@@ -435,7 +426,7 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
       /* Their copies say how this walk came to them. */
       caml_memprof_walked_frame *appended = w;
       uint32_t *appended_ids = ids;
-      if (!append_checked(&w, &ids, fast ? c->fast_ids_end : c->ids_end,
+      if (!append_checked(&w, &ids, c->ids_end,
                           pq, f)) {
         if (fast) return capture_slow;
         cut = 1;
@@ -473,7 +464,7 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
     }
     uint32_t size = e->size;
     if (size < CALLSTACK_RETURN_TO_C) {
-      if (ids == (fast ? c->fast_ids_end : c->ids_end)) {
+      if (ids == (c->ids_end)) {
         if (fast) return capture_slow;
         cut = 1;
         break;

@@ -32,7 +32,7 @@ extern "C" {
 
 #define MPT_MAGIC "OCMPTRCE"             /* first 8 bytes of the stream   */
 #define MPT_MAGIC_LEN 8
-#define MPT_FORMAT_VERSION 5   /* 2: cut stacks marked, location addresses and
+#define MPT_FORMAT_VERSION 6   /* 2: cut stacks marked, location addresses and
                                   MAJOR_CYCLE statistics as differences;
                                   3: compact and repeated ALLOCs, COLLECT
                                   runs, MINOR_GC counts as differences;
@@ -42,7 +42,10 @@ extern "C" {
                                   ALLOC records in sets of two;
                                   5: a minor GC's fates as bits, the
                                   command line after the executable,
-                                  definitions of the next id */
+                                  definitions of the next id;
+                                  6: stacks written deeper than the
+                                  header's max_frames, which readers
+                                  show cut at max_frames */
 #define MPT_CHUNK_HEADER_BYTES 8         /* u32 len, u8 type, u8 0, u16 stream */
 #define MPT_MAX_CHUNK_PAYLOAD (1u << 20)  /* decoders reject larger chunks  */
 #define MPT_MAX_FRAMES 4096              /* upper bound on captured frames */
@@ -151,7 +154,8 @@ typedef struct {
   uint32_t word_size;           /* 64 */
   uint32_t flags;               /* MPT_FLAG_* */
   double sampling_rate;         /* lambda, samples per word */
-  uint32_t max_frames;
+  uint32_t max_frames;          /* the tracer's cap; version 6: what
+                                   readers show of a deeper stack      */
   uint32_t time_unit_ns;        /* resolution of event times */
   uint64_t pid;
   uint64_t ppid;

@@ -214,14 +214,20 @@ static long decode(size_t len, int *truncated, int strict)
    sets [en] to encode into [buf] (8 + [cap] bytes); end_trace emits the
    events chunk and opens a reader on the whole (NULL, said, on failure). */
 static uint32_t small_stack[MPT_MAX_FRAMES];
-static void start_trace(mpt_encoder *en, uint8_t *buf, size_t cap)
+/* ... with the header's cap [max_frames] (start_trace: 64). */
+static void start_trace_frames(mpt_encoder *en, uint8_t *buf, size_t cap,
+                               uint32_t max_frames)
 {
   static uint8_t hdr[65536];
-  mpt_trace_info info = { MPT_FORMAT_VERSION, 64, 0, 1e-3, 64, 1000, 1, 1, 0,
-                          "prog", "host", "5.3.0+memprof", "prog" };
+  mpt_trace_info info = { MPT_FORMAT_VERSION, 64, 0, 1e-3, max_frames, 1000,
+                          1, 1, 0, "prog", "host", "5.3.0+memprof", "prog" };
   out_len = 0;
   emit(hdr, mpt_write_header_chunk(hdr, sizeof hdr, &info), 0);
   mpt_enc_init(en, buf + 8, cap, small_stack, MPT_MAX_FRAMES);
+}
+static void start_trace(mpt_encoder *en, uint8_t *buf, size_t cap)
+{
+  start_trace_frames(en, buf, cap, 64);
 }
 
 /* Locations 1..[n] (address 0x1000 + id, function fun_name(id)). */
@@ -585,6 +591,47 @@ int main(void)
     while (r && (rc = mpt_reader_next(r, &ev)) == MPT_OK) {}
     check(r && rc == MPT_ERR, "a stack window dropping more frames than the "
           "stack holds is an error");
+    mpt_reader_close(r);
+  }
+  /* Version 6: a stack written deeper than the header's max_frames (8)
+     is shown as its innermost 8 frames and the cut mark, while the
+     stream's previous stack keeps every frame written: the next ALLOC's
+     common frames count from all 20, and a stack of 8 frames or fewer
+     is shown whole. */
+  {
+    static uint8_t buf[8 + 4096];
+    mpt_encoder en;
+    start_trace_frames(&en, buf, 4096, 8);
+    define_sites(&en, 22);
+    uint32_t deep[20], two[2] = { 21, 22 };
+    for (uint32_t k = 0; k < 20; k++) deep[k] = 1 + k;   /* innermost first */
+    mpt_enc_alloc(&en, 1, 1, 2, 1, MPT_SRC_MINOR, 0, deep, 20);
+    mpt_enc_alloc_shared(&en, 2, 2, 2, 1, MPT_SRC_MINOR, 0, two, 2, 17);
+    mpt_enc_alloc(&en, 3, 3, 2, 1, MPT_SRC_MINOR, 0, deep + 15, 5);
+    /* what each shows, innermost first (0: the cut mark) */
+    static const uint32_t want[3][10] = {
+      { 1, 2, 3, 4, 5, 6, 7, 8, 0 },
+      { 21, 22, 4, 5, 6, 7, 8, 9, 0 },
+      { 16, 17, 18, 19, 20 } };
+    static const uint32_t want_len[3] = { 9, 9, 5 };
+    mpt_reader *r = end_trace(&en, buf);
+    mpt_event ev;
+    int n = 0, same = 0;
+    while (r && n < 3 && mpt_reader_next(r, &ev) == MPT_OK) {
+      if (ev.kind != MPT_EV_ALLOC) continue;
+      int ok = ev.stack_len == want_len[n] && ev.truncated == (n < 2);
+      for (uint32_t k = 0; ok && k < ev.stack_len; k++) {
+        const mpt_location *l = mpt_reader_location(r, ev.stack[k]);
+        ok = l && (want[n][k] == 0 ? l->address == 0
+                                   : l->address == 0x1000 + want[n][k]);
+      }
+      same += ok;
+      n++;
+    }
+    char what[160];
+    snprintf(what, sizeof what, "version 6: stacks of 20, 19 and 5 frames "
+             "under a cap of 8: %d of 3 shown as the reader cuts them", same);
+    check(same == 3, what);
     mpt_reader_close(r);
   }
   /* A minor GC goes through the young samples in id order: PROMOTE and
