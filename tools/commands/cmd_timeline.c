@@ -174,6 +174,40 @@ static void write_heap_line(FILE *o, const tl_acc *a, double tend, double maxb)
   fprintf(o, "%.1f,%.1f\"/>\n", XS(tend), YB(prev));
 }
 
+/* Both charts' start: the SVG [height] pixels high, its title ([path]:
+   [what]), the plot's frame, the byte gridlines and their labels (left
+   axis, up to [maxb]), each followed by its allocation-rate label (right
+   axis, up to [maxr]) when [rate_axis], and the time labels up to
+   [tend] seconds. */
+static void write_svg_frame(FILE *o, const char *path, const char *what, double height,
+                            double maxb, int rate_axis, double maxr, double tend)
+{
+  char b1[32];
+  fprintf(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1000\" height=\"%g\" "
+             "font-family=\"sans-serif\" font-size=\"12\">\n"
+             "<rect width=\"1000\" height=\"%g\" fill=\"white\"/>\n<text x=\"%g\" y=\"22\" "
+             "font-size=\"14\">", height, height, X0);
+  xml_text(o, path);
+  fprintf(o, ": %s</text>\n", what);
+  fprintf(o, "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" stroke=\"#888\"/>\n",
+          X0, Y0, PW, PH);
+  for (int k = 0; k <= 4; k++) {
+    double v = maxb * k / 4, y = YB(v);
+    fprintf(o, "<line x1=\"%g\" y1=\"%.1f\" x2=\"%g\" y2=\"%.1f\" stroke=\"#eee\"/>"
+               "<text x=\"%g\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+            X0, y, X0 + PW, y, X0 - 4, y + 4, human_bytes(v, b1, sizeof b1));
+    if (rate_axis)
+      fprintf(o, "<text x=\"%g\" y=\"%.1f\" fill=\"#c80\">%s/s</text>\n", X0 + PW + 4, y + 4,
+              human_bytes(maxr * k / 4, b1, sizeof b1));
+  }
+  for (int k = 0; k <= 5; k++) {
+    double t = tend * k / 5;
+    fprintf(o, "<text x=\"%.1f\" y=\"%g\" text-anchor=\"middle\">%.3g s</text>\n", XS(t),
+            Y0 + PH + 16, t);
+  }
+}
+
 static void write_svg(FILE *o, const char *path, const tl_acc *a, const double *live,
                       const double *rate, uint32_t m, uint64_t W, uint64_t end)
 {
@@ -188,28 +222,7 @@ static void write_svg(FILE *o, const char *path, const tl_acc *a, const double *
   double tend = end ? end / 1e9 : 1;
   char b1[32];
 #define YR(v) (Y0 + PH - PH * (v) / maxr)
-  fprintf(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1000\" height=\"420\" "
-             "font-family=\"sans-serif\" font-size=\"12\">\n"
-             "<rect width=\"1000\" height=\"420\" fill=\"white\"/>\n<text x=\"%g\" y=\"22\" "
-             "font-size=\"14\">", X0);
-  xml_text(o, path);
-  fprintf(o, ": memory over time</text>\n");
-  fprintf(o, "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" stroke=\"#888\"/>\n",
-          X0, Y0, PW, PH);
-  for (int k = 0; k <= 4; k++) {
-    double v = maxb * k / 4, y = YB(v);
-    fprintf(o, "<line x1=\"%g\" y1=\"%.1f\" x2=\"%g\" y2=\"%.1f\" stroke=\"#eee\"/>"
-               "<text x=\"%g\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-            X0, y, X0 + PW, y, X0 - 4, y + 4, human_bytes(v, b1, sizeof b1));
-    fprintf(o, "<text x=\"%g\" y=\"%.1f\" fill=\"#c80\">%s/s</text>\n", X0 + PW + 4, y + 4,
-            human_bytes(maxr * k / 4, b1, sizeof b1));
-  }
-  for (int k = 0; k <= 5; k++) {
-    double t = tend * k / 5;
-    fprintf(o, "<text x=\"%.1f\" y=\"%g\" text-anchor=\"middle\">%.3g s</text>\n", XS(t),
-            Y0 + PH + 16, t);
-  }
+  write_svg_frame(o, path, "memory over time", 420, maxb, 1, maxr, tend);
   /* Major cycle ticks and compaction marks. */
   for (size_t i = 0; i < a->ngc; i++)
     fprintf(o, "<line class=\"major\" x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" stroke=\"#999\"/>\n",
@@ -278,26 +291,7 @@ static void write_svg_types(FILE *o, const char *path, const tl_acc *a, size_t s
   maxb = nice_max(maxb);
   double height = Y0 + PH + 60 + 18.0 * (double)nbands;
   char b1[32];
-  fprintf(o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1000\" height=\"%g\" "
-             "font-family=\"sans-serif\" font-size=\"12\">\n"
-             "<rect width=\"1000\" height=\"%g\" fill=\"white\"/>\n<text x=\"%g\" y=\"22\" "
-             "font-size=\"14\">", height, height, X0);
-  xml_text(o, path);
-  fprintf(o, ": live memory by type</text>\n");
-  fprintf(o, "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" stroke=\"#888\"/>\n",
-          X0, Y0, PW, PH);
-  for (int k = 0; k <= 4; k++) {
-    double v = maxb * k / 4, y = YB(v);
-    fprintf(o, "<line x1=\"%g\" y1=\"%.1f\" x2=\"%g\" y2=\"%.1f\" stroke=\"#eee\"/>"
-               "<text x=\"%g\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-            X0, y, X0 + PW, y, X0 - 4, y + 4, human_bytes(v, b1, sizeof b1));
-  }
-  for (int k = 0; k <= 5; k++) {
-    double t = tend * k / 5;
-    fprintf(o, "<text x=\"%.1f\" y=\"%g\" text-anchor=\"middle\">%.3g s</text>\n", XS(t),
-            Y0 + PH + 16, t);
-  }
+  write_svg_frame(o, path, "live memory by type", height, maxb, 0, 0, tend);
   for (size_t k = 0; k < nbands; k++) {
     const double *lv = k < shown ? a->ty[k].level : other;
     const char *color = k < shown ? colors[k % 10] : "#bbb";
