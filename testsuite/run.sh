@@ -88,7 +88,12 @@ build with_gc_memprof; build api
 build keepalive; build orphans; build spawner unix.cmxa; build join_exit
 build stacks unix.cmxa threads.cmxa
 build stack_mix; build signal_window unix.cmxa; build letrec; build callbacks
-build deep_window unix.cmxa threads.cmxa; build deep_cut
+build deep_window unix.cmxa threads.cmxa
+# bench/'s deep_list: deterministic recursions thousands of frames deep
+mkdir -p "$W/deep_list.src" && cp "$top"/bench/programs/{gcmemprof_tracer,bench_common,deep_list}.ml "$W/deep_list.src/"
+(cd "$W/deep_list.src" && ocamlopt -g -I +unix -I +threads unix.cmxa threads.cmxa gcmemprof_tracer.ml \
+   bench_common.ml deep_list.ml -o ../deep_list) > "$W/deep_list.build" 2>&1 \
+  || ko "build deep_list" "$(head -c 300 "$W/deep_list.build")"
 mkdir -p "$W/byte" && cp "$P/stats.ml" "$W/byte/"
 (cd "$W/byte" && ocamlc -g -o ../stats.byte stats.ml) > "$W/stats.byte.build" 2>&1 || ko "build stats.byte"
 cp "$P/stacks.ml" "$W/byte/"
@@ -693,8 +698,8 @@ check "deep_window at 1024 frames: cut stacks ($(get "$W/window-1024.sum" cut_al
   [ "$(get "$W/window-1024.sum" cut_allocs)" -gt 100 ]
 check "deep_window at 16 frames: cut stacks ($(get "$W/window-16.sum" cut_allocs))" \
   [ "$(get "$W/window-16.sum" cut_allocs)" -gt 1000 ]
-# deep_cut.ml (one thread, deterministic: the same samples at every cap
-# with the same seed): the stacks of a trace at 1024 or 16 frames are
+# bench/'s deep_list (one thread, deterministic: the same samples at every
+# cap with the same seed): the stacks of a trace at 1024 or 16 frames are
 # those of the whole trace (4096) cut to their innermost 1024 or 16 and
 # the <truncated> mark.  Since format 6 the runtime writes stacks up to 4
 # times the cap (beyond it, in a moving window) and the reader cuts them:
@@ -706,18 +711,19 @@ cut_at() { # CAP: folded stacks (with lines, samples) cut at CAP, merged
     agg[s] += c } END { for (s in agg) print s, agg[s] }' | sort
 }
 for f in 4096 1024 16; do
+  BENCH_LEN=3000 BENCH_SCALE=0.02 \
   OCAMLRUNPARAM="memprof=$W/cut-$f.trace,memprof_rate=0.003,memprof_seed=5,memprof_frames=$f" \
-    "$W/deep_cut" 3000 100 > "$W/cut-$f.out" 2> "$W/cut-$f.err"
-  expect "deep_cut at $f frames: exit status, nothing on stderr" "$?$(cat "$W/cut-$f.err")" 0
+    "$W/deep_list" > "$W/cut-$f.out" 2> "$W/cut-$f.err"
+  expect "deep_list at $f frames: exit status, nothing on stderr" "$?$(cat "$W/cut-$f.err")" 0
   ocaml-memprof folded --lines --value samples "$W/cut-$f.trace" > "$W/cut-$f.folded" 2>&1
 done
 cut_at 100000 < "$W/cut-4096.folded" > "$W/cut-4096.whole"
-check "deep_cut at 4096 frames: stacks of up to 3,000 frames, none cut ($(wc -l < "$W/cut-4096.whole") stacks)" \
+check "deep_list at 4096 frames: stacks of up to 3,000 frames, none cut ($(wc -l < "$W/cut-4096.whole") stacks)" \
   [ "$(grep -c '<truncated>' "$W/cut-4096.whole")" = 0 -a "$(awk -F';' 'NF > m { m = NF } END { print m }' "$W/cut-4096.whole")" -gt 2000 ]
 for f in 1024 16; do
   cut_at "$f" < "$W/cut-4096.folded" > "$W/cut-$f.want"
   cut_at 100000 < "$W/cut-$f.folded" > "$W/cut-$f.got"
-  check "deep_cut at $f frames: the whole trace's stacks cut at $f ($(grep -c '<truncated>' "$W/cut-$f.got") cut stacks of $(wc -l < "$W/cut-$f.got"))" \
+  check "deep_list at $f frames: the whole trace's stacks cut at $f ($(grep -c '<truncated>' "$W/cut-$f.got") cut stacks of $(wc -l < "$W/cut-$f.got"))" \
     cmp -s "$W/cut-$f.want" "$W/cut-$f.got"
 done
 # The same with callback frames: their scan (live slots, caml_call_gc's
