@@ -25,6 +25,8 @@ import re
 import shutil
 import subprocess
 
+from types_tests import fresh_dir, traced_types_program
+
 TYPED = [
     "Snapleak.counter : int ref",
     "Snapleak.maybe : int list option",
@@ -44,20 +46,12 @@ def test_snapshot_types(check, tool, run, out_dir, here, ocamlopt, helper):
     if not os.access(helper, os.X_OK):
         print("skip snapshot types tests: no %s" % helper)
         return
-    work = os.path.join(out_dir, "snaptypes")
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    work = fresh_dir(out_dir, "snaptypes")
     os.environ["OCAML_MEMPROF_TYPES"] = helper
-    shutil.copy(os.path.join(here, "types", "snapleak.ml"), work)
-    r = run([ocamlopt, "-g", "-bin-annot", "snapleak.ml", "-o", "snapleak.exe"], cwd=work)
-    check("snaptypes: compile snapleak.ml with -g -bin-annot", r.returncode == 0, r.stderr[-500:])
-    if r.returncode != 0:
-        return
     exe = os.path.join(work, "snapleak.exe")
-    trace = os.path.join(work, "s.trace")
-    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-3,memprof_seed=1,"
-               "memprof_snapshot_at_exit=1" % trace)
-    r = run([exe], env=env, cwd=work)
+    trace, r = traced_types_program(run, ocamlopt, here, work, ["snapleak.ml"],
+                                    "memprof_rate=1e-3,memprof_seed=1,memprof_snapshot_at_exit=1",
+                                    "s.trace")
     m = re.search(r"reachable_words (\d+)", r.stdout)
     check("snaptypes: traced run prints reachable_words", r.returncode == 0 and m, r.stderr[-300:])
     if not m:
@@ -140,12 +134,9 @@ def test_snapshot_types(check, tool, run, out_dir, here, ocamlopt, helper):
     os.remove(os.path.join(work, "snapleak.cmt"))
     untyped([], "missing .cmt", "without a usable .cmt")
 
-    shutil.copy(os.path.join(here, "types", "snaplocal.ml"), work)
-    r = run([ocamlopt, "-g", "-bin-annot", "snaplocal.ml", "-o", "snaplocal.exe"], cwd=work)
-    check("snaptypes: compile snaplocal.ml", r.returncode == 0, r.stderr[-500:])
-    trace = os.path.join(work, "l.trace")
-    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=0.05,memprof_seed=2" % trace)
-    r = run([os.path.join(work, "snaplocal.exe")], env=env, cwd=work)
+    trace, r = traced_types_program(run, ocamlopt, here, work, ["snaplocal.ml"],
+                                    "memprof_rate=0.05,memprof_seed=2", "l.trace")
+    check("snaptypes: snaplocal.ml compiled, traced run", r.returncode == 0, r.stderr[-500:])
     r = tool("retainers", "--json", "--by", "type", "--tree", trace)
     j = json.loads(r.stdout) if r.returncode == 0 else {"types": [], "tree": []}
     types = {row["type"]: row for row in j["types"]}
@@ -161,13 +152,9 @@ def test_snapshot_types(check, tool, run, out_dir, here, ocamlopt, helper):
            ".c : int list list", "Snapstd.b : Buffer.t", ".inner : Stdlib.Buffer.inner_buffer",
            "Snapstd.m : int Snapstd.SM.t ref", ".contents : int Snapstd.SM.t",
            "Node.l : int Stdlib.Map.Make(Ord).t"]
-    shutil.copy(os.path.join(here, "types", "snapstd.ml"), work)
-    r = run([ocamlopt, "-g", "-bin-annot", "snapstd.ml", "-o", "snapstd.exe"], cwd=work)
-    check("snaptypes: compile snapstd.ml", r.returncode == 0, r.stderr[-500:])
-    trace = os.path.join(work, "std.trace")
-    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=0,memprof_snapshot_at_exit=1"
-               % trace)
-    r = run([os.path.join(work, "snapstd.exe")], env=env, cwd=work)
+    trace, r = traced_types_program(run, ocamlopt, here, work, ["snapstd.ml"],
+                                    "memprof_rate=0,memprof_snapshot_at_exit=1", "std.trace")
+    check("snaptypes: snapstd.ml compiled, traced run", r.returncode == 0, r.stderr[-500:])
     r = tool("retainers", "--json", "--tree", "--depth", "8", "--nodes", "2000", trace)
     tree = [n["name"] for n in json.loads(r.stdout)["tree"]] if r.returncode == 0 else []
     missing = [t for t in STD if not any(n.startswith(t + " ") for n in tree)]

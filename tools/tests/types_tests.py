@@ -51,13 +51,35 @@ def imprecise(ty):
     return ty.startswith("unknown") or "'" in ty
 
 
+def fresh_dir(out_dir, name):
+    work = os.path.join(out_dir, name)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    return work
+
+
+def traced_types_program(run, ocamlopt, here, work, sources, params, trace_name="t.trace",
+                         args=(), flags=()):
+    """tests/types/SOURCES copied into WORK and compiled there with -g
+    -bin-annot (and FLAGS) into the last source's .exe, run with ARGS and
+    OCAMLRUNPARAM=memprof=WORK/TRACE_NAME,PARAMS: (the trace's path, the
+    run's result, or the compiler's when it failed)."""
+    for f in sources:
+        shutil.copy(os.path.join(here, "types", f), work)
+    exe = os.path.join(work, os.path.splitext(sources[-1])[0] + ".exe")
+    r = run([ocamlopt, "-g", "-bin-annot"] + list(flags) + list(sources) + ["-o", exe], cwd=work)
+    trace = os.path.join(work, trace_name)
+    if r.returncode != 0:
+        return trace, r
+    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,%s" % (trace, params))
+    return trace, run([exe] + list(args), env=env, cwd=work)
+
+
 def test_types(check, tool, run, out_dir, here, ocamlopt, helper):
     if not os.access(helper, os.X_OK):
         print("skip --by type tests: no %s (built when PREFIX has compiler-libs)" % helper)
         return
-    work = os.path.join(out_dir, "types")
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    work = fresh_dir(out_dir, "types")
     # The helper under test (wherever the tool under test is: check-asan),
     # through a script that counts its runs.
     helper_log = os.path.join(work, "helper.log")
@@ -66,16 +88,10 @@ def test_types(check, tool, run, out_dir, here, ocamlopt, helper):
         f.write("#!/bin/sh\necho run >> '%s'\nexec '%s'\n" % (helper_log, helper))
     os.chmod(wrapper, 0o755)
     os.environ["OCAML_MEMPROF_TYPES"] = wrapper
-    for f in ("store.ml", "prog.ml"):
-        shutil.copy(os.path.join(here, "types", f), work)
-    r = run([ocamlopt, "-g", "-bin-annot", "store.ml", "prog.ml", "-o", "prog.exe"], cwd=work)
-    check("types: compile tests/types with -g -bin-annot", r.returncode == 0, r.stderr[-500:])
-    if r.returncode != 0:
-        return
-    trace = os.path.join(work, "t.trace")
-    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-3,memprof_seed=1" % trace)
-    r = run([os.path.join(work, "prog.exe")], env=env, cwd=work)
-    check("types: traced run", r.returncode == 0 and os.path.exists(trace), r.stderr[-300:])
+    trace, r = traced_types_program(run, ocamlopt, here, work, ["store.ml", "prog.ml"],
+                                    "memprof_rate=1e-3,memprof_seed=1")
+    check("types: tests/types compiled with -g -bin-annot, traced run",
+          r.returncode == 0 and os.path.exists(trace), r.stderr[-500:])
     if r.returncode != 0:
         return
     cache = os.path.join(work, "cache")
@@ -189,18 +205,11 @@ def test_types_printf(check, tool, run, out_dir, here, ocamlopt):
     accumulators, whose type (b, c) acc the printing function applied by
     the program fixes, and closures and records whose expressions span
     several lines (the trace's end column is that of their last line)."""
-    work = os.path.join(out_dir, "types-printf")
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    shutil.copy(os.path.join(here, "types", "printfy.ml"), work)
-    r = run([ocamlopt, "-g", "-bin-annot", "printfy.ml", "-o", "printfy.exe"], cwd=work)
-    check("types printf: compile tests/types/printfy.ml", r.returncode == 0, r.stderr[-500:])
-    if r.returncode != 0:
-        return
-    trace = os.path.join(work, "t.trace")
-    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-3,memprof_seed=1" % trace)
-    r = run([os.path.join(work, "printfy.exe"), "100000"], env=env, cwd=work)
-    check("types printf: traced run", r.returncode == 0, r.stderr[-300:])
+    work = fresh_dir(out_dir, "types-printf")
+    trace, r = traced_types_program(run, ocamlopt, here, work, ["printfy.ml"],
+                                    "memprof_rate=1e-3,memprof_seed=1", args=["100000"])
+    check("types printf: tests/types/printfy.ml compiled, traced run", r.returncode == 0,
+          r.stderr[-500:])
     if r.returncode != 0:
         return
     r = tool("top", "--by", "type", "--json", "-n", "0", trace)
@@ -232,29 +241,23 @@ def test_types_printf(check, tool, run, out_dir, here, ocamlopt):
 
     # A same-named wrapper that tail-calls Hashtbl.add: its type is not
     # Hashtbl.add's (the previous helper said (int, 'a) bucketlist).
-    shutil.copy(os.path.join(here, "types", "tailwrap.ml"), work)
-    r = run([ocamlopt, "-g", "-bin-annot", "tailwrap.ml", "-o", "tailwrap.exe"], cwd=work)
-    trace = os.path.join(work, "w.trace")
-    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-2,memprof_seed=1" % trace)
-    r2 = run([os.path.join(work, "tailwrap.exe")], env=env, cwd=work) if r.returncode == 0 else r
+    trace, r2 = traced_types_program(run, ocamlopt, here, work, ["tailwrap.ml"],
+                                     "memprof_rate=1e-2,memprof_seed=1", "w.trace")
     r3 = tool("top", "--by", "type", "--json", "-n", "0", trace) if r2.returncode == 0 else r2
     keys = [row["key"] for row in json.loads(r3.stdout)["rows"]] if r3.returncode == 0 else []
     buckets = [k for k in keys if k.endswith("Hashtbl.bucketlist")]
     check("types printf: a wrapper add tail-calling Hashtbl.add: the buckets are "
           "(string, int * int) Stdlib.Hashtbl.bucketlist, never typed by the wrapper's own type",
           buckets == ["(string, int * int) Stdlib.Hashtbl.bucketlist"],
-          r.stderr[-300:] + r2.stderr[-300:] + str(keys))
+          r2.stderr[-300:] + str(keys))
     check("types printf: SM.add (module SM = Map.Make (String)) instantiates Map.Make's "
           "add: float Stdlib.Map.Make(Ord).t",
           "float Stdlib.Map.Make(Ord).t" in keys, str(keys))
 
     # Two allocations that one trace location names: unknown, never either.
-    shutil.copy(os.path.join(here, "types", "ambiguous.ml"), work)
-    r = run([ocamlopt, "-g", "-bin-annot", "-inline", "0", "ambiguous.ml", "-o", "ambiguous.exe"],
-            cwd=work)
-    trace = os.path.join(work, "a.trace")
-    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-2,memprof_seed=1" % trace)
-    r2 = run([os.path.join(work, "ambiguous.exe")], env=env, cwd=work) if r.returncode == 0 else r
+    trace, r2 = traced_types_program(run, ocamlopt, here, work, ["ambiguous.ml"],
+                                     "memprof_rate=1e-2,memprof_seed=1", "a.trace",
+                                     flags=["-inline", "0"])
     r3 = tool("top", "--by", "type", "--json", "-n", "0", trace) if r2.returncode == 0 else r2
     keys = [row["key"] for row in json.loads(r3.stdout)["rows"]] if r3.returncode == 0 else []
     check("types printf: two tuples of one start and end column, ending on different lines: "
@@ -262,7 +265,7 @@ def test_types_printf(check, tool, run, out_dir, here, ocamlopt):
           any(k.startswith("unknown (expressions ending on different lines at ambiguous.ml:7:2-2")
               for k in keys)
           and "string * string" not in keys and "(string * string) * string" not in keys,
-          r.stderr[-300:] + r2.stderr[-300:] + str(keys))
+          r2.stderr[-300:] + str(keys))
 
 
 def other_install(ocamlopt):
@@ -378,18 +381,11 @@ def test_types_views(check, tool, run, out_dir, here, ocamlopt, other_bin, helpe
     """The views by type on tests/types/leak.ml, whose only growing type is
     Leak.session: timeline --by type (the evolution graph), leaks --by
     type, pprof --by type; then a trace of another OCaml version."""
-    work = os.path.join(out_dir, "types-leak")
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    shutil.copy(os.path.join(here, "types", "leak.ml"), work)
-    r = run([ocamlopt, "-g", "-bin-annot", "leak.ml", "-o", "leak.exe"], cwd=work)
-    check("types views: compile tests/types/leak.ml", r.returncode == 0, r.stderr[-500:])
-    if r.returncode != 0:
-        return
-    trace = os.path.join(work, "t.trace")
-    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-3,memprof_seed=1" % trace)
-    r = run([os.path.join(work, "leak.exe")], env=env, cwd=work)
-    check("types views: traced run of leak.exe", r.returncode == 0, r.stderr[-300:])
+    work = fresh_dir(out_dir, "types-leak")
+    trace, r = traced_types_program(run, ocamlopt, here, work, ["leak.ml"],
+                                    "memprof_rate=1e-3,memprof_seed=1")
+    check("types views: tests/types/leak.ml compiled, traced run", r.returncode == 0,
+          r.stderr[-500:])
     if r.returncode != 0:
         return
 
@@ -473,16 +469,11 @@ def test_types_views(check, tool, run, out_dir, here, ocamlopt, other_bin, helpe
     if not other_bin:
         print("skip --by type across versions: no other +memprof install")
         return
-    other = os.path.join(work, "other")
-    os.makedirs(other)
-    shutil.copy(os.path.join(here, "types", "leak.ml"), other)
-    r = run([os.path.join(other_bin, "ocamlopt"), "-g", "-bin-annot", "leak.ml", "-o", "leak.exe"],
-            cwd=other)
-    otrace = os.path.join(other, "t.trace")
-    env = dict(os.environ, OCAMLRUNPARAM="memprof=%s,memprof_rate=1e-3,memprof_seed=1" % otrace)
-    r2 = run([os.path.join(other, "leak.exe")], env=env, cwd=other) if r.returncode == 0 else r
-    check("types views: a trace of the other version's leak.exe",
-          r.returncode == 0 and r2.returncode == 0, r.stderr[-300:] + r2.stderr[-300:])
+    other = fresh_dir(work, "other")
+    otrace, r2 = traced_types_program(run, os.path.join(other_bin, "ocamlopt"), here, other,
+                                      ["leak.ml"], "memprof_rate=1e-3,memprof_seed=1")
+    check("types views: a trace of the other version's leak.exe", r2.returncode == 0,
+          r2.stderr[-300:])
     if r2.returncode != 0:
         return
     version = run([os.path.join(other_bin, "ocamlopt"), "-version"]).stdout.strip()
