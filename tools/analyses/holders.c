@@ -81,8 +81,8 @@ typedef struct {
   hd_ctx *c;
   hd_result *r;
   u64map step_of;               /* (prev + 1, text) -> step */
-  hd_text *text;
-  void *u;
+  u64map text_of;               /* namer's key -> text */
+  const hd_namer *namer;
 } shaper;
 
 static uint32_t step(shaper *sh, uint32_t prev, uint32_t text)
@@ -99,9 +99,15 @@ static uint32_t step(shaper *sh, uint32_t prev, uint32_t text)
 
 static uint32_t node_text_id(shaper *sh, uint32_t v)
 {
+  const hd_namer *nm = sh->namer;
+  uint64_t key = nm->key ? nm->key(nm->u, v) : HD_NO_KEY;
+  uint32_t *known = key != HD_NO_KEY ? u64map_get(&sh->text_of, key) : NULL;
+  if (known) return *known;
   char buf[1100];
-  sh->text(sh->u, v, buf, sizeof buf);
-  return strpool_intern(sh->r->texts, buf, strlen(buf));
+  nm->text(nm->u, v, buf, sizeof buf);
+  uint32_t id = strpool_intern(sh->r->texts, buf, strlen(buf));
+  if (key != HD_NO_KEY) u64map_put(&sh->text_of, key, id);
+  return id;
 }
 
 /* The path shape and run mask of node t reached from node v. */
@@ -125,7 +131,7 @@ static int by_through(const void *x, const void *y)
 }
 
 void hd_find(hd_ctx *c, const uint32_t *blocks, const double *weight, const uint32_t *class,
-             size_t n, hd_text *text, void *u, hd_result *r)
+             size_t n, const hd_namer *namer, hd_result *r)
 {
   const hg_snapshot *s = c->s;
   memset(r, 0, sizeof *r);
@@ -165,8 +171,9 @@ void hd_find(hd_ctx *c, const uint32_t *blocks, const double *weight, const uint
   r->roots = nroots;
   r->examined = nroots < HD_MAX_ROOTS ? nroots : HD_MAX_ROOTS;
   /* One forward search per root, through the marked nodes only. */
-  shaper sh = { c, r, { 0 }, text, u };
+  shaper sh = { c, r, { 0 }, { 0 }, namer };
   u64map_init(&sh.step_of, 256);
+  u64map_init(&sh.text_of, 256);
   u64map group;                 /* shape << 32 | class -> holder (a shape
                                    starts at its root) */
   u64map_init(&group, 64);
@@ -215,6 +222,7 @@ void hd_find(hd_ctx *c, const uint32_t *blocks, const double *weight, const uint
   if (r->n) qsort(r->v, r->n, sizeof *r->v, by_through);
   u64map_free(&group);
   u64map_free(&sh.step_of);
+  u64map_free(&sh.text_of);
   u64map_free(&want);
   free(roots);
 }

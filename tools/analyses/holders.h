@@ -82,8 +82,17 @@ typedef struct {
   size_t roots, examined;       /* roots reaching some block; broken down */
 } hd_result;
 
-/* Step text of a node (a root label, the weak kind node or a block). */
-typedef void hd_text(void *u, uint32_t node, char *buf, size_t n);
+/* How the steps of paths are named: [text] writes a node's step text (a
+   root label, the weak kind node or a block) into buf; [key], when not
+   NULL, gives a key shared by nodes of the same text only, or HD_NO_KEY,
+   so that a text is formatted once per key rather than once per node
+   reached (most of a search's time on a big heap, in snprintf). */
+#define HD_NO_KEY UINT64_MAX
+typedef struct {
+  void (*text)(void *u, uint32_t node, char *buf, size_t n);
+  uint64_t (*key)(void *u, uint32_t node);
+  void *u;
+} hd_namer;
 
 void hd_init(hd_ctx *c, const hg_snapshot *s, const dom_tree *d);
 void hd_free(hd_ctx *c);
@@ -104,7 +113,7 @@ static inline int hd_weak_only(hd_ctx *c, uint32_t b)
    classes [class], largest share first, into *r (free with
    hd_result_free). */
 void hd_find(hd_ctx *c, const uint32_t *blocks, const double *weight, const uint32_t *class,
-             size_t n, hd_text *text, void *u, hd_result *r);
+             size_t n, const hd_namer *namer, hd_result *r);
 void hd_result_free(hd_result *r);
 
 /* The steps of [shape], root first, into [out] (at most [max]); how many. */

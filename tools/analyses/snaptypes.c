@@ -642,6 +642,11 @@ int st_name_text(const snap_types *t, uint32_t v, int with_index, char *buf, siz
   return 1;
 }
 
+int st_name_indexed(const snap_types *t, uint32_t v)
+{
+  return t->name[v] == t->array_name && t->index[v] != ST_NO_INDEX;
+}
+
 uint32_t *st_groups(const snap_types *t, uint32_t n)
 {
   uint32_t *g = xcalloc(n ? n : 1, sizeof *g), ngroups = 0;

@@ -55,6 +55,9 @@ uint32_t st_type_count(const snap_types *t);
    ".tbl", "::", ".(17)") into [buf]: array elements by index when it is
    known and [with_index], else ".(_)".  0 when [v] has no name. */
 int st_name_text(const snap_types *t, uint32_t v, int with_index, char *buf, size_t n);
+/* Does [v]'s name with its index differ from its name without (an
+   array element whose index is known)? */
+int st_name_indexed(const snap_types *t, uint32_t v);
 /* Per graph node, 1 + the id of its (type, field name without index)
    pair, 0 for a node with neither: the dominator tree's groups
    (domtree.h).  The caller frees it. */

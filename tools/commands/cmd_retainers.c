@@ -666,6 +666,7 @@ typedef struct path_tree {
   u64map next;                  /* state << 32 | text -> next state; with
                                    bit 31 of text, a block's last step */
   strpool *texts;
+  u64map text_of;               /* step_key -> text */
 } path_tree;
 
 #define PATH_LAST_STEP 0x80000000u
@@ -780,6 +781,7 @@ static void path_tree_build(analysis *a, path_tree *t)
   t->state = xcalloc(n, sizeof *t->state);
   t->texts = strpool_new();
   u64map_init(&t->next, 256);
+  u64map_init(&t->text_of, 256);
   path_state_new(t, (path_state){ 0, PATH_NO_TEXT, 0, 0, 0 });
   t->state[0] = 1;
 }
@@ -787,15 +789,26 @@ static void path_tree_build(analysis *a, path_tree *t)
 static void path_tree_free(path_tree *t)
 {
   free(t->parent); free(t->state); free(t->v);
-  if (t->texts) { u64map_free(&t->next); strpool_free(t->texts); }
+  if (t->texts) { u64map_free(&t->next); u64map_free(&t->text_of); strpool_free(t->texts); }
   memset(t, 0, sizeof *t);
 }
 
+static uint64_t holder_step_key(void *u, uint32_t node);
+
+/* node_text of a block that is not sampled (no site named) and not an
+   array element of known index is holder_step_text's: the same key. */
 static uint32_t step_text_id(analysis *a, path_tree *t, uint32_t v)
 {
+  uint64_t key = v >= a->s.base && !a->s.alloc[v - a->s.base]
+                 && !(a->types && st_name_indexed(a->types, v))
+                 ? holder_step_key(a, v) : HD_NO_KEY;
+  uint32_t *known = key != HD_NO_KEY ? u64map_get(&t->text_of, key) : NULL;
+  if (known) return *known;
   char cur[PATH_STEP_MAX];
   node_text(a, v, cur, sizeof cur);
-  return strpool_intern(t->texts, cur, strlen(cur));
+  uint32_t id = strpool_intern(t->texts, cur, strlen(cur));
+  if (key != HD_NO_KEY) u64map_put(&t->text_of, key, id);
+  return id;
 }
 
 /* The state of reachable node [v] as a step of longer paths: its
@@ -971,6 +984,21 @@ static void holder_step_text(void *u, uint32_t node, char *buf, size_t n)
            (unsigned long long)hg_wosize(&a->s, node - a->s.base + 1));
 }
 
+static const uint32_t *tree_groups(analysis *a);
+
+/* holder_step_text's text is a function of a block's type group (its
+   type and field name, st_groups), tag and size: their key. */
+static uint64_t holder_step_key(void *u, uint32_t node)
+{
+  analysis *a = u;
+  if (node < a->s.base) return HD_NO_KEY;
+  const uint32_t *groups = tree_groups(a);
+  uint64_t group = groups ? groups[node] : 0;
+  uint64_t wosize = hg_wosize(&a->s, node - a->s.base + 1);
+  if (group >= 1u << 23 || wosize > UINT32_MAX) return HD_NO_KEY;
+  return group << 40 | (uint64_t)a->s.tag[node - a->s.base] << 32 | wosize;
+}
+
 /* The holders (holders.h) of the sampled blocks that [match], weighted
    by their estimated bytes, classed by their site's location. */
 static void find_holders(analysis *a, path_match *match, const void *arg, hd_result *r)
@@ -999,7 +1027,8 @@ static void find_holders(analysis *a, path_match *match, const void *arg, hd_res
     else u64map_put(&first, loc, class[i]);
   }
   u64map_free(&first);
-  hd_find(&a->holders, blocks, weight, class, n, holder_step_text, a, r);
+  hd_namer namer = { holder_step_text, holder_step_key, a };
+  hd_find(&a->holders, blocks, weight, class, n, &namer, r);
   free(blocks); free(class); free(weight);
 }
 
