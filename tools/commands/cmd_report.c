@@ -91,6 +91,8 @@ typedef struct {
   struct proc { uint64_t pid; char *exe; } *procs;
   size_t nprocs, proccap, cur;
   types_map *types;            /* --by type */
+  const char *const *cmt_paths; /* --cmt-path, for the retention view */
+  size_t ncmt_paths;
 } acc;
 
 /* The index of the process that wrote the trace being read. */
@@ -523,6 +525,10 @@ static int write_data(FILE *o, an_ctx *c, const an_filter *f, acc *a, const cli_
     if (i) fputc(',', o);
     retainers_opts ro = retention;
     ro.hide = f;
+    ro.types = a->types != NULL;
+    ro.snapshots_hint = a->snapshots;
+    ro.cmt_paths = a->cmt_paths;
+    ro.ncmt_paths = a->ncmt_paths;
     int k = a->snapshots ? retainers_json(o, in->paths[i], &ro, put_str) : 2;
     if (k == 2) fputs("null", o);
     else if (k) rc = 1;
@@ -626,6 +632,8 @@ static int write_report(int argc, char **argv, const char *use, report_opts *ro)
     /* Every type asked for now, so that a failing helper stops the
        command before its output. */
     a.types = types_open(c, t.cmt_paths, t.ncmt_paths);
+    a.cmt_paths = (const char *const *)t.cmt_paths;
+    a.ncmt_paths = t.ncmt_paths;
     for (size_t i = 0; i < a.q.n; i++) types_of_node(a.types, a.q.v[i].node);
     if (types_close(a.types)) { rc = 1; goto done; }
   }

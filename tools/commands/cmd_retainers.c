@@ -1707,6 +1707,11 @@ int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_w
     analysis a = { .r = &r, .exe = &exe, .s = s, .rate = rate };
     if (analyse(&a) != 0) { a.seen = NULL; analysis_free(&a); rc = 1; break; }
     a.seen = seen; a.nseen = nseen;
+    /* Typed only if it may be kept (a helper's run per snapshot); no
+       hint: the report's own types say the same of the same files. */
+    if (opt->types && count + max >= opt->snapshots_hint)
+      a.types = st_resolve(&r, &a.s, a.label_text, a.retained + 1 + HG_KINDS, a.live_bytes,
+                           opt->cmt_paths, opt->ncmt_paths, 0);
     fprintf(evo, "%s[%llu,%llu,%llu", count ? "," : "", (unsigned long long)s.seq,
             (unsigned long long)s.time_ns, (unsigned long long)a.live_bytes);
     kind_row kinds[HG_KINDS + 1];

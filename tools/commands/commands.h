@@ -37,6 +37,14 @@ typedef struct {
   const struct an_filter *hide; /* its --hide patterns name the sites, or NULL */
   int stacks;                   /* add each snapshot's "stacks" (the page's
                                    own hidden frames regroup them) */
+  /* Blocks named by OCaml type and field (as retainers does) in the
+     snapshots that may be kept: the last max_snapshots of
+     [snapshots_hint] (a count of the trace's snapshots, or more), with
+     these --cmt-path directories. */
+  int types;
+  uint64_t snapshots_hint;
+  const char *const *cmt_paths;
+  size_t ncmt_paths;
 } retainers_opts;
 int retainers_json(FILE *o, const char *trace, const retainers_opts *opt, json_writer str);
 
