@@ -426,8 +426,7 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
       /* Their copies say how this walk came to them. */
       caml_memprof_walked_frame *appended = w;
       uint32_t *appended_ids = ids;
-      if (!append_checked(&w, &ids, c->ids_end,
-                          pq, f)) {
+      if (!append_checked(&w, &ids, c->ids_end, pq, f)) {
         if (fast) return capture_slow;
         cut = 1;
         goto walked;
@@ -464,7 +463,7 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
     }
     uint32_t size = e->size;
     if (size < CALLSTACK_RETURN_TO_C) {
-      if (ids == (c->ids_end)) {
+      if (ids == c->ids_end) {
         if (fast) return capture_slow;
         cut = 1;
         break;
