@@ -330,6 +330,7 @@ typedef struct {
   uint32_t **side_top;          /* SIDE_TOP_ENTRIES leaves, or NULL */
   uint32_t **leaves; size_t nleaves, leaves_cap; /* the leaves mapped */
   addr_map young, samples, ephemerons;
+  uint64_t *sample_bits; size_t sample_words; unsigned sample_shift;
   /* labels: key (a pointer or a small code) -> string id */
   addr_map labels; uint32_t nlabels;
   uint64_t nedges;
@@ -459,7 +460,7 @@ static inline uint32_t *side_slot(walk *w, value v)
 
 /* Name major block [v], whose id slot is [slot], seen for the first time:
    the next id. */
-static uint64_t add_major(walk *w, value v, uint32_t *slot)
+static inline uint64_t add_major(walk *w, value v, uint32_t *slot)
 {
   uint64_t id = w->n + 1;
   if ((id >> ENTRY_CHUNK_BITS) >= w->nchunks || w->incomplete) {
@@ -485,12 +486,26 @@ static uint64_t visit_young(walk *w, value v)
   return id;
 }
 
-static uint64_t visit_new(walk *w, value v, uint32_t *slot);
+static uint64_t visit_infix(walk *w, value v, uint32_t *slot, header_t hd);
+
+/* The id of block [v], not young, whose id slot is [slot] (NULL: its leaf
+   is not mapped yet), naming it on first sight; 0 when it is not a heap
+   block (static data). */
+static uint64_t visit_major(walk *w, value v, uint32_t *slot)
+{
+  if (!slot && !(slot = side_slot(w, v))) { w->incomplete = 1; return 0; }
+  if (*slot) return *slot;
+  header_t hd = Hd_val(v);
+  if (Tag_hd(hd) == Infix_tag) return visit_infix(w, v, slot, hd);
+  if (Has_status_hd(hd, NOT_MARKABLE)) return 0;
+  return add_major(w, v, slot);
+}
 
 /* The id of block [v], naming it (and queueing it) on first sight; 0 when
    [v] is not a heap block (an immediate, static data).  The common case,
-   a major block already named, is one read of its id slot, inline; the
-   rest is visit_new's. */
+   a major block already named, is one read of its id slot.  A slot is
+   never set for a young address (young blocks are named through their
+   map), so a set slot needs no test of the minor heaps' range. */
 static inline uint64_t visit(walk *w, value v)
 {
   /* 0: a field of a module block not initialised yet */
@@ -498,26 +513,26 @@ static inline uint64_t visit(walk *w, value v)
   uintnat a = (uintnat)v >> 3, t = a >> SIDE_LEAF_BITS;
   uint32_t *leaf = t < SIDE_TOP_ENTRIES ? w->side_top[t] : NULL;
   uint32_t *slot = leaf ? &leaf[a & (SIDE_LEAF_WORDS - 1)] : NULL;
-  if (slot && *slot && !Is_young(v)) return *slot;
-  return visit_new(w, v, slot);
+  if (slot && *slot) return *slot;
+  if (Is_young(v)) return visit_young(w, v);
+  return visit_major(w, v, slot);
 }
 
-/* visit, for a young block, or a major one not named yet or whose leaf
-   is not mapped yet ([slot] NULL). */
-static uint64_t visit_new(walk *w, value v, uint32_t *slot)
+/* visit, past its read of the id slot [slot] (NULL: the leaf is not
+   mapped), in the cases write_small_block leaves out of its loop: a young
+   block, an unmapped leaf, an infix pointer, static data. */
+static __attribute__((noinline)) uint64_t visit_rare(walk *w, value v,
+                                                     uint32_t *slot)
 {
-  if (Is_young(v)) return visit_young(w, v);
-  if (!slot && !(slot = side_slot(w, v))) { w->incomplete = 1; return 0; }
-  if (*slot) return *slot;
-  header_t hd = Hd_val(v);
-  if (Tag_hd(hd) == Infix_tag) {
-    /* The closure's id, kept in the infix pointer's slot too. */
-    uint64_t id = visit(w, v - Infix_offset_hd(hd));
-    *slot = (uint32_t)id;
-    return id;
-  }
-  if (Has_status_hd(hd, NOT_MARKABLE)) return 0;
-  return add_major(w, v, slot);
+  return Is_young(v) ? visit_young(w, v) : visit_major(w, v, slot);
+}
+
+/* An infix pointer: the closure's id, kept in its slot too. */
+static uint64_t visit_infix(walk *w, value v, uint32_t *slot, header_t hd)
+{
+  uint64_t id = visit(w, v - Infix_offset_hd(hd));
+  *slot = (uint32_t)id;
+  return id;
 }
 
 /* ------------------------------------------------------------------ */
@@ -756,17 +771,53 @@ static void edge_action(void *data, value v, volatile value *p)
   edge(data, v);
 }
 
-static void write_block(walk *w, uint64_t id, value v)
+/* The common block (mpt_snap_small_block_begin's: a small tag, fewer than
+   128 fields, all scanned), written in place as its fields are visited:
+   one check of the buffer's room, no copy of its targets. */
+static inline void write_small_block(walk *w, value v, tag_t tag,
+                                     mlsize_t wosize)
 {
-  header_t hd = Hd_val(v);
-  tag_t tag = Tag_hd(hd);
-  mlsize_t wosize = Wosize_hd(hd);
-  if (w->samples.count) {
-    uint64_t sample = map_get(&w->samples, v);
-    if (sample) { room(w, 16); mpt_enc_snap_sample(&w->enc, &w->snap, sample); }
+  room(w, 3 + 10 * (size_t)wosize);
+  uint32_t *const *side_top = w->side_top;
+  uint8_t *head = w->enc.pos;
+  uint8_t *p = mpt_snap_small_block_begin(head, &w->snap, tag, (uint32_t)wosize);
+  uint64_t assigned = w->snap.assigned;
+  uint32_t n = 0;
+  for (mlsize_t i = 0; i < wosize; i++) {
+    value f = Field(v, i);
+    if (!Is_block(f) || f == 0) continue;
+    /* visit, with the id slot's read first: the common case */
+    uintnat a = (uintnat)f >> 3, t = a >> SIDE_LEAF_BITS;
+    uint32_t *leaf = t < SIDE_TOP_ENTRIES ? side_top[t] : NULL;
+    uint32_t *slot = leaf ? &leaf[a & (SIDE_LEAF_WORDS - 1)] : NULL;
+    uint64_t target = slot ? *slot : 0;
+    if (target == 0) {
+      /* seen for the first time, most often a plain major block */
+      header_t th;
+      if (slot != NULL && !Is_young(f)
+          && (th = Hd_val(f), Tag_hd(th) != Infix_tag)
+          && !Has_status_hd(th, NOT_MARKABLE))
+        target = add_major(w, f, slot);
+      else
+        target = visit_rare(w, f, slot);
+      if (target == 0) continue;
+    }
+    p = mpt_snap_put_target(p, &assigned, target);
+    n++;
   }
-  /* The common case, a plain block whose edges fit one record: gathered,
-     then written in one call. */
+  mpt_snap_small_block_end(head, n);
+  w->enc.pos = p;
+  w->snap.assigned = assigned;
+  w->nedges += n;
+}
+
+/* Any other block: a large one, a closure, a continuation, an ephemeron,
+   one of a tag from 0x80 (Lazy, Forward, Object...) or not scanned. */
+static void write_block(walk *w, uint64_t id, value v, tag_t tag,
+                        mlsize_t wosize)
+{
+  /* A plain block whose edges fit one record: gathered, then written in
+     one call. */
   if (tag < No_scan_tag && tag != Closure_tag && tag != Cont_tag
       && wosize <= MPT_SNAP_MAX_EDGES) {
     uint32_t n = 0;
@@ -810,6 +861,44 @@ static void write_block(walk *w, uint64_t id, value v)
   }
 }
 
+/* The tracked samples' filter: a bitmap of their addresses' hashes, in
+   front of the samples map, so that a block not sampled (almost all) is
+   told by one bit instead of a probe of the map. */
+static inline size_t sample_bit(const walk *w, value v)
+{
+  return (size_t)((((uintnat)v >> 3) * 0x9e3779b97f4a7c15ull) >> w->sample_shift);
+}
+
+/* The bitmap of w->samples, 16 bits or more per sample (a false positive
+   costs a probe of the map). */
+static void sample_filter_build(walk *w)
+{
+  if (!w->samples.count) return;
+  unsigned bits = 12;
+  while (bits < 30 && ((size_t)1 << bits) < 16 * w->samples.count) bits++;
+  w->sample_words = ((size_t)1 << bits) / 64;
+  w->sample_bits = pages_alloc(w->sample_words * sizeof *w->sample_bits);
+  if (!w->sample_bits) { w->sample_words = 0; return; }
+  w->sample_shift = 64 - bits;
+  for (size_t i = 0; i < w->samples.cap; i++)
+    if (w->samples.t[i].key) {
+      size_t b = sample_bit(w, (value)w->samples.t[i].key);
+      w->sample_bits[b / 64] |= (uint64_t)1 << (b % 64);
+    }
+}
+
+/* The SAMPLE record before block [v]'s, if it is a tracked sample. */
+static inline void write_sample(walk *w, value v)
+{
+  if (!w->samples.count) return;
+  if (w->sample_bits) {
+    size_t b = sample_bit(w, v);
+    if (!(w->sample_bits[b / 64] & ((uint64_t)1 << (b % 64)))) return;
+  }
+  uint64_t sample = map_get(&w->samples, v);
+  if (sample) { room(w, 16); mpt_enc_snap_sample(&w->enc, &w->snap, sample); }
+}
+
 /* ------------------------------------------------------------------ */
 /* Taking a snapshot                                                   */
 
@@ -818,19 +907,19 @@ static void write_block(walk *w, uint64_t id, value v)
 
 /* Prefetch the id slots of the first targets of block [e], which the
    walk will soon check, and their headers (read for the new ones). */
-static inline void prefetch_targets(walk *w, const entry *e)
+static inline void prefetch_targets(uint32_t *const *side_top, value v)
 {
-  header_t hd = Hd_val(e->v);
-  tag_t tag = Tag_hd(hd);
-  if (tag >= No_scan_tag || tag == Closure_tag || tag == Cont_tag) return;
+  header_t hd = Hd_val(v);
+  /* write_small_block's blocks only: the others are few */
+  if (Tag_hd(hd) >= MPT_SNAP_SMALL_TAG) return;
   mlsize_t n = Wosize_hd(hd);
   if (n > 8) n = 8;
   for (mlsize_t i = 0; i < n; i++) {
-    value f = Field(e->v, i);
-    if (!Is_block(f) || f == 0) continue;
+    value f = Field(v, i);
+    if (!Is_block(f)) continue;   /* 0 too: a prefetch never faults */
     uintnat a = (uintnat)f >> 3, t = a >> SIDE_LEAF_BITS;
-    if (t < SIDE_TOP_ENTRIES && w->side_top[t])
-      __builtin_prefetch(&w->side_top[t][a & (SIDE_LEAF_WORDS - 1)]);
+    uint32_t *leaf = t < SIDE_TOP_ENTRIES ? side_top[t] : NULL;
+    if (leaf) __builtin_prefetch(&leaf[a & (SIDE_LEAF_WORDS - 1)]);
     __builtin_prefetch((void *)Hp_val(f));
   }
 }
@@ -857,6 +946,7 @@ static void walk_free(walk *w)
   pages_free(w->leaves, w->leaves_cap * sizeof *w->leaves);
   pages_free(w->side_top, SIDE_TOP_ENTRIES * sizeof *w->side_top);
   map_free(&w->young); map_free(&w->samples); map_free(&w->ephemerons);
+  pages_free(w->sample_bits, w->sample_words * sizeof *w->sample_bits);
   map_free(&w->labels);
 #ifdef NATIVE_CODE
   free(w->frames); free(w->globals);
@@ -890,6 +980,7 @@ static walk *walk_roots(caml_domain_state *self, int companion)
   /* Every ALLOC a SAMPLE record names must precede it in the file. */
   caml_memprof_tracer_flush();
   caml_memprof_tracer_iter_tracked(add_sample, w);
+  sample_filter_build(w);
   for (int i = 0; i < ndoms; i++) {
     struct caml_ephe_info *ei = doms[i]->ephe_info;
     value lists[2] = { ei->todo, ei->live };
@@ -930,8 +1021,16 @@ static void walk_blocks(walk *w, int (*orphaned)(void))
     if (id + PREFETCH_BLOCK <= w->n)
       __builtin_prefetch((void *)Hp_val(entry_at(chunks, id + PREFETCH_BLOCK)->v));
     if (id + PREFETCH_TARGETS <= w->n)
-      prefetch_targets(w, entry_at(chunks, id + PREFETCH_TARGETS));
-    write_block(w, id, entry_at(chunks, id)->v);
+      prefetch_targets(w->side_top, entry_at(chunks, id + PREFETCH_TARGETS)->v);
+    value v = entry_at(chunks, id)->v;
+    header_t hd = Hd_val(v);
+    tag_t tag = Tag_hd(hd);
+    mlsize_t wosize = Wosize_hd(hd);
+    write_sample(w, v);
+    if (tag < MPT_SNAP_SMALL_TAG && wosize < MPT_SNAP_SMALL_WOSIZE)
+      write_small_block(w, v, tag, wosize);
+    else
+      write_block(w, id, v, tag, wosize);
     if (orphaned && (id & ((1 << 20) - 1)) == 0 && orphaned()) return;
   }
 }
