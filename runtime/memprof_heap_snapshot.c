@@ -324,8 +324,10 @@ typedef struct {
   int failed;                   /* the writer stopped */
   int companion;                /* chunks go to this file (a forked walk's
                                    TRACE.snapshot), or -1: to the trace */
-  /* blocks, by id (index 0 unused): their address */
+  /* blocks, by id (index 0 unused): their address, from the block being
+     written on (the chunks before its are recycled: spare) */
   entry **chunks; size_t nchunks; uint64_t n;   /* ENTRY_CHUNKS slots */
+  entry **spare; size_t nspare;                 /* ENTRY_CHUNKS slots */
   int incomplete;               /* out of memory: no new block named */
   uint32_t **side_top;          /* SIDE_TOP_ENTRIES leaves, or NULL */
   uint32_t **leaves; size_t nleaves, leaves_cap; /* the leaves mapped */
@@ -414,13 +416,17 @@ static entry *new_chunk(void)
 }
 
 /* Room for entry [id]: false when memory ran out (the walk then names
-   no new block). */
+   no new block).  A chunk the walk has written all the blocks of is used
+   again (recycle_chunk): the table holds the queue of the blocks named
+   and not written yet, which is much shorter than the heap's blocks, and
+   only its pages are ever zeroed by the system. */
 static int entry_room(walk *w, uint64_t id)
 {
   if (w->incomplete) return 0;
   size_t c = (size_t)(id >> ENTRY_CHUNK_BITS);
   if (c < w->nchunks) return 1;
-  if (c >= ENTRY_CHUNKS || !(w->chunks[c] = new_chunk())) {
+  if (c >= ENTRY_CHUNKS
+      || !(w->chunks[c] = w->nspare ? w->spare[--w->nspare] : new_chunk())) {
     w->incomplete = 1;
     return 0;
   }
@@ -456,6 +462,13 @@ static inline uint32_t *side_slot(walk *w, value v)
   uint32_t *leaf = w->side_top[t];
   if (leaf == NULL && (leaf = side_leaf(w, t)) == NULL) return NULL;
   return &leaf[a & (SIDE_LEAF_WORDS - 1)];
+}
+
+/* The walk is past chunk [c] (its blocks are written): a spare chunk. */
+static void recycle_chunk(walk *w, size_t c)
+{
+  w->spare[w->nspare++] = w->chunks[c];
+  w->chunks[c] = NULL;
 }
 
 /* Name major block [v], whose id slot is [slot], seen for the first time:
@@ -941,7 +954,8 @@ static void walk_free(walk *w)
 {
   free(w->buf); free(w->zbuf);
   for (size_t c = 0; c < w->nchunks; c++) pages_free(w->chunks[c], CHUNK_BYTES);
-  free(w->chunks);
+  for (size_t c = 0; c < w->nspare; c++) pages_free(w->spare[c], CHUNK_BYTES);
+  free(w->chunks); free(w->spare);
   for (size_t l = 0; l < w->nleaves; l++) pages_free(w->leaves[l], SIDE_LEAF_BYTES);
   pages_free(w->leaves, w->leaves_cap * sizeof *w->leaves);
   pages_free(w->side_top, SIDE_TOP_ENTRIES * sizeof *w->side_top);
@@ -967,11 +981,12 @@ static walk *walk_roots(caml_domain_state *self, int companion)
   w->self = self;
   w->companion = companion;
   w->chunks = calloc(ENTRY_CHUNKS, sizeof *w->chunks);
+  w->spare = calloc(ENTRY_CHUNKS, sizeof *w->spare);
   w->side_top = pages_alloc(SIDE_TOP_ENTRIES * sizeof *w->side_top);
   w->zcap = mpt_frame_bound(BUF_BYTES);
   w->buf = malloc(BUF_BYTES);
   w->zbuf = malloc(w->zcap);
-  if (!w->chunks || !w->side_top || !w->buf || !w->zbuf) {
+  if (!w->chunks || !w->spare || !w->side_top || !w->buf || !w->zbuf) {
     walk_free(w);
     return NULL;
   }
@@ -1018,6 +1033,10 @@ static void walk_blocks(walk *w, int (*orphaned)(void))
 {
   entry *const *chunks = w->chunks;
   for (uint64_t id = 1; id <= w->n; id++) {
+    if ((id & (ENTRY_CHUNK - 1)) == 0) {        /* a chunk's first block */
+      recycle_chunk(w, (size_t)(id >> ENTRY_CHUNK_BITS) - 1);
+      if (orphaned && orphaned()) return;
+    }
     if (id + PREFETCH_BLOCK <= w->n)
       __builtin_prefetch((void *)Hp_val(entry_at(chunks, id + PREFETCH_BLOCK)->v));
     if (id + PREFETCH_TARGETS <= w->n)
@@ -1031,7 +1050,6 @@ static void walk_blocks(walk *w, int (*orphaned)(void))
       write_small_block(w, v, tag, wosize);
     else
       write_block(w, id, v, tag, wosize);
-    if (orphaned && (id & ((1 << 20) - 1)) == 0 && orphaned()) return;
   }
 }
 
