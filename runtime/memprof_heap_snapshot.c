@@ -915,8 +915,12 @@ static inline void write_sample(walk *w, value v)
 /* ------------------------------------------------------------------ */
 /* Taking a snapshot                                                   */
 
-#define PREFETCH_BLOCK 16
-#define PREFETCH_TARGETS 6
+/* Distances in blocks: a block's targets are named about PREFETCH_TARGETS
+   blocks after their prefetch, which must cover a miss to memory (shorter
+   distances, 16 and 6, left the new targets' headers missing: bigheap 16's
+   walk took 15 % longer). */
+#define PREFETCH_BLOCK 48
+#define PREFETCH_TARGETS 24
 
 /* Prefetch the id slots of the first targets of block [e], which the
    walk will soon check, and their headers (read for the new ones). */
