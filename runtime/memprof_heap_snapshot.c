@@ -63,9 +63,11 @@
    Data structures (freed after each snapshot; none exist before the first)
    - id of each visited major block, beside the heap (side_slot): a
      32-bit slot per heap word, in leaves covering 16 MiB of address
-     space each, mapped on first use and found through a directory over
-     the 48-bit address space (mapped whole, touched only where the heap
-     lies), so that naming a target already seen is one read, as the
+     space each, mapped on first use (their pages written 64 KiB at a
+     time, when a block is first named there) and found through a
+     directory over the 48-bit address space (mapped whole, touched only
+     where the heap lies), so that naming a target already seen is one
+     read, as the
      header mark of earlier versions was, without writing to the heap (a
      forked child's writes would have copied every page of it, and every
      header had to be restored at the end).  About 4 bytes per heap word
@@ -74,7 +76,10 @@
    - entry[id], the BFS queue: the block's address, in chunks of 8 MiB
      that never move, advised for transparent huge pages (with 4 KiB
      pages, their page faults and the copies of a doubling array were
-     most of the pause): 8 bytes per reachable block.  Young blocks are
+     most of the pause), a chunk the walk is past used again for the
+     blocks named next: 8 bytes per block named and not written yet (the
+     breadth-first frontier: two chunks on bench/snapshot's heap, where
+     a table of every block took 384 MB to fault in).  Young blocks are
      named through a small open-addressing map young address -> id;
    - tracked samples: address -> ALLOC id, copied from the tracer's
      per-domain tables (caml_memprof_tracer_iter_tracked);
@@ -108,20 +113,27 @@
    the lock that also changes STW participation), so the wait ends.  The
    mark is one store per domain and major cycle, snapshot or not.
 
-   Cost (bench/snapshot's heap, 2 shared cores at load average 3.3):
-   live heap      pause, forked  child's walk  in the pause  Gc.major
-   0.30 GiB  12 M  14 ms          0.68 s        0.43 s        0.18 s
-   1.19 GiB  48 M  42 ms          2.75 s        2.45 s        0.94 s
-   2.01 GiB  81 M  63 ms          3.87 s        4.32 s        1.67 s
-   The forked pause is almost all clone(2) copying the page tables of
-   the program (2.2 GB resident at 1.19 GiB live); the child's private
-   memory is 80 % of the live heap there (the entries, 8 bytes per block,
-   and the id slots' leaves, 4 bytes per heap word).  The walk is bound
-   by memory latency (a cache and TLB miss per block for its id slot and
-   one for its header, both prefetched a few blocks ahead) and by its
-   instructions, about 300 per block (callgrind: a third encoding the
-   records); 3.3 bytes per block and 1 per edge before LZ4 (a regular
-   heap compresses to almost nothing).
+   Cost (bench/snapshot's heap, 2 shared cores at load average 3 to 3.5;
+   each walk against the Gc.major of its own run):
+   live heap      pause, forked  child's walk     in the pause
+   0.30 GiB  12 M   9 ms          0.25 s = 1.5 x   0.17 s = 1.4 x
+   1.19 GiB  48 M  29 ms          0.91 s = 1.3 x   0.71 s = 1.0 x
+   2.01 GiB  81 M  47 ms          1.45 s = 1.4 x   1.31 s = 0.9 x
+   (Gc.major 0.13 to 0.17 s, 0.69 s, 1.05 to 1.40 s; 0.59 s at 1.19 GiB
+   on a quiet machine.)  The forked pause is almost all clone(2) copying
+   the page tables of the program (1.9 GB resident at 1.19 GiB live);
+   the child's private memory is 51 % of the live heap there (the id
+   slots' leaves, 4 bytes per heap word, and the queue's chunks).  The
+   walk is bound by memory latency (a miss per block for its id slot and
+   one for its header, both prefetched PREFETCH_TARGETS blocks ahead),
+   by the system's zeroing of the id slots' pages, and by its
+   instructions, about 215 per block (callgrind, bigheap 1, the walk
+   with its LZ4; 300 before the common block was written in place), a
+   quarter of them the prefetching; 3.3 bytes per block and 1 per edge
+   before LZ4 (a regular heap compresses to almost nothing).  The child
+   walks about a quarter slower than the pause on the same heap, in its
+   own loop (perf: the misses on the new targets' headers), for a reason
+   not found (the page tables copied by the clone?).
 
    Statmemprof's strong roots are written as MPT_ROOT_MEMPROF roots
    flagged non-retaining, labelled "Gc.Memprof tracker data" (the values
