@@ -69,9 +69,9 @@
      where the heap lies), so that naming a target already seen is one
      read, as the header mark of earlier versions was, without writing to
      the heap (a forked child's writes would have copied every page of
-     it, and every header had to be restored at the end).  About 4 bytes per heap word
-     where the heap is dense; ids up to 2^32 - 1 (then the snapshot is
-     flagged incomplete);
+     it, and every header had to be restored at the end).  About 4
+     bytes per heap word where the heap is dense; ids up to 2^32 - 1
+     (then the snapshot is flagged incomplete);
    - entry[id], the BFS queue: the block's address, in chunks of 8 MiB
      that never move, advised for transparent huge pages (with 4 KiB
      pages, their page faults and the copies of a doubling array were
@@ -112,14 +112,17 @@
    the lock that also changes STW participation), so the wait ends.  The
    mark is one store per domain and major cycle, snapshot or not.
 
-   Cost (bench/snapshot's heap, 2 shared cores at load average 3 to 3.5;
-   each walk against the Gc.major of its own run):
-   live heap      pause, forked  child's walk     in the pause
-   0.30 GiB  12 M   9 ms          0.25 s = 1.5 x   0.17 s = 1.4 x
-   1.19 GiB  48 M  29 ms          0.91 s = 1.3 x   0.71 s = 1.0 x
-   2.01 GiB  81 M  47 ms          1.45 s = 1.4 x   1.31 s = 0.9 x
-   (Gc.major 0.13 to 0.17 s, 0.69 s, 1.05 to 1.40 s; 0.59 s at 1.19 GiB
-   on a quiet machine.)  The forked pause is almost all clone(2) copying
+   Cost (bench/snapshot's heap, 2 shared cores at load average 2 to 3.5,
+   2 to 4 runs; each walk against the Gc.major of its own run):
+   live heap       forked   child's walk             in the pause
+                   pause
+   0.30 GiB  12 M   9 ms     0.23-0.25 s = 1.5-1.8 x  0.17-0.18 s = 1.4 x
+   1.19 GiB  48 M  21-29 ms  0.80-0.91 s = 1.3-1.6 x  0.67-0.89 s = 1.0-1.4 x
+   2.01 GiB  81 M  38-47 ms  1.40-1.46 s = 1.3-1.4 x  1.15-1.33 s = 0.9-1.1 x
+   (Gc.major 0.13 to 0.17 s, 0.57 to 0.69 s, 1.05 to 1.40 s; 0.59 s at
+   1.19 GiB on a quiet machine.  Outliers: a walk of 2.66 s in the child
+   and 3.12 s in the pause at 2.01 GiB, 1.71 s in the pause at 1.19 GiB,
+   when the load rose.)  The forked pause is almost all clone(2) copying
    the page tables of the program (1.9 GB resident at 1.19 GiB live);
    the child's private memory is 51 % of the live heap there (the id
    slots' leaves, 4 bytes per heap word, and the queue's chunks).  The
@@ -331,8 +334,9 @@ typedef struct { value v; } entry;
    zero page, then the write faulted again to replace it (twice the page
    faults: bench/snapshot's walk at 1.19 GiB took 0.93 s in the pause and
    1.20 s in a child, 0.70 and 0.93 s with the granules).  Whole leaves
-   are not populated: one that covers a little heap would cost 8 MiB.  The granules done are a bitmap
-   in the page mapped before the leaf's slots. */
+   are not populated: one that covers a little heap would cost 8 MiB.
+   The granules done are a bitmap in the page mapped before the leaf's
+   slots. */
 #define SIDE_GRANULE_BITS 14
 #define SIDE_GRANULE_SLOTS ((uintnat)1 << SIDE_GRANULE_BITS)
 #define SIDE_HEAD_BYTES 4096
@@ -508,7 +512,8 @@ static inline void side_touch(walk *w, value v)
   uint32_t *leaf = w->side_top[a >> SIDE_LEAF_BITS];
   uint64_t *done = (uint64_t *)((char *)leaf - SIDE_HEAD_BYTES);
   uintnat g = (a & (SIDE_LEAF_WORDS - 1)) >> SIDE_GRANULE_BITS;
-  if (!(done[g / 64] & ((uint64_t)1 << (g % 64)))) side_populate(done, leaf, g);
+  if (!(done[g / 64] & ((uint64_t)1 << (g % 64))))
+    side_populate(done, leaf, g);
 }
 
 /* The walk is past chunk [c] (its blocks are written): a spare chunk. */
@@ -841,7 +846,8 @@ static inline void write_small_block(walk *w, value v, tag_t tag,
   room(w, 3 + 10 * (size_t)wosize);
   uint32_t *const *side_top = w->side_top;
   uint8_t *head = w->enc.pos;
-  uint8_t *p = mpt_snap_small_block_begin(head, &w->snap, tag, (uint32_t)wosize);
+  uint8_t *p = mpt_snap_small_block_begin(head, &w->snap, tag,
+                                          (uint32_t)wosize);
   uint64_t assigned = w->snap.assigned;
   uint32_t n = 0;
   for (mlsize_t i = 0; i < wosize; i++) {
@@ -927,7 +933,8 @@ static void write_block(walk *w, uint64_t id, value v, tag_t tag,
    told by one bit instead of a probe of the map. */
 static inline size_t sample_bit(const walk *w, value v)
 {
-  return (size_t)((((uintnat)v >> 3) * 0x9e3779b97f4a7c15ull) >> w->sample_shift);
+  uint64_t h = ((uintnat)v >> 3) * 0x9e3779b97f4a7c15ull;
+  return (size_t)(h >> w->sample_shift);
 }
 
 /* The bitmap of w->samples, 16 bits or more per sample (a false positive
@@ -1009,7 +1016,8 @@ static void walk_free(walk *w)
   for (size_t c = 0; c < w->nspare; c++) pages_free(w->spare[c], CHUNK_BYTES);
   free(w->chunks); free(w->spare);
   for (size_t l = 0; l < w->nleaves; l++)
-    pages_free((char *)w->leaves[l] - SIDE_HEAD_BYTES, SIDE_HEAD_BYTES + SIDE_LEAF_BYTES);
+    pages_free((char *)w->leaves[l] - SIDE_HEAD_BYTES,
+               SIDE_HEAD_BYTES + SIDE_LEAF_BYTES);
   pages_free(w->leaves, w->leaves_cap * sizeof *w->leaves);
   pages_free(w->side_top, SIDE_TOP_ENTRIES * sizeof *w->side_top);
   map_free(&w->young); map_free(&w->samples); map_free(&w->ephemerons);
@@ -1093,7 +1101,8 @@ static void walk_blocks(walk *w, int (*orphaned)(void))
     if (id + PREFETCH_BLOCK <= w->n)
       __builtin_prefetch((void *)Hp_val(entry_at(chunks, id + PREFETCH_BLOCK)->v));
     if (id + PREFETCH_TARGETS <= w->n)
-      prefetch_targets(w->side_top, entry_at(chunks, id + PREFETCH_TARGETS)->v);
+      prefetch_targets(w->side_top,
+                       entry_at(chunks, id + PREFETCH_TARGETS)->v);
     value v = entry_at(chunks, id)->v;
     header_t hd = Hd_val(v);
     tag_t tag = Tag_hd(hd);

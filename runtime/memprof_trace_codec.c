@@ -458,7 +458,8 @@ static inline uint8_t *put_edges(uint8_t *p, mpt_snap_encoder *s,
                           const uint64_t *targets, uint32_t n)
 {
   p = mpt_put_uvarint(p, n);
-  for (uint32_t i = 0; i < n; i++) p = mpt_snap_put_target(p, &s->assigned, targets[i]);
+  for (uint32_t i = 0; i < n; i++)
+    p = mpt_snap_put_target(p, &s->assigned, targets[i]);
   return p;
 }
 

@@ -351,7 +351,8 @@ static inline uint8_t *mpt_snap_put_target(uint8_t *p, uint64_t *assigned,
 #define MPT_SNAP_SMALL_WOSIZE 0x80
 static inline uint8_t *mpt_snap_small_block_begin(uint8_t *p,
                                                   mpt_snap_encoder *s,
-                                                  uint32_t tag, uint32_t wosize)
+                                                  uint32_t tag,
+                                                  uint32_t wosize)
 {
   p[0] = (uint8_t)tag;
   p[1] = (uint8_t)wosize;
