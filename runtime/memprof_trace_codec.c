@@ -92,7 +92,7 @@ enum {
 /* Heap snapshot records (SNAPSHOT chunks only).  A byte below 0x80 is a
    block whose tag is that byte; the others are: */
 enum {
-  SNAP_BLOCK_BIGTAG = 0x80,     /* block, tag byte follows             */
+  SNAP_BLOCK_BIGTAG = MPT_SNAP_SMALL_TAG, /* block, tag byte follows     */
   SNAP_EDGES = 0x81,
   SNAP_WEAK = 0x82,             /* next block's weak edges start here  */
   SNAP_SAMPLE = 0x83,           /* next block is a sampled allocation  */
@@ -410,18 +410,6 @@ void mpt_enc_location(mpt_encoder *e, uint32_t loc_id, uint64_t address,
 /* ---------------------------------------------------------------- */
 /* Heap snapshot encoder                                            */
 
-/* A target id: 0 for the next fresh id (the common case of a breadth-
-   first walk, written without the general varint path), negative for
-   ids named before. */
-static inline uint8_t *put_target(uint8_t *p, mpt_snap_encoder *s, uint64_t t)
-{
-  uint64_t next = s->assigned + 1;
-  if (t == next) { *p++ = 0; s->assigned = t; return p; }
-  p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(t - next)));
-  if (t > s->assigned) s->assigned = t;
-  return p;
-}
-
 void mpt_enc_snap_begin(mpt_encoder *e, mpt_snap_encoder *s, uint64_t time,
                         uint64_t seq, uint64_t anchor, uint32_t ndomains)
 {
@@ -456,7 +444,7 @@ void mpt_enc_snap_root(mpt_encoder *e, mpt_snap_encoder *s,
   p = mpt_put_uvarint(p, flags);
   p = mpt_put_uvarint(p, label_str_id);
   p = mpt_put_uvarint(p, detail);
-  e->pos = put_target(p, s, target);
+  e->pos = mpt_snap_put_target(p, &s->assigned, target);
 }
 
 void mpt_enc_snap_sample(mpt_encoder *e, mpt_snap_encoder *s, uint64_t alloc_id)
@@ -470,7 +458,8 @@ static inline uint8_t *put_edges(uint8_t *p, mpt_snap_encoder *s,
                           const uint64_t *targets, uint32_t n)
 {
   p = mpt_put_uvarint(p, n);
-  for (uint32_t i = 0; i < n; i++) p = put_target(p, s, targets[i]);
+  for (uint32_t i = 0; i < n; i++)
+    p = mpt_snap_put_target(p, &s->assigned, targets[i]);
   return p;
 }
 

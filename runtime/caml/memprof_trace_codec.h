@@ -332,6 +332,42 @@ void mpt_enc_snap_edges(mpt_encoder *e, mpt_snap_encoder *s,
                         const uint64_t *targets, uint32_t n);
 void mpt_enc_snap_custom(mpt_encoder *e, mpt_snap_encoder *s, uint64_t block,
                          uint32_t ident_str_id, uint64_t ext_bytes);
+/* A target id, after the highest id named so far [*assigned]: 0 for the
+   next fresh id (the common case of a breadth-first walk, written without
+   the general varint path), negative for ids named before. */
+static inline uint8_t *mpt_snap_put_target(uint8_t *p, uint64_t *assigned,
+                                           uint64_t t)
+{
+  uint64_t next = *assigned + 1;
+  if (t == next) { *p++ = 0; *assigned = t; return p; }
+  p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(t - next)));
+  if (t > *assigned) *assigned = t;
+  return p;
+}
+/* A BLOCK record written in place, its targets as they are found (the
+   runtime's walk), for the common block: tag below MPT_SNAP_SMALL_TAG,
+   fewer than MPT_SNAP_SMALL_WOSIZE fields, no weak edge.  Its tag and
+   wosize are one byte each, and so is its edge count, which
+   mpt_snap_small_block_end fills in; the bytes are mpt_enc_snap_block's.
+   The head takes 3 bytes, each target at most 10.  Returns where the
+   targets go (mpt_snap_put_target). */
+#define MPT_SNAP_SMALL_TAG 0x80
+#define MPT_SNAP_SMALL_WOSIZE 0x80
+static inline uint8_t *mpt_snap_small_block_begin(uint8_t *p,
+                                                  mpt_snap_encoder *s,
+                                                  uint32_t tag,
+                                                  uint32_t wosize)
+{
+  p[0] = (uint8_t)tag;
+  p[1] = (uint8_t)wosize;
+  s->emitted++;
+  return p + 3;
+}
+/* [head]: mpt_snap_small_block_begin's [p]; [n] targets were written. */
+static inline void mpt_snap_small_block_end(uint8_t *head, uint32_t n)
+{
+  head[2] = (uint8_t)n;
+}
 /* Where and how long the walk ran, just before END: [mode] an enum
    mpt_snap_walk_mode, [walk_ns] the walk's time (from the roots to the
    last block), [extra_bytes] a forked child's private memory at its end
