@@ -122,7 +122,11 @@
    (Gc.major 0.13 to 0.17 s, 0.57 to 0.69 s, 1.05 to 1.40 s; 0.59 s at
    1.19 GiB on a quiet machine.  Outliers: a walk of 2.66 s in the child
    and 3.12 s in the pause at 2.01 GiB, 1.71 s in the pause at 1.19 GiB,
-   when the load rose.)  The forked pause is almost all clone(2) copying
+   when the load rose.)  On a quiet machine (load average 0.8 to 1.1,
+   one run each): 0.27 s = 2.24 x in the child and 1.46 x in the pause
+   at 0.30 GiB, 0.81 s = 1.54 x and 1.26 x at 1.19 GiB, 1.42 s = 1.47 x
+   and 1.19 x at 2.01 GiB; the same with LZ4 off, and with the process
+   pinned to one core.  The forked pause is almost all clone(2) copying
    the page tables of the program (1.9 GB resident at 1.19 GiB live);
    the child's private memory is 51 % of the live heap there (the id
    slots' leaves, 4 bytes per heap word, and the queue's chunks).  The
