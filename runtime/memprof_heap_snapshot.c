@@ -138,13 +138,18 @@
    quarter of them the prefetching; 3.3 bytes per block and 1 per edge
    before LZ4 (a regular heap compresses to almost nothing).  The child
    walks about a quarter slower than the pause on the same heap, in its
-   own loop (perf: the misses on the new targets' headers), for a reason
-   not found: the run takes as many page faults in both modes (480 k at
-   1.19 GiB), the child's loop alone runs 23 to 30 % longer in user mode,
-   with LZ4 on or off, pinned to one core or not, while the parent
-   sleeps.  A guess not tested: fork(2) makes the child's page table
-   entries "old", and the first read of each heap page sets the
-   accessed bit again.
+   own loop (perf: the misses on the new targets' headers): the first
+   read of each page of the heap costs the child about 0.4 us on this
+   machine (a VM), where the parent's pages were just read by the
+   marking.  An experiment touching one byte of each page of the
+   program's large writable mappings before the walk took 0.051 s for
+   122,556 pages (0.30 GiB live) and 0.146 s for 356,879 (1.19 GiB),
+   after which the walk ran at the pause's speed (0.177 s and 0.636 s):
+   the same total, so it was not kept.  The run takes as many page
+   faults in both modes (480 k at 1.19 GiB), and LZ4 or core placement
+   change nothing.  Likely: fork(2) makes the child's page table entries
+   "old", and the first read of a page sets its accessed bit again, at
+   a VM's cost.
 
    Statmemprof's strong roots are written as MPT_ROOT_MEMPROF roots
    flagged non-retaining, labelled "Gc.Memprof tracker data" (the values
