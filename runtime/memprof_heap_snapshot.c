@@ -582,10 +582,20 @@ static uint64_t visit_major(walk *w, value v, uint32_t *slot)
   return add_major(w, v, slot);
 }
 
+/* visit, past its read of the id slot [slot] (NULL: the leaf is not
+   mapped), in the cases it leaves out of line: a young block, an unmapped
+   leaf, an infix pointer, static data. */
+static __attribute__((noinline)) uint64_t visit_rare(walk *w, value v,
+                                                     uint32_t *slot)
+{
+  return Is_young(v) ? visit_young(w, v) : visit_major(w, v, slot);
+}
+
 /* The id of block [v], naming it (and queueing it) on first sight; 0 when
    [v] is not a heap block (an immediate, static data).  The common case,
-   a major block already named, is one read of its id slot.  A slot is
-   never set for a young address (young blocks are named through their
+   a major block already named, is one read of its id slot, and the next,
+   a plain major block seen for the first time, is named inline.  A slot
+   is never set for a young address (young blocks are named through their
    map), so a set slot needs no test of the minor heaps' range. */
 static inline uint64_t visit(walk *w, value v)
 {
@@ -595,17 +605,11 @@ static inline uint64_t visit(walk *w, value v)
   uint32_t *leaf = t < SIDE_TOP_ENTRIES ? w->side_top[t] : NULL;
   uint32_t *slot = leaf ? &leaf[a & (SIDE_LEAF_WORDS - 1)] : NULL;
   if (slot && *slot) return *slot;
-  if (Is_young(v)) return visit_young(w, v);
-  return visit_major(w, v, slot);
-}
-
-/* visit, past its read of the id slot [slot] (NULL: the leaf is not
-   mapped), in the cases write_small_block leaves out of its loop: a young
-   block, an unmapped leaf, an infix pointer, static data. */
-static __attribute__((noinline)) uint64_t visit_rare(walk *w, value v,
-                                                     uint32_t *slot)
-{
-  return Is_young(v) ? visit_young(w, v) : visit_major(w, v, slot);
+  header_t hd;
+  if (slot != NULL && !Is_young(v) && (hd = Hd_val(v), Tag_hd(hd) != Infix_tag)
+      && !Has_status_hd(hd, NOT_MARKABLE))
+    return add_major(w, v, slot);
+  return visit_rare(w, v, slot);
 }
 
 /* An infix pointer: the closure's id, kept in its slot too. */
@@ -859,31 +863,14 @@ static inline void write_small_block(walk *w, value v, tag_t tag,
                                      mlsize_t wosize)
 {
   room(w, 3 + 10 * (size_t)wosize);
-  uint32_t *const *side_top = w->side_top;
   uint8_t *head = w->enc.pos;
   uint8_t *p = mpt_snap_small_block_begin(head, &w->snap, tag,
                                           (uint32_t)wosize);
   uint64_t assigned = w->snap.assigned;
   uint32_t n = 0;
   for (mlsize_t i = 0; i < wosize; i++) {
-    value f = Field(v, i);
-    if (!Is_block(f) || f == 0) continue;
-    /* visit, with the id slot's read first: the common case */
-    uintnat a = (uintnat)f >> 3, t = a >> SIDE_LEAF_BITS;
-    uint32_t *leaf = t < SIDE_TOP_ENTRIES ? side_top[t] : NULL;
-    uint32_t *slot = leaf ? &leaf[a & (SIDE_LEAF_WORDS - 1)] : NULL;
-    uint64_t target = slot ? *slot : 0;
-    if (target == 0) {
-      /* seen for the first time, most often a plain major block */
-      header_t th;
-      if (slot != NULL && !Is_young(f)
-          && (th = Hd_val(f), Tag_hd(th) != Infix_tag)
-          && !Has_status_hd(th, NOT_MARKABLE))
-        target = add_major(w, f, slot);
-      else
-        target = visit_rare(w, f, slot);
-      if (target == 0) continue;
-    }
+    uint64_t target = visit(w, Field(v, i));
+    if (target == 0) continue;
     p = mpt_snap_put_target(p, &assigned, target);
     n++;
   }
