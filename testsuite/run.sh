@@ -710,12 +710,17 @@ cut_at() { # CAP: folded stacks (with lines, samples) cut at CAP, merged
     if (n > cap) { s = "<truncated> (:0)"; for (i = n - cap + 1; i <= n; i++) s = s ";" fr[i] }
     agg[s] += c } END { for (s in agg) print s, agg[s] }' | sort
 }
+# The stdlib's Hashtbl reads OCAMLRUNPARAM into a string at startup: its
+# length moves every later sample point, so it is the same at every cap
+# (the trace's name padded by the characters the cap lacks, twice: in the
+# name and in memprof_frames).
 for f in 4096 1024 16; do
+  pad=$(printf '%*s' $((2 * (4 - ${#f}))) '' | tr ' ' _)
   BENCH_LEN=3000 BENCH_SCALE=0.02 \
-  OCAMLRUNPARAM="memprof=$W/cut-$f.trace,memprof_rate=0.003,memprof_seed=5,memprof_frames=$f" \
+  OCAMLRUNPARAM="memprof=$W/cut-$f$pad.trace,memprof_rate=0.003,memprof_seed=5,memprof_frames=$f" \
     "$W/deep_list" > "$W/cut-$f.out" 2> "$W/cut-$f.err"
   expect "deep_list at $f frames: exit status, nothing on stderr" "$?$(cat "$W/cut-$f.err")" 0
-  ocaml-memprof folded --lines --value samples "$W/cut-$f.trace" > "$W/cut-$f.folded" 2>&1
+  ocaml-memprof folded --lines --value samples "$W/cut-$f$pad.trace" > "$W/cut-$f.folded" 2>&1
 done
 cut_at 100000 < "$W/cut-4096.folded" > "$W/cut-4096.whole"
 check "deep_list at 4096 frames: stacks of up to 3,000 frames, none cut ($(wc -l < "$W/cut-4096.whole") stacks)" \
