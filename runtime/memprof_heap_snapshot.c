@@ -62,14 +62,15 @@
 
    Data structures (freed after each snapshot; none exist before the first)
    - id of each visited major block, beside the heap (side_slot): a
-     32-bit slot per heap word, in leaves covering 16 MiB of address
-     space each, mapped on first use (their pages written 64 KiB at a
+     32-bit slot per 16 bytes of heap (two words: no two blocks are
+     closer, see side_slot), in leaves covering 32 MiB of address space
+     each, mapped on first use (their pages written 64 KiB at a
      time, when a block is first named there) and found through a
      directory over the 48-bit address space (mapped whole, touched only
      where the heap lies), so that naming a target already seen is one
      read, as the header mark of earlier versions was, without writing to
      the heap (a forked child's writes would have copied every page of
-     it, and every header had to be restored at the end).  About 4
+     it, and every header had to be restored at the end).  About 2
      bytes per heap word where the heap is dense; ids up to 2^32 - 1
      (then the snapshot is flagged incomplete);
    - entry[id], the BFS queue: the block's address, in chunks of 8 MiB
@@ -126,10 +127,22 @@
    one run each): 0.27 s = 2.24 x in the child and 1.46 x in the pause
    at 0.30 GiB, 0.81 s = 1.54 x and 1.26 x at 1.19 GiB, 1.42 s = 1.47 x
    and 1.19 x at 2.01 GiB; the same with LZ4 off, and with the process
-   pinned to one core.  The forked pause is almost all clone(2) copying
+   pinned to one core.  Those were with a slot per heap word.  With a
+   slot per two words (half the slots' pages; the child's user and
+   system time from getrusage, same binary but for that, runs
+   alternated): 0.30 GiB 0.17-0.19 s (user 0.14-0.15 s, system
+   0.004-0.044 s, 20.9 k page faults) against 0.21-0.22 s (system
+   0.040-0.067 s, 41.7 k faults), Gc.major 0.12 s; 1.19 GiB 0.69-0.71 s
+   (system 0.09-0.11 s) against 0.95-2.25 s (system 0.33-1.56 s),
+   Gc.major 0.55-0.56 s; 2.01 GiB 1.13-1.14 s (system 0.17-0.20 s)
+   against 2.07-2.57 s (system 0.99-1.41 s), Gc.major 0.95 s.  The
+   system's cost per page fault varied tenfold that day: the fewer
+   pages, the steadier the walk.  Transparent huge pages for the leaves
+   were tried: 0.17-0.38 s at 0.30 GiB, the system time up to 0.21 s
+   finding huge pages; not kept.  The forked pause is almost all clone(2) copying
    the page tables of the program (1.9 GB resident at 1.19 GiB live);
    the child's private memory is 51 % of the live heap there (the id
-   slots' leaves, 4 bytes per heap word, and the queue's chunks).  The
+   slots' leaves, then 4 bytes per heap word, and the queue's chunks).  The
    walk is bound by memory latency (a miss per block for its id slot and
    one for its header, both prefetched PREFETCH_TARGETS blocks ahead),
    by the system's zeroing of the id slots' pages, and by its
@@ -334,14 +347,24 @@ typedef struct { value v; } entry;
 #define MAX_BLOCK_ID UINT32_MAX        /* what an id slot holds */
 #define ENTRY_CHUNKS ((MAX_BLOCK_ID >> ENTRY_CHUNK_BITS) + 1)
 
-/* The ids of visited major blocks, beside the heap: a slot per heap word
-   (the block's first field's), in leaves of SIDE_LEAF_WORDS slots (16 MiB
-   of address space each) mapped on first use, found through a directory
-   of a pointer per leaf over the 48-bit address space (mapped, touched
-   only where the heap is). */
+/* The ids of visited major blocks, beside the heap: a slot per 16 bytes
+   of address space (the block's first field's), in leaves of
+   SIDE_LEAF_WORDS slots (32 MiB of address space each) mapped on first
+   use, found through a directory of a pointer per leaf over the 48-bit
+   address space (mapped, touched only where the heap is).  Two values
+   never share a slot: every major block is two words at least (a header
+   and a field: caml_shared_try_alloc makes none of wosize 0, empty
+   blocks are static atoms), so the first fields of two blocks are 16
+   bytes apart or more; an infix pointer (which has a slot too) is
+   three words at least past its closure's start and from the closure's
+   other infix pointers, and two words at least before its end.  A slot
+   per word took twice the memory and the page faults: bench/snapshot's
+   walk at 0.30 GiB took 0.20-0.22 s in a child (Gc.major 0.115 s), its
+   system time 40-72 ms. */
+#define SIDE_SLOT_SHIFT 4
 #define SIDE_LEAF_BITS 21
 #define SIDE_LEAF_WORDS ((uintnat)1 << SIDE_LEAF_BITS)
-#define SIDE_TOP_ENTRIES ((uintnat)1 << (48 - 3 - SIDE_LEAF_BITS))
+#define SIDE_TOP_ENTRIES ((uintnat)1 << (48 - SIDE_SLOT_SHIFT - SIDE_LEAF_BITS))
 #define SIDE_LEAF_BYTES (SIDE_LEAF_WORDS * sizeof(uint32_t))
 /* A leaf's pages are written in bulk (MADV_POPULATE_WRITE), a granule of
    SIDE_GRANULE_SLOTS slots (64 KiB) when a block is first named there: a
@@ -499,7 +522,7 @@ static uint32_t *side_leaf(walk *w, uintnat t)
    address space covered, which no heap reaches). */
 static inline uint32_t *side_slot(walk *w, value v)
 {
-  uintnat a = (uintnat)v >> 3, t = a >> SIDE_LEAF_BITS;
+  uintnat a = (uintnat)v >> SIDE_SLOT_SHIFT, t = a >> SIDE_LEAF_BITS;
   if (t >= SIDE_TOP_ENTRIES) return NULL;
   uint32_t *leaf = w->side_top[t];
   if (leaf == NULL && (leaf = side_leaf(w, t)) == NULL) return NULL;
@@ -523,7 +546,7 @@ static __attribute__((noinline)) void side_populate(uint64_t *done,
    pages, at once. */
 static inline void side_touch(walk *w, value v)
 {
-  uintnat a = (uintnat)v >> 3;
+  uintnat a = (uintnat)v >> SIDE_SLOT_SHIFT;
   uint32_t *leaf = w->side_top[a >> SIDE_LEAF_BITS];
   uint64_t *done = (uint64_t *)((char *)leaf - SIDE_HEAD_BYTES);
   uintnat g = (a & (SIDE_LEAF_WORDS - 1)) >> SIDE_GRANULE_BITS;
@@ -601,7 +624,7 @@ static inline uint64_t visit(walk *w, value v)
 {
   /* 0: a field of a module block not initialised yet */
   if (!Is_block(v) || v == 0) return 0;
-  uintnat a = (uintnat)v >> 3, t = a >> SIDE_LEAF_BITS;
+  uintnat a = (uintnat)v >> SIDE_SLOT_SHIFT, t = a >> SIDE_LEAF_BITS;
   uint32_t *leaf = t < SIDE_TOP_ENTRIES ? w->side_top[t] : NULL;
   uint32_t *slot = leaf ? &leaf[a & (SIDE_LEAF_WORDS - 1)] : NULL;
   if (slot && *slot) return *slot;
@@ -991,7 +1014,7 @@ static inline void prefetch_targets(uint32_t *const *side_top, value v)
   for (mlsize_t i = 0; i < n; i++) {
     value f = Field(v, i);
     if (!Is_block(f)) continue;   /* 0 too: a prefetch never faults */
-    uintnat a = (uintnat)f >> 3, t = a >> SIDE_LEAF_BITS;
+    uintnat a = (uintnat)f >> SIDE_SLOT_SHIFT, t = a >> SIDE_LEAF_BITS;
     uint32_t *leaf = t < SIDE_TOP_ENTRIES ? side_top[t] : NULL;
     if (leaf) __builtin_prefetch(&leaf[a & (SIDE_LEAF_WORDS - 1)]);
     __builtin_prefetch((void *)Hp_val(f));

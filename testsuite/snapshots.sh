@@ -35,7 +35,7 @@ within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = 
 cd "$W"
 # (compiled here: the compilers write their .cm* files next to the source)
 cp "$here"/programs/snap_*.ml "$here"/programs/snap_*.c .
-for p in snap_hashtbl snap_retention snap_domains snap_memprof snap_holders snap_weak snap_live; do
+for p in snap_hashtbl snap_retention snap_domains snap_memprof snap_holders snap_weak snap_live snap_exact; do
   ocamlopt -g -o "$p" "$p.ml" > "$p.build" 2>&1 || ko "build $p" "$(head -3 "$p.build")"
 done
 ocamlopt -g -I +unix unix.cmxa -o snap_signal snap_signal.ml > snap_signal.build 2>&1 || ko "build snap_signal"
@@ -54,6 +54,18 @@ got=$(root_retained h.ret global '^Snap_hashtbl$')
 check "hashtbl: retained by Snap_hashtbl $got B, truth $truth B (Obj.reachable_words), within 5 %" within "$got" "$truth" 5
 check "hashtbl: the retainer path starts at the global and reaches make_entry's strings" \
   awk '/^Retainer paths/ { on = 1 } on && /global Snap_hashtbl/ { g = 1 } on && g && /-> string .*from/ { s = 1 } END { exit !(g && s) }' h.ret
+# ---- blocks packed as close as the heap puts them (the walk's id slot
+# per two words): the retained size is exactly Obj.reachable_words', in
+# the child's walk and in the pause's ----
+for fk in 1 0; do
+  OCAMLRUNPARAM="memprof=$W/exact$fk.trace,memprof_rate=1e-3,memprof_snapshot_fork=$fk" ./snap_exact > exact$fk.out 2> exact$fk.err
+  check "exact (fork=$fk): runs, nothing on stderr" [ $? -eq 0 -a ! -s exact$fk.err ]
+  truth=$(awk '$1 == "truth" { print $2 }' exact$fk.out)
+  got=$("$MP" retainers --json "$W/exact$fk.trace" 2> /dev/null | python3 -c '
+import json, sys
+print(sum(r["retained"] for r in json.load(sys.stdin)["roots"] if r["label"] == "Snap_exact"))' 2> /dev/null)
+  check "exact (fork=$fk): refs, options, floats, pairs, infix closures retained ${got:-?} B, truth $truth B" [ -n "$truth" -a "${got:-x}" = "$truth" ]
+done
 # The strings: 20000 x (200 bytes -> 26 words + header) = 4.32 MB; estimate +- 4.5 se.
 est=$(awk '/^Live sampled/ { on = 1; next } on && /Bytes.make|String.make/ { print $1, $2, $3, $4; exit }' h.ret)
 set -- $est
