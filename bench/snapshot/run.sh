@@ -15,6 +15,12 @@
 #   memprof_compress=0 for the encoding itself (per block + per edge);
 # - `ocaml-memprof retainers` (decode, graph, dominators, retained sizes)
 #   on the snapshot: wall, CPU (user + system) and peak RSS (GNU time).
+# - the walk against Gc.major as the heap grows: SCALING_MILLIONS (default
+#   "4 16 27": 0.30, 1.19 and 2.01 GiB live) with SCALING_RUNS runs (default
+#   3) of each walk, the forked child's and the pause's; each run's walk is
+#   divided by its own Gc.major, and the median ratio is the figure (the
+#   system's cost of a page fault, most of the child's system time, moves
+#   from run to run on a VM).
 # Writes a markdown table to OUT.md (default: stdout) with the machine's
 # load average at start and end: wall times on a shared machine move with
 # it, CPU times less.
@@ -53,12 +59,33 @@ header=$("$TOOL" retainers -n 1 "$W/big.trace" | head -1)
 evo=$("$TOOL" retainers --evolution --bytes "$W/big.trace" | sed -n 2p)
 /usr/bin/time -o "$W/time.txt" -f "%e %U %S %M" "$TOOL" retainers "$W/big.trace" > /dev/null
 ret=$(cat "$W/time.txt")
+# "GIB MEDIAN MIN MAX" of walk / Gc.major over SCALING_RUNS runs of
+# bigheap $1 with the extra OCAMLRUNPARAM keys $2
+scaling_ratios() {
+  local i
+  for i in $(seq "${SCALING_RUNS:-3}"); do
+    run "$W/scale.trace" "$2" > /dev/null
+    "$TOOL" info --json "$W/scale.trace" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)["heap_snapshots"][-1]
+major = float([l.split()[1] for l in open(sys.argv[1]) if l.startswith("gc_major_s")][0])
+print(s["bytes"] / 2**30, s["walk_ns"] / 1e9 / major)' "$W/scale.trace.out"
+    rm -f "$W/scale.trace"
+  done | sort -n -k 2 | awk '{ g = $1; r[NR] = $2 } END { print g, r[int((NR + 1) / 2)], r[1], r[NR] }'
+}
+scaling=""
+for m in ${SCALING_MILLIONS:-4 16 27}; do
+  M=$m
+  scaling="$scaling$m $(scaling_ratios "$m" "") $(scaling_ratios "$m" ",memprof_snapshot_fork=0");"
+done
+M=${2:-16}
 size=$(stat -c %s "$W/big.trace"); raw=$(stat -c %s "$W/big-raw.trace")
 rm -f "$W"/big-raw.trace
 load_end=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?')
 awk -v header="$header" -v evo="$evo" -v prog="$prog" -v raw_prog="$raw_prog" \
     -v fork="$fork" -v inpause="$inpause" \
-    -v ret="$ret" -v size="$size" -v raw="$raw" -v m="$M" \
+    -v ret="$ret" -v size="$size" -v raw="$raw" -v m="$M" -v scaling="$scaling" \
+    -v runs="${SCALING_RUNS:-3}" \
     -v l0="$load_start" -v l1="$load_end" -v date="$(date -u +%Y-%m-%d)" 'BEGIN {
   n = split(header, h, " ")
   for (i = 1; i <= n; i++) {
@@ -84,4 +111,13 @@ awk -v header="$header" -v evo="$evo" -v prog="$prog" -v raw_prog="$raw_prog" \
   printf "| `retainers` wall | **%.1f s** | <= 15 s |\n", r[1]
   printf "| `retainers` CPU (user + system) | %.1f s (%.1f + %.1f) | |\n", r[2] + r[3], r[2], r[3]
   printf "| `retainers` peak RSS | **%.2f GiB** | <= 2.5 GiB |\n", r[4] / 1048576
+  n = split(scaling, sc, ";")
+  if (n > 1) {
+    printf "\nThe walk against a major cycle (Gc.major) of the same heap as it grows: median of %d runs of each walk (min-max), each walk over the Gc.major of its own run.\n\n", runs
+    printf "| bigheap | live heap | walk in the forked child / Gc.major | walk in the pause / Gc.major | target |\n|---|---|---|---|---|\n"
+    for (i = 1; i < n; i++) {
+      split(sc[i], v, " ")
+      printf "| %s | %.2f GiB | **%.2f x** (%.2f-%.2f) | %.2f x (%.2f-%.2f) | <= 1.5 x |\n", v[1], v[2], v[3], v[4], v[5], v[7], v[8], v[9]
+    }
+  }
 }' > "$OUT"

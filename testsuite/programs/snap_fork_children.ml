@@ -10,7 +10,11 @@ let churn () =
   let keep = ref [] in
   for i = 1 to 50 do keep := Array.make 1000 i :: !keep done;
   Gc.major ();                          (* a cycle end: a snapshot *)
-  ignore (Sys.opaque_identity !keep)
+  ignore (Sys.opaque_identity !keep);
+  (* time for the snapshot's child to end before a later cycle end (one
+     child at a time), so that several run during the program's own
+     forks and waits even on a loaded machine *)
+  Unix.sleepf 0.002
 
 let child code = match Unix.fork () with 0 -> Unix._exit code | pid -> pid
 
