@@ -20,7 +20,8 @@
 #   3) of each walk, the forked child's and the pause's; each run's walk is
 #   divided by its own Gc.major, and the median ratio is the figure (the
 #   system's cost of a page fault, most of the child's system time, moves
-#   from run to run on a VM).
+#   from run to run on a VM); the same for mixheap.ml, a heap of mixed
+#   shapes (MIXED_MIB, default 2500: 36 M blocks, 0.99 GiB live).
 # Writes a markdown table to OUT.md (default: stdout) with the machine's
 # load average at start and end: wall times on a shared machine move with
 # it, CPU times less.
@@ -31,14 +32,19 @@ W=${BENCH_WORKDIR:-/tmp/memprof-snapshot-bench}
 TOOL="$PREFIX/bin/ocaml-memprof"
 mkdir -p "$W"
 load_start=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?')
-"$PREFIX/bin/ocamlopt" -O2 -I +unix unix.cmxa -o "$W/bigheap" "$here/bigheap.ml" 2>/dev/null \
-  || "$PREFIX/bin/ocamlopt" -I +unix unix.cmxa -o "$W/bigheap" "$here/bigheap.ml"
+# (compiled in $W: the compiler writes its .cm* files beside the source)
+for p in bigheap mixheap; do
+  cp "$here/$p.ml" "$W/"
+  (cd "$W" && { "$PREFIX/bin/ocamlopt" -O2 -I +unix unix.cmxa -o $p $p.ml 2>/dev/null \
+    || "$PREFIX/bin/ocamlopt" -I +unix unix.cmxa -o $p $p.ml; })
+done
 rm -f "$W"/big.trace "$W"/big-raw.trace
 # One run: the trace at $1, extra OCAMLRUNPARAM keys in $2; prints
 # "wall_s max_rss_kB" (bigheap's output in $1.out).
+PROG=bigheap
 run() {
   /usr/bin/time -o "$W/time.txt" -f "%e %M" env \
-    OCAMLRUNPARAM="memprof=$1,memprof_rate=0$2" "$W/bigheap" "$M" > "$1.out"
+    OCAMLRUNPARAM="memprof=$1,memprof_rate=0$2" "$W/$PROG" "$M" > "$1.out"
   cat "$W/time.txt"
 }
 # "pause_ns walk_ns extra_bytes walk_mode gc_major_s" of the trace $1
@@ -76,9 +82,15 @@ print(s["bytes"] / 2**30, s["walk_ns"] / 1e9 / major)' "$W/scale.trace.out"
 scaling=""
 for m in ${SCALING_MILLIONS:-4 16 27}; do
   M=$m
-  scaling="$scaling$m $(scaling_ratios "$m" "") $(scaling_ratios "$m" ",memprof_snapshot_fork=0");"
+  scaling="${scaling}bigheap@$m $(scaling_ratios "$m" "") $(scaling_ratios "$m" ",memprof_snapshot_fork=0");"
 done
-M=${2:-16}
+# The same on mixheap (MIXED_MIB, default 2500: 0.99 GiB live)
+PROG=mixheap
+for m in ${MIXED_MIB:-2500}; do
+  M=$m
+  scaling="${scaling}mixheap@$m $(scaling_ratios "$m" "") $(scaling_ratios "$m" ",memprof_snapshot_fork=0");"
+done
+PROG=bigheap; M=${2:-16}
 size=$(stat -c %s "$W/big.trace"); raw=$(stat -c %s "$W/big-raw.trace")
 rm -f "$W"/big-raw.trace
 load_end=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?')
@@ -114,9 +126,9 @@ awk -v header="$header" -v evo="$evo" -v prog="$prog" -v raw_prog="$raw_prog" \
   n = split(scaling, sc, ";")
   if (n > 1) {
     printf "\nThe walk against a major cycle (Gc.major) of the same heap as it grows: median of %d runs of each walk (min-max), each walk over the Gc.major of its own run.\n\n", runs
-    printf "| bigheap | live heap | walk in the forked child / Gc.major | walk in the pause / Gc.major | target |\n|---|---|---|---|---|\n"
+    printf "| heap (program and argument) | live heap | walk in the forked child / Gc.major | walk in the pause / Gc.major | target |\n|---|---|---|---|---|\n"
     for (i = 1; i < n; i++) {
-      split(sc[i], v, " ")
+      split(sc[i], v, " "); gsub(/@/, " ", v[1])
       printf "| %s | %.2f GiB | **%.2f x** (%.2f-%.2f) | %.2f x (%.2f-%.2f) | <= 1.5 x |\n", v[1], v[2], v[3], v[4], v[5], v[7], v[8], v[9]
     }
   }
