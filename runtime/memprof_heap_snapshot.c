@@ -139,7 +139,16 @@
    system's cost per page fault varied tenfold that day: the fewer
    pages, the steadier the walk.  Transparent huge pages for the leaves
    were tried: 0.17-0.38 s at 0.30 GiB, the system time up to 0.21 s
-   finding huge pages; not kept.  The forked pause is almost all clone(2) copying
+   finding huge pages; not kept.  A heap of mixed shapes is slower to
+   walk: bench/snapshot/mixheap.ml (36 M blocks, 0.99 GiB live: lists,
+   records, strings, float arrays, closures, a Hashtbl, a Map) takes
+   2.3-2.4 x its Gc.major in the pause and 2.7-3.0 x in the child, its
+   walk about 46 ns a block at that size against 20 ns at 0.1-0.4 GiB
+   (the same program smaller) while its Gc.major stays near 10 ns a
+   block: there the walk's memory accesses (a slot and a header per new
+   target, scattered, and the TLB misses of two large tables instead of
+   one) are what its prefetching does not hide.
+   The forked pause is almost all clone(2) copying
    the page tables of the program (1.9 GB resident at 1.19 GiB live);
    the child's private memory is 51 % of the live heap there (the id
    slots' leaves, then 4 bytes per heap word, and the queue's chunks).  The
