@@ -965,8 +965,6 @@ static void write_block(walk *w, uint64_t id, value v, tag_t tag,
     w->weak_from = w->block_edges;
     for (mlsize_t i = CAML_EPHE_FIRST_KEY; i < wosize; i++) edge(w, Field(v, i));
     if (w->weak_from == w->block_edges) w->weak_from = UINT64_MAX;
-  } else if (tag < No_scan_tag) {
-    for (mlsize_t i = 0; i < wosize; i++) edge(w, Field(v, i));
   }
   if (w->nbatch || !w->block_written) edges_flush(w);
   if (tag == Custom_tag) {
