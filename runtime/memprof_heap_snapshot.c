@@ -917,13 +917,13 @@ static inline void write_small_block(walk *w, value v, tag_t tag,
 static void write_block(walk *w, uint64_t id, value v, tag_t tag,
                         mlsize_t wosize)
 {
-  /* A plain block: its targets gathered MPT_SNAP_MAX_EDGES at a time,
-     the first ones written with the block, the next in EDGES records.
-     (Through edge(), an array's fields cost about 80 instructions each
-     and the records' writing 65 more: a 128 MiB array of strings of 16
-     words, cachegrind.) */
-  if (tag < No_scan_tag && tag != Closure_tag && tag != Cont_tag) {
-    mlsize_t i = 0;
+  /* A plain block or a closure (its environment): its targets gathered
+     MPT_SNAP_MAX_EDGES at a time, the first ones written with the block,
+     the next in EDGES records.  (Through edge(), an array's fields cost
+     about 80 instructions each and the records' writing 65 more: a 128
+     MiB array of strings of 16 words, cachegrind.) */
+  if (tag < No_scan_tag && tag != Cont_tag) {
+    mlsize_t i = tag == Closure_tag ? Start_env_closinfo(Closinfo_val(v)) : 0;
     int first = 1;
     do {
       uint32_t n = 0;
@@ -954,10 +954,7 @@ static void write_block(walk *w, uint64_t id, value v, tag_t tag,
   w->block_tag = tag; w->block_wosize = wosize;
   w->weak_from = UINT64_MAX;
   w->nbatch = 0; w->block_edges = 0; w->block_written = 0;
-  if (tag == Closure_tag) {
-    for (mlsize_t i = Start_env_closinfo(Closinfo_val(v)); i < wosize; i++)
-      edge(w, Field(v, i));
-  } else if (tag == Cont_tag) {
+  if (tag == Cont_tag) {
     struct stack_info *stk = Ptr_val(Field(v, 0));
     if (stk != NULL) caml_scan_stack(edge_action, 0, w, stk, 0);
   } else if (tag == Abstract_tag && map_get(&w->ephemerons, v)) {
