@@ -39,8 +39,8 @@ for p in bigheap mixheap; do
     || "$PREFIX/bin/ocamlopt" -I +unix unix.cmxa -o $p $p.ml; })
 done
 rm -f "$W"/big.trace "$W"/big-raw.trace
-# One run: the trace at $1, extra OCAMLRUNPARAM keys in $2; prints
-# "wall_s max_rss_kB" (bigheap's output in $1.out).
+# One run of $PROG $M: the trace at $1, extra OCAMLRUNPARAM keys in $2;
+# prints "wall_s max_rss_kB" (the program's output in $1.out).
 PROG=bigheap
 run() {
   /usr/bin/time -o "$W/time.txt" -f "%e %M" env \
@@ -65,12 +65,12 @@ header=$("$TOOL" retainers -n 1 "$W/big.trace" | head -1)
 evo=$("$TOOL" retainers --evolution --bytes "$W/big.trace" | sed -n 2p)
 /usr/bin/time -o "$W/time.txt" -f "%e %U %S %M" "$TOOL" retainers "$W/big.trace" > /dev/null
 ret=$(cat "$W/time.txt")
-# "GIB MEDIAN MIN MAX" of walk / Gc.major over SCALING_RUNS runs of
-# bigheap $1 with the extra OCAMLRUNPARAM keys $2
+# "GIB MEDIAN MIN MAX" of walk / Gc.major over SCALING_RUNS runs of the
+# program $1 with argument $2 and the extra OCAMLRUNPARAM keys $3
 scaling_ratios() {
-  local i
+  local PROG=$1 M=$2 i
   for i in $(seq "${SCALING_RUNS:-3}"); do
-    run "$W/scale.trace" "$2" > /dev/null
+    run "$W/scale.trace" "$3" > /dev/null
     "$TOOL" info --json "$W/scale.trace" | python3 -c '
 import json, sys
 s = json.load(sys.stdin)["heap_snapshots"][-1]
@@ -80,17 +80,11 @@ print(s["bytes"] / 2**30, s["walk_ns"] / 1e9 / major)' "$W/scale.trace.out"
   done | sort -n -k 2 | awk '{ g = $1; r[NR] = $2 } END { print g, r[int((NR + 1) / 2)], r[1], r[NR] }'
 }
 scaling=""
-for m in ${SCALING_MILLIONS:-4 16 27}; do
-  M=$m
-  scaling="${scaling}bigheap@$m $(scaling_ratios "$m" "") $(scaling_ratios "$m" ",memprof_snapshot_fork=0");"
+for hm in $(printf 'bigheap@%s ' ${SCALING_MILLIONS:-4 16 27}) \
+          $(printf 'mixheap@%s ' ${MIXED_MIB:-2500}); do
+  p=${hm%@*} m=${hm#*@}
+  scaling="$scaling$hm $(scaling_ratios $p "$m" "") $(scaling_ratios $p "$m" ",memprof_snapshot_fork=0");"
 done
-# The same on mixheap (MIXED_MIB, default 2500: 0.99 GiB live)
-PROG=mixheap
-for m in ${MIXED_MIB:-2500}; do
-  M=$m
-  scaling="${scaling}mixheap@$m $(scaling_ratios "$m" "") $(scaling_ratios "$m" ",memprof_snapshot_fork=0");"
-done
-PROG=bigheap; M=${2:-16}
 size=$(stat -c %s "$W/big.trace"); raw=$(stat -c %s "$W/big-raw.trace")
 rm -f "$W"/big-raw.trace
 load_end=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?')

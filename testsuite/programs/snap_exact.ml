@@ -3,9 +3,8 @@
    and one-field blocks (two words, the smallest size class, allocated
    one after the other in the same pools), boxed floats, pairs, and
    mutually recursive closures allocated at run time, whose infix
-   pointers name a field inside their block.  Each kind is held both
-   directly and through a pointer to it only, so that every block is
-   named through every kind of edge.  Prints the truth (bytes reachable
+   pointers name a field inside their block, each held by a constructor
+   in one array.  Prints the truth (bytes reachable
    from [keep], headers included) and takes a snapshot: the module
    global's retained size must be exactly that (a shared slot would merge
    two blocks and lose some). *)
