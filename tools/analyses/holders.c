@@ -97,17 +97,25 @@ static uint32_t step(shaper *sh, uint32_t prev, uint32_t text)
   return (uint32_t)r->nsteps++;
 }
 
+uint32_t hd_text_id(strpool *texts, u64map *memo, uint64_t key,
+                    void (*text)(void *u, uint32_t node, char *buf, size_t n),
+                    void *u, uint32_t node, size_t max)
+{
+  uint32_t *known = key != HD_NO_KEY ? u64map_get(memo, key) : NULL;
+  if (known) return *known;
+  char buf[HD_TEXT_MAX];
+  text(u, node, buf, max < sizeof buf ? max : sizeof buf);
+  uint32_t id = strpool_intern(texts, buf, strlen(buf));
+  if (key != HD_NO_KEY) u64map_put(memo, key, id);
+  return id;
+}
+
 static uint32_t node_text_id(shaper *sh, uint32_t v)
 {
   const hd_namer *nm = sh->namer;
-  uint64_t key = nm->key ? nm->key(nm->u, v) : HD_NO_KEY;
-  uint32_t *known = key != HD_NO_KEY ? u64map_get(&sh->text_of, key) : NULL;
-  if (known) return *known;
-  char buf[1100];
-  nm->text(nm->u, v, buf, sizeof buf);
-  uint32_t id = strpool_intern(sh->r->texts, buf, strlen(buf));
-  if (key != HD_NO_KEY) u64map_put(&sh->text_of, key, id);
-  return id;
+  return hd_text_id(sh->r->texts, &sh->text_of,
+                    nm->key ? nm->key(nm->u, v) : HD_NO_KEY, nm->text, nm->u,
+                    v, HD_TEXT_MAX);
 }
 
 /* The path shape and run mask of node t reached from node v. */

@@ -94,6 +94,14 @@ typedef struct {
   void *u;
 } hd_namer;
 
+/* The id in [texts] of [node]'s step text, written by [text] in at most
+   [max] <= HD_TEXT_MAX bytes, formatted once per [key] through [memo]
+   (key -> id) and every time for HD_NO_KEY. */
+#define HD_TEXT_MAX 1100
+uint32_t hd_text_id(strpool *texts, u64map *memo, uint64_t key,
+                    void (*text)(void *u, uint32_t node, char *buf, size_t n),
+                    void *u, uint32_t node, size_t max);
+
 void hd_init(hd_ctx *c, const hg_snapshot *s, const dom_tree *d);
 void hd_free(hd_ctx *c);
 

@@ -795,6 +795,11 @@ static void path_tree_free(path_tree *t)
 
 static uint64_t holder_step_key(void *u, uint32_t node);
 
+static void node_text_of(void *u, uint32_t v, char *buf, size_t n)
+{
+  node_text(u, v, buf, n);
+}
+
 /* node_text of a block that is not sampled (no site named) and not an
    array element of known index is holder_step_text's: the same key. */
 static uint32_t step_text_id(analysis *a, path_tree *t, uint32_t v)
@@ -802,13 +807,8 @@ static uint32_t step_text_id(analysis *a, path_tree *t, uint32_t v)
   uint64_t key = v >= a->s.base && !a->s.alloc[v - a->s.base]
                  && !(a->types && st_name_indexed(a->types, v))
                  ? holder_step_key(a, v) : HD_NO_KEY;
-  uint32_t *known = key != HD_NO_KEY ? u64map_get(&t->text_of, key) : NULL;
-  if (known) return *known;
-  char cur[PATH_STEP_MAX];
-  node_text(a, v, cur, sizeof cur);
-  uint32_t id = strpool_intern(t->texts, cur, strlen(cur));
-  if (key != HD_NO_KEY) u64map_put(&t->text_of, key, id);
-  return id;
+  return hd_text_id(t->texts, &t->text_of, key, node_text_of, a, v,
+                    PATH_STEP_MAX);
 }
 
 /* The state of reachable node [v] as a step of longer paths: its
