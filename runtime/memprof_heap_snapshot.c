@@ -61,9 +61,9 @@
    "the next id" and costs one byte.
 
    Data structures (freed after each snapshot; none exist before the first)
-   - id of each visited major block, beside the heap (side_slot): a
+   - id of each visited block, beside the heap (visit): a
      32-bit slot per 16 bytes of heap (two words: no two blocks are
-     closer, see side_slot), in leaves covering 32 MiB of address space
+     closer, see SIDE_SLOT_SHIFT), in leaves covering 32 MiB of address space
      each, mapped on first use (their pages written 64 KiB at a
      time, when a block is first named there) and found through a
      directory over the 48-bit address space (mapped whole, touched only
@@ -79,8 +79,9 @@
      most of the pause), a chunk the walk is past used again for the
      blocks named next: 8 bytes per block named and not written yet (the
      breadth-first frontier: two chunks on bench/snapshot's heap, where
-     a table of every block took 384 MB to fault in).  Young blocks are
-     named through a small open-addressing map young address -> id;
+     a table of every block took 384 MB to fault in), written at its
+     tail (a pointer into the chunk being filled).  Young blocks are
+     named as major ones, through their slots;
    - tracked samples: address -> ALLOC id, copied from the tracer's
      per-domain tables (caml_memprof_tracer_iter_tracked);
    - ephemerons: address set, from each domain's ephemeron lists (an
@@ -265,7 +266,7 @@ static atomic_uintnat memprof_settled[Max_domains_max];
 #define BUF_BYTES (256 * 1024)
 
 /* ------------------------------------------------------------------ */
-/* Address-keyed open-addressing maps (young ids, samples, ephemerons) */
+/* Address-keyed open-addressing maps (samples, ephemerons, labels) */
 
 /* The walk's growing tables (maps, entry chunks, id slots) are mapped
    pages, never malloc's: a forked child grows them too, and malloc may
@@ -356,7 +357,16 @@ typedef struct { value v; } entry;
 #define MAX_BLOCK_ID UINT32_MAX        /* what an id slot holds */
 #define ENTRY_CHUNKS ((MAX_BLOCK_ID >> ENTRY_CHUNK_BITS) + 1)
 
-/* The ids of visited major blocks, beside the heap: a slot per 16 bytes
+/* Distances in blocks: a block's targets are named about PREFETCH_TARGETS
+   blocks after their prefetch, which must cover a miss to memory (shorter
+   distances, 16 and 6, left the new targets' headers missing: bigheap 16's
+   walk took 15 % longer).  Without the targets' prefetch the walk in the
+   pause took 0.84-0.88 s instead of 0.53-0.56 s on bigheap 16, and
+   1.24-1.31 s instead of 0.92-0.98 s on bench/snapshot/mixheap.ml 2500. */
+#define PREFETCH_BLOCK 48
+#define PREFETCH_TARGETS 24
+
+/* The ids of visited blocks, beside the heap: a slot per 16 bytes
    of address space (the block's first field's), in leaves of
    SIDE_LEAF_WORDS slots (32 MiB of address space each) mapped on first
    use, found through a directory of a pointer per leaf over the 48-bit
@@ -401,10 +411,11 @@ typedef struct {
      block being written on (the chunks before it are used again: spare) */
   entry **chunks; size_t nchunks; uint64_t n;   /* ENTRY_CHUNKS slots */
   entry **spare; size_t nspare;                 /* ENTRY_CHUNKS slots */
+  entry *tail, *tail_end;       /* entry [n + 1], and its chunk's end */
   int incomplete;               /* out of memory: no new block named */
   uint32_t **side_top;          /* SIDE_TOP_ENTRIES leaves, or NULL */
   uint32_t **leaves; size_t nleaves, leaves_cap; /* the leaves mapped */
-  addr_map young, samples, ephemerons;
+  addr_map samples, ephemerons;
   uint64_t *sample_bits; size_t sample_words; unsigned sample_shift;
   /* labels: key (a pointer or a small code) -> string id */
   addr_map labels; uint32_t nlabels;
@@ -462,15 +473,13 @@ static uint32_t label_id(walk *w, uintnat key, const char *text)
 enum { L_LOCAL = 1, L_C_GLOBAL, L_FINAL, L_THREADS, L_REGISTERS,
        L_BYTECODE_STACK, L_GLOBAL_DATA, L_MEMPROF_DATA };
 
-static inline entry *entry_at(entry *const *chunks, uint64_t id)
-{
-  return &chunks[id >> ENTRY_CHUNK_BITS][id & (ENTRY_CHUNK - 1)];
-}
-
 /* A chunk of entries, advised for huge pages where the system has them:
    the table is hundreds of MB on a large heap, and its page faults were
    a good part of the pause with 4 KiB pages. */
 #define CHUNK_BYTES (ENTRY_CHUNK * sizeof(entry))
+/* and the overflow past its end (see queue_slow): a page */
+#define CHUNK_MAP_BYTES (CHUNK_BYTES + 4096)
+_Static_assert(PREFETCH_BLOCK * sizeof(entry) <= 4096, "overflow page");
 static entry *new_chunk(void)
 {
 #ifdef MADV_HUGEPAGE
@@ -480,11 +489,11 @@ static entry *new_chunk(void)
   if (!p) return NULL;
   char *a = (char *)(((uintnat)p + huge - 1) & ~(uintnat)(huge - 1));
   if (a > p) munmap(p, (size_t)(a - p));
-  munmap(a + CHUNK_BYTES, (size_t)(p + huge - a));
+  munmap(a + CHUNK_MAP_BYTES, (size_t)(p + huge - a) - 4096);
   madvise(a, CHUNK_BYTES, MADV_HUGEPAGE);
   return (entry *)a;
 #else
-  return pages_alloc(CHUNK_BYTES);
+  return pages_alloc(CHUNK_MAP_BYTES);
 #endif
 }
 
@@ -527,17 +536,6 @@ static uint32_t *side_leaf(walk *w, uintnat t)
   return leaf;
 }
 
-/* The id slot of major block [v]; NULL when out of memory (or out of the
-   address space covered, which no heap reaches). */
-static inline uint32_t *side_slot(walk *w, value v)
-{
-  uintnat a = (uintnat)v >> SIDE_SLOT_SHIFT, t = a >> SIDE_LEAF_BITS;
-  if (t >= SIDE_TOP_ENTRIES) return NULL;
-  uint32_t *leaf = w->side_top[t];
-  if (leaf == NULL && (leaf = side_leaf(w, t)) == NULL) return NULL;
-  return &leaf[a & (SIDE_LEAF_WORDS - 1)];
-}
-
 /* Granule [g] of [leaf] is written (in bulk where the system can). */
 static __attribute__((noinline)) void side_populate(uint64_t *done,
                                                     uint32_t *leaf, uintnat g)
@@ -551,12 +549,10 @@ static __attribute__((noinline)) void side_populate(uint64_t *done,
 #endif
 }
 
-/* The slot of major block [v] is about to be written: its granule's
-   pages, at once. */
-static inline void side_touch(walk *w, value v)
+/* Slot [a] (an address >> SIDE_SLOT_SHIFT) of [leaf] is about to be
+   written: its granule's pages, at once. */
+static inline void side_touch(uint32_t *leaf, uintnat a)
 {
-  uintnat a = (uintnat)v >> SIDE_SLOT_SHIFT;
-  uint32_t *leaf = w->side_top[a >> SIDE_LEAF_BITS];
   uint64_t *done = (uint64_t *)((char *)leaf - SIDE_HEAD_BYTES);
   uintnat g = (a & (SIDE_LEAF_WORDS - 1)) >> SIDE_GRANULE_BITS;
   if (!(done[g / 64] & ((uint64_t)1 << (g % 64))))
@@ -570,78 +566,98 @@ static void recycle_chunk(walk *w, size_t c)
   w->chunks[c] = NULL;
 }
 
-/* Name major block [v], whose id slot is [slot], seen for the first time:
-   the next id. */
-static inline uint64_t add_major(walk *w, value v, uint32_t *slot)
+/* add_block's slow path, where tail == tail_end: queue block [v] at
+   the start of a chunk (mapping it), or among the first PREFETCH_BLOCK
+   entries of one, which are also written past the end of the chunk
+   before it (its overflow) while the walk reads that chunk, so that the
+   walk reads the blocks it prefetches at a fixed distance in the same
+   chunk.  False when memory or ids ran out, or after the walk gave up
+   naming blocks (tail stays at tail_end: every later block comes here to
+   be refused). */
+static __attribute__((noinline)) int queue_slow(walk *w, value v)
 {
+  if (w->incomplete) return 0;
   uint64_t id = w->n + 1;
-  if ((id >> ENTRY_CHUNK_BITS) >= w->nchunks || w->incomplete) {
-    if (!entry_room(w, id)) return 0;     /* past MAX_BLOCK_ID too */
+  size_t c = (size_t)(id >> ENTRY_CHUNK_BITS), i = id & (ENTRY_CHUNK - 1);
+  entry *chunk;
+  if (i == 0 || w->tail == NULL) {
+    if (!entry_room(w, id)) return 0;   /* past MAX_BLOCK_ID too */
+    chunk = w->chunks[c];
+  } else {
+    chunk = w->tail - i;
   }
-  side_touch(w, v);
-  *slot = (uint32_t)id;
-  entry_at(w->chunks, id)->v = v;
-  w->n = id;
-  return id;
+  chunk[i].v = v;
+  if (i < PREFETCH_BLOCK && c > 0 && w->chunks[c - 1] != NULL)
+    w->chunks[c - 1][ENTRY_CHUNK + i].v = v;
+  w->tail = chunk + i + 1;
+  w->tail_end = i + 1 < PREFETCH_BLOCK ? w->tail : chunk + ENTRY_CHUNK;
+  return 1;
 }
 
-/* Young blocks are few: named through a map, their headers untouched. */
-static uint64_t visit_young(walk *w, value v)
+/* Name block [v], seen for the first time, whose id slot is [slot], slot
+   [a] of [leaf] (where it was looked up): the next id, queued. */
+static inline uint64_t add_block(walk *w, value v, uint32_t *leaf, uintnat a,
+                                 uint32_t *slot)
 {
-  if (Tag_val(v) == Infix_tag) v -= Infix_offset_val(v);
-  uint64_t id = map_get(&w->young, v);
-  if (id) return id;
-  id = w->n + 1;
-  if (!entry_room(w, id)) return 0;
-  if (!map_put(&w->young, v, id)) { w->incomplete = 1; return 0; }
-  entry_at(w->chunks, id)->v = v;
-  w->n = id;
+  if (__builtin_expect(w->tail == w->tail_end, 0)) {
+    if (!queue_slow(w, v)) return 0;
+  } else {
+    (w->tail++)->v = v;
+  }
+  side_touch(leaf, a);
+  uint64_t id = ++w->n;
+  *slot = (uint32_t)id;
   return id;
 }
 
 static uint64_t visit_infix(walk *w, value v, uint32_t *slot, header_t hd);
 
-/* The id of block [v], not young, whose id slot is [slot] (NULL: its leaf
-   is not mapped yet), naming it on first sight; 0 when it is not a heap
-   block (static data). */
-static uint64_t visit_major(walk *w, value v, uint32_t *slot)
+/* visit, past its read of the id slot (where the leaf is mapped), in the
+   cases it leaves out of line: an unmapped leaf, 0 (a field of a module
+   block not initialised yet), an infix pointer, static data.  0 when [v]
+   is not a heap block. */
+static __attribute__((noinline)) uint64_t visit_rare(walk *w, value v)
 {
-  if (!slot && !(slot = side_slot(w, v))) { w->incomplete = 1; return 0; }
+  if (v == 0) return 0;
+  uintnat a = (uintnat)v >> SIDE_SLOT_SHIFT, t = a >> SIDE_LEAF_BITS;
+  uint32_t *leaf = t < SIDE_TOP_ENTRIES ? w->side_top[t] : NULL;
+  if (leaf == NULL && (t >= SIDE_TOP_ENTRIES
+                       || (leaf = side_leaf(w, t)) == NULL)) {
+    w->incomplete = 1;
+    w->tail_end = w->tail;              /* no block named from now on */
+    return 0;
+  }
+  uint32_t *slot = &leaf[a & (SIDE_LEAF_WORDS - 1)];
   if (*slot) return *slot;
   header_t hd = Hd_val(v);
   if (Tag_hd(hd) == Infix_tag) return visit_infix(w, v, slot, hd);
   if (Has_status_hd(hd, NOT_MARKABLE)) return 0;
-  return add_major(w, v, slot);
-}
-
-/* visit, past its read of the id slot [slot] (NULL: the leaf is not
-   mapped), in the cases it leaves out of line: a young block, an unmapped
-   leaf, an infix pointer, static data. */
-static __attribute__((noinline)) uint64_t visit_rare(walk *w, value v,
-                                                     uint32_t *slot)
-{
-  return Is_young(v) ? visit_young(w, v) : visit_major(w, v, slot);
+  return add_block(w, v, leaf, a, slot);
 }
 
 /* The id of block [v], naming it (and queueing it) on first sight; 0 when
    [v] is not a heap block (an immediate, static data).  The common case,
-   a major block already named, is one read of its id slot, and the next,
-   a plain major block seen for the first time, is named inline.  A slot
-   is never set for a young address (young blocks are named through their
-   map), so a set slot needs no test of the minor heaps' range. */
+   a block already named, is one read of its id slot, and the next, a
+   plain block seen for the first time, is named inline.  Young blocks
+   are named as major ones, through their id slots (the walk writes no
+   header: neither needs a mark of its own).  A slot is never set for
+   address 0 (no block starts within 16 bytes of it), so 0 is told apart
+   only where the slot is not set. */
 static inline uint64_t visit(walk *w, value v)
 {
-  /* 0: a field of a module block not initialised yet */
-  if (!Is_block(v) || v == 0) return 0;
+  if (!Is_block(v)) return 0;
   uintnat a = (uintnat)v >> SIDE_SLOT_SHIFT, t = a >> SIDE_LEAF_BITS;
   uint32_t *leaf = t < SIDE_TOP_ENTRIES ? w->side_top[t] : NULL;
-  uint32_t *slot = leaf ? &leaf[a & (SIDE_LEAF_WORDS - 1)] : NULL;
-  if (slot && *slot) return *slot;
-  header_t hd;
-  if (slot != NULL && !Is_young(v) && (hd = Hd_val(v), Tag_hd(hd) != Infix_tag)
-      && !Has_status_hd(hd, NOT_MARKABLE))
-    return add_major(w, v, slot);
-  return visit_rare(w, v, slot);
+  if (__builtin_expect(leaf != NULL, 1)) {
+    uint32_t *slot = &leaf[a & (SIDE_LEAF_WORDS - 1)];
+    uint32_t id = *slot;
+    if (id) return id;
+    header_t hd;
+    if (v != 0 && (hd = Hd_val(v), Tag_hd(hd) != Infix_tag)
+        && !Has_status_hd(hd, NOT_MARKABLE))
+      return add_block(w, v, leaf, a, slot);
+  }
+  return visit_rare(w, v);
 }
 
 /* An infix pointer: the closure's id, kept in its slot too. */
@@ -1018,14 +1034,6 @@ static inline void write_sample(walk *w, value v)
 /* ------------------------------------------------------------------ */
 /* Taking a snapshot                                                   */
 
-/* Distances in blocks: a block's targets are named about PREFETCH_TARGETS
-   blocks after their prefetch, which must cover a miss to memory (shorter
-   distances, 16 and 6, left the new targets' headers missing: bigheap 16's
-   walk took 15 % longer).  Without the targets' prefetch the walk in the
-   pause took 0.84-0.88 s instead of 0.53-0.56 s on bigheap 16, and
-   1.24-1.31 s instead of 0.92-0.98 s on bench/snapshot/mixheap.ml 2500. */
-#define PREFETCH_BLOCK 48
-#define PREFETCH_TARGETS 24
 
 /* Prefetch the id slots of the first targets of block [e], which the
    walk will soon check, and their headers (read for the new ones). */
@@ -1062,15 +1070,15 @@ static void add_sample(void *data, value block, uint64_t id)
 static void walk_free(walk *w)
 {
   free(w->buf); free(w->zbuf);
-  for (size_t c = 0; c < w->nchunks; c++) pages_free(w->chunks[c], CHUNK_BYTES);
-  for (size_t c = 0; c < w->nspare; c++) pages_free(w->spare[c], CHUNK_BYTES);
+  for (size_t c = 0; c < w->nchunks; c++) pages_free(w->chunks[c], CHUNK_MAP_BYTES);
+  for (size_t c = 0; c < w->nspare; c++) pages_free(w->spare[c], CHUNK_MAP_BYTES);
   free(w->chunks); free(w->spare);
   for (size_t l = 0; l < w->nleaves; l++)
     pages_free((char *)w->leaves[l] - SIDE_HEAD_BYTES,
                SIDE_HEAD_BYTES + SIDE_LEAF_BYTES);
   pages_free(w->leaves, w->leaves_cap * sizeof *w->leaves);
   pages_free(w->side_top, SIDE_TOP_ENTRIES * sizeof *w->side_top);
-  map_free(&w->young); map_free(&w->samples); map_free(&w->ephemerons);
+  map_free(&w->samples); map_free(&w->ephemerons);
   pages_free(w->sample_bits, w->sample_words * sizeof *w->sample_bits);
   map_free(&w->labels);
 #ifdef NATIVE_CODE
@@ -1142,18 +1150,24 @@ static walk *walk_roots(caml_domain_state *self, int companion)
    in cache by then).  [orphaned] (a child's) says whether to give up. */
 static void walk_blocks(walk *w, int (*orphaned)(void))
 {
-  entry *const *chunks = w->chunks;
-  for (uint64_t id = 1; id <= w->n; id++) {
-    if ((id & (ENTRY_CHUNK - 1)) == 0) {        /* a chunk's first block */
+  if (w->n == 0) return;
+  entry *e = w->chunks[0] + 1;          /* entry [id] */
+  for (uint64_t id = 1; id <= w->n; id++, e++) {
+    size_t i = (size_t)(id & (ENTRY_CHUNK - 1));
+    if (i == 0) {                               /* a chunk's first block */
       recycle_chunk(w, (size_t)(id >> ENTRY_CHUNK_BITS) - 1);
       if (orphaned && orphaned()) return;
+      e = w->chunks[id >> ENTRY_CHUNK_BITS];
     }
-    if (id + PREFETCH_BLOCK <= w->n)
-      __builtin_prefetch((void *)Hp_val(entry_at(chunks, id + PREFETCH_BLOCK)->v));
-    if (id + PREFETCH_TARGETS <= w->n)
-      prefetch_targets(w->side_top,
-                       entry_at(chunks, id + PREFETCH_TARGETS)->v);
-    value v = entry_at(chunks, id)->v;
+    /* (Entries past the chunk's end are its overflow, see queue_slow.) */
+    uint64_t ahead = w->n - id;
+    if (__builtin_expect(ahead >= PREFETCH_BLOCK, 1)) {
+      __builtin_prefetch((void *)Hp_val(e[PREFETCH_BLOCK].v));
+      prefetch_targets(w->side_top, e[PREFETCH_TARGETS].v);
+    } else if (ahead >= PREFETCH_TARGETS) {
+      prefetch_targets(w->side_top, e[PREFETCH_TARGETS].v);
+    }
+    value v = e->v;
     header_t hd = Hd_val(v);
     tag_t tag = Tag_hd(hd);
     mlsize_t wosize = Wosize_hd(hd);
