@@ -1047,9 +1047,12 @@ static inline void prefetch_targets(uint32_t *const *side_top, value v)
   for (mlsize_t i = 0; i < n; i++) {
     value f = Field(v, i);
     if (!Is_block(f)) continue;   /* 0 too: a prefetch never faults */
-    uintnat a = (uintnat)f >> SIDE_SLOT_SHIFT, t = a >> SIDE_LEAF_BITS;
-    uint32_t *leaf = t < SIDE_TOP_ENTRIES ? side_top[t] : NULL;
-    if (leaf) __builtin_prefetch(&leaf[a & (SIDE_LEAF_WORDS - 1)]);
+    /* Nor does it where there is no leaf (NULL), or out of the covered
+       space (masked: some leaf, if any). */
+    uintnat a = (uintnat)f >> SIDE_SLOT_SHIFT;
+    uint32_t *leaf = side_top[(a >> SIDE_LEAF_BITS) & (SIDE_TOP_ENTRIES - 1)];
+    __builtin_prefetch((void *)((uintnat)leaf + (a & (SIDE_LEAF_WORDS - 1))
+                                * sizeof *leaf));
     __builtin_prefetch((void *)Hp_val(f));
   }
 }
