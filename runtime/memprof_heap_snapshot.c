@@ -1043,9 +1043,11 @@ static inline void prefetch_targets(uint32_t *const *side_top, value v)
   /* write_small_block's blocks only: the others are few */
   if (Tag_hd(hd) >= MPT_SNAP_SMALL_TAG) return;
   mlsize_t n = Wosize_hd(hd);
-  if (n > 8) n = 8;
-  for (mlsize_t i = 0; i < n; i++) {
-    value f = Field(v, i);
+  /* (Fields read as volatile, as Field does: else the compiler finds
+     nothing but prefetches in the loop, which it then deletes.) */
+  volatile value *p = &Field(v, 0), *end = p + (n < 8 ? n : 8);
+  for (; p < end; p++) {
+    value f = *p;
     if (!Is_block(f)) continue;   /* 0 too: a prefetch never faults */
     /* Nor does it where there is no leaf (NULL), or out of the covered
        space (masked: some leaf, if any). */
