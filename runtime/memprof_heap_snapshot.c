@@ -1034,7 +1034,6 @@ static inline void write_sample(walk *w, value v)
 /* ------------------------------------------------------------------ */
 /* Taking a snapshot                                                   */
 
-
 /* Prefetch the id slots of the first targets of block [e], which the
    walk will soon check, and their headers (read for the new ones). */
 static inline void prefetch_targets(uint32_t *const *side_top, value v)
