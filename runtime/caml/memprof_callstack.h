@@ -106,15 +106,16 @@ typedef struct {
   /* The previous capture's frames ("prev"), a chain from [inner] out
      to [outermost] through their [outer] links, in a pool: frames[0] is
      the sentinel (sp, at: above every address) that ends the chain (and
-     is [inner] when prev is empty); two halves of 3 * frames_cap + 64
-     frames follow.  A walk writes its fresh frames, innermost first, from
-     [free] on, and links the last one to the frames it shares with
-     prev: a capture writes each frame once.  When the current half has
-     less than frames_cap frames free ([free] beyond [free_limit]), the
-     chain is copied to the other half (caml_memprof_callstack_compact)
-     before the walk. */
+     is [inner] when prev is empty); two halves of [half] frames follow
+     (3 * frames_cap + 64, twice that once prev is deep).  A walk
+     writes its fresh frames, innermost first, from [free] on, and links
+     the last one to the frames it shares with prev: a capture writes each
+     frame once.  When the current half has less than frames_cap frames
+     free ([free] beyond [free_limit]), the chain is copied to the other
+     half (caml_memprof_callstack_compact) before the walk. */
   caml_memprof_walked_frame *frames;
   caml_memprof_walked_frame *inner, *outermost, *free, *free_limit;
+  size_t half;
   uint32_t prev_len, frames_cap;  /* frames_cap: the pool's walk depth + 1,
                                    max + 1                               */
   int prev_complete;            /* prev ends at the stack's root          */
