@@ -327,12 +327,10 @@ void caml_memprof_callstack_compact(caml_memprof_callstack_cache *c)
     to->outer = to + 1;
     to++;
   }
-  if (to > start) {
+  if (to > start) {     /* always for a larger pool: prev is deep */
     to[-1].outer = end;
     c->inner = start;
     c->outermost = to - 1;
-  } else {
-    c->inner = c->outermost = end;
   }
   if (larger != NULL) {
     free(c->frames);
