@@ -73,10 +73,16 @@ PROGRAMS = [
     ("deep_list_cut", "deep_list", {"BENCH_LEN": str(LIST_LEN)}, False),
 ]
 # Valgrind runs at --instr-scale times these factors: the heavier programs
-# are cut so that each valgrind run stays around 300-400 M instructions.
+# are cut so that each valgrind run stays around 300-400 M instructions,
+# and those with few samples are run longer, so that a trace's fixed cost
+# (about 40-260 k instructions: the header, and the location table, each
+# location defined once) weighs little on their instructions per sample at
+# 1e-3: each has at least 5,000 samples there, most 10,000 (at 2,500,
+# shallow_rec's figure was 26 instructions above its cost per sample).
 INSTR_FACTOR = {"short_lived": 0.5, "major_alloc": 0.4, "bigarray_custom": 0.5,
-                "systhreads": 0.5, "deep_rec": 0.4, "shallow_rec": 0.4,
-                "deep_list": 0.25, "shallow_list": 0.25, "deep_list_cut": 0.25}
+                "systhreads": 0.5, "long_lived": 4.0, "leaky_server": 2.0,
+                "deep_rec": 1.6, "shallow_rec": 1.6,
+                "deep_list": 0.25, "shallow_list": 1.0, "deep_list_cut": 0.25}
 DEEP_DEPTH, SHALLOW_DEPTH = 400, 10
 MULTI = {p[0] for p in PROGRAMS if p[3]}
 # The deep-stack programs, left out of the shallow programs' figures.
