@@ -77,8 +77,9 @@ PROGRAMS = [
 # and those with few samples are run longer, so that a trace's fixed cost
 # (about 40-260 k instructions: the header, and the location table, each
 # location defined once) weighs little on their instructions per sample at
-# 1e-3: each has at least 5,000 samples there, most 10,000 (at 2,500,
-# shallow_rec's figure was 26 instructions above its cost per sample).
+# 1e-3: each program of the shallow median has at least 5,000 samples
+# there, most 10,000 (at 2,500, shallow_rec's figure was 26 instructions
+# above its cost per sample).
 INSTR_FACTOR = {"short_lived": 0.5, "major_alloc": 0.4, "bigarray_custom": 0.5,
                 "systhreads": 0.5, "long_lived": 4.0, "leaky_server": 2.0,
                 "deep_rec": 1.6, "shallow_rec": 1.6,

@@ -71,23 +71,24 @@
    at most once per fresh frame (half_frames).
    Nor are runs checked by stride (measured, not kept): a recursion
    leaves in prev runs of frames of one return address, a frame size
-   apart, whose words the check could read without following the chain
-   (2.75 instructions a frame, unrolled, against 5).  Marking the runs of
+   apart, whose words the check could read by stride without following
+   the chain (5 instructions a frame now).  Marking the runs of
    each capture's fresh frames cost deep_list in bench/ about 28
    instructions a fresh frame, more than the stride saved (21,067 ->
    24,695 instructions a sample, cachegrind at 1e-3, same seed); marking
    them only when prev is copied left deep_list at 22,518 and deep_rec as
    it was; and the test of a mark on the inline walk's common path cost
-   the sample trap 25 to 30 instructions a shallow sample (its registers).
+   the sample trap 16 to 30 instructions a shallow sample (its registers).
    Nor does a slot of the cache say that its frame recurses (tried: set
    when a copy of prev found 32 of its frames in a row, the walk then
    wrote the following frames of that address without looking each up).
    deep_list gained 10 % (21,067 -> 18,935), but the loop inline in the
-   sample trap cost shallow samples 8 to 17 instructions, and leaving
-   such frames to the ordinary capture cost every sample whose fresh
-   frames met a marked address about 100 (short_lived, marked at 2 in a
-   row: 621 -> 721), which a program that once recursed 32 deep would
-   pay at each later sample with a few fresh frames of that function.
+   sample trap cost shallow samples about 8 instructions (short_lived,
+   leaky_server), and leaving such frames to the ordinary capture cost
+   every sample whose fresh frames met a marked address about 100 more
+   (short_lived, addresses marked at 2 in a row: 621 -> 721), which a
+   program that once recursed 32 deep would pay at each later sample
+   with a few fresh frames of that function.
    What such stacks need is a prev made of runs, a run's fresh frames
    found without a lookup each, not marks on a prev of frames.
 
