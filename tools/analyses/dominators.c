@@ -40,9 +40,17 @@
    Memory access: the arrays of a large snapshot are hundreds of MB, so
    the cost is cache and TLB misses.  The predecessor lists are built by
    scanning the successor lists in node order (sequential; the snapshot's
-   breadth-first numbering), not in DFS order, and every large array asks
-   for huge pages (advise_huge): on 12 M nodes this took the CPU time of
-   dom_compute from 4.3 s to 2.4 s. */
+   breadth-first numbering), not in DFS order.
+   No array asks for transparent huge pages (madvise MADV_HUGEPAGE),
+   although they spare TLB misses: on this project's VM a huge page
+   fault cost from 0.3 to 23 ms (1 GiB through 512 of them, two runs a
+   minute apart), 4 KiB pages 0.4-0.6 s per GiB, and `retainers` on
+   bench/snapshot's 48 M-block snapshot took 18-25 s with them (11-15 s
+   of system time, 350 k faults) against 8.0-9.3 s with 4 KiB pages
+   (1.1-1.3 s of system time, 710 k faults; user time 6.8-7.9 s, about
+   the same), runs alternated on 2026-11-28.  When the advice was added,
+   it had taken dom_compute's CPU time on 12 M nodes from 4.3 s to
+   2.4 s: the cost of a fault is the host's, and moves. */
 
 #include <stdlib.h>
 #include <string.h>
@@ -50,14 +58,12 @@
 #include "dominators.h"
 #include "util.h"
 
-/* An array of [n] 32-bit words (zeroed if [zero]), advised for huge
-   pages; NULL if memory ran out. */
+/* An array of [n] 32-bit words (zeroed if [zero]); NULL if memory ran
+   out. */
 static uint32_t *array(size_t n, int zero)
 {
   if (n == 0) n = 1;
-  uint32_t *p = zero ? calloc(n, sizeof *p) : malloc(n * sizeof *p);
-  advise_huge(p, n * sizeof *p);
-  return p;
+  return zero ? calloc(n, sizeof(uint32_t)) : malloc(n * sizeof(uint32_t));
 }
 
 /* eval(v) in the forest whose linked vertices are those above [linked]

@@ -6,10 +6,9 @@
    (Lengauer-Tarjan with path compression: near-linear time, iterative: no
    recursion however deep the graph).  Memory: at most 7 arrays of n
    32-bit words and one of 4 bytes per reachable edge that is not a
-   tree or forward edge of the DFS (predecessors);
-   large arrays are advised for huge pages; the retained sizes use
-   memory dom_compute has used already (dom_tree.retained).  Edge offsets are 32-bit: the
-   graph has fewer than 2^32 edges. */
+   tree or forward edge of the DFS (predecessors); the retained sizes
+   use memory dom_compute has used already (dom_tree.retained).  Edge
+   offsets are 32-bit: the graph has fewer than 2^32 edges. */
 
 #ifndef OCAML_MEMPROF_DOMINATORS_H
 #define OCAML_MEMPROF_DOMINATORS_H

@@ -217,14 +217,12 @@ void dt_build(const hg_reader *r, const hg_snapshot *s, const dom_tree *dom,
   if (width == 0) width = 1;
   /* children of the dominator tree, CSR */
   b.kid_off = xcalloc((size_t)s->n + 1, sizeof *b.kid_off);
-  advise_huge(b.kid_off, ((size_t)s->n + 1) * sizeof *b.kid_off);
   for (uint32_t v = 0; v < s->n; v++)
     if (dom->idom[v] != DOM_NONE) b.kid_off[dom->idom[v] + 1]++;
   for (uint32_t v = 0; v < s->n; v++) b.kid_off[v + 1] += b.kid_off[v];
   uint32_t *fill = xmalloc((size_t)s->n * sizeof *fill);
   memcpy(fill, b.kid_off, (size_t)s->n * sizeof *fill);
   b.kids = xmalloc(((size_t)b.kid_off[s->n] + 1) * sizeof *b.kids);
-  advise_huge(b.kids, ((size_t)b.kid_off[s->n] + 1) * sizeof *b.kids);
   for (uint32_t v = 0; v < s->n; v++)
     if (dom->idom[v] != DOM_NONE) b.kids[fill[dom->idom[v]]++] = v;
   free(fill);

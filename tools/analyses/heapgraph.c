@@ -97,7 +97,6 @@ static inline void reserve_adj(builder *b, uint64_t more)
   uint64_t cap = b->adj_cap ? b->adj_cap : 1 << 16;
   while (cap < s->nadj + more) cap *= 2;
   s->adj = xrealloc(s->adj, cap * sizeof *s->adj);
-  advise_huge(s->adj, cap * sizeof *s->adj);
   b->adj_cap = cap;
 }
 
@@ -124,10 +123,6 @@ static void grow_blocks(builder *b, uint64_t id)
   s->wosize = xrealloc(s->wosize, cap * sizeof *s->wosize);
   s->alloc = xrealloc(s->alloc, cap * sizeof *s->alloc);
   s->off = xrealloc(s->off, ((size_t)s->base + cap + 1) * sizeof *s->off);
-  advise_huge(s->tag, cap);
-  advise_huge(s->wosize, cap * sizeof *s->wosize);
-  advise_huge(s->alloc, cap * sizeof *s->alloc);
-  advise_huge(s->off, ((size_t)s->base + cap + 1) * sizeof *s->off);
   b->blocks_cap = cap;
 }
 

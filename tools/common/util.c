@@ -13,9 +13,6 @@
 #include <stdlib.h>
 #include <stdarg.h>
 #include <string.h>
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 
 const char *msg_cmd = "";
 
@@ -32,18 +29,6 @@ static void oom(void)
 {
   msg("out of memory\n");
   exit(2);
-}
-
-void advise_huge(void *p, size_t bytes)
-{
-#ifdef MADV_HUGEPAGE
-  if (p == NULL || bytes < ((size_t)8 << 20)) return;
-  uintptr_t lo = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
-  uintptr_t hi = ((uintptr_t)p + bytes) & ~(uintptr_t)4095;
-  if (hi > lo) madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-#else
-  (void)p; (void)bytes;
-#endif
 }
 
 void *xmalloc(size_t n)

@@ -28,12 +28,6 @@ void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
-/* Ask the system to back [bytes] at [p] (a large array, not yet
-   touched) with transparent huge pages, where it has them on request
-   (Linux's "madvise" mode); a no-op elsewhere and below 8 MiB.  The
-   arrays of a large heap snapshot's graph are hundreds of MB: with 4 KiB
-   pages, their page faults took a third of `retainers`'s time. */
-void advise_huge(void *p, size_t bytes);
 /* Grow *p (element size [size]) so that it holds at least [need] elements. */
 void grow_array(void **p, size_t *cap, size_t need, size_t size);
 
