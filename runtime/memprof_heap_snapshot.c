@@ -74,14 +74,19 @@
      bytes per heap word where the heap is dense; ids up to 2^32 - 1
      (then the snapshot is flagged incomplete);
    - entry[id], the BFS queue: the block's address, in chunks of 8 MiB
-     that never move, advised for transparent huge pages (with 4 KiB
-     pages, their page faults and the copies of a doubling array were
-     most of the pause), a chunk the walk is past used again for the
+     that never move (the copies of a doubling array were most of the
+     pause once), a chunk the walk is past used again for the
      blocks named next: 8 bytes per block named and not written yet (the
      breadth-first frontier: two chunks on bench/snapshot's heap, where
      a table of every block took 384 MB to fault in), written at its
      tail (a pointer into the chunk being filled).  Young blocks are
-     named as major ones, through their slots;
+     named as major ones, through their slots.  The chunks are of 4 KiB
+     pages: advised for transparent huge pages (MADV_HUGEPAGE), as they
+     were, the first chunk's first fault, in the pause (the roots'
+     targets), cost this VM from 0.3 to 23 ms at times (the kernel
+     finding and zeroing 2 MiB): the forked pause at 1.19 GiB was
+     20-68 ms (6 runs) with the advice, 22-30 ms without, the walks the
+     same (2026-11-28);
    - tracked samples: address -> ALLOC id, copied from the tracer's
      per-domain tables (caml_memprof_tracer_iter_tracked);
    - ephemerons: address set, from each domain's ephemeron lists (an
@@ -473,28 +478,15 @@ static uint32_t label_id(walk *w, uintnat key, const char *text)
 enum { L_LOCAL = 1, L_C_GLOBAL, L_FINAL, L_THREADS, L_REGISTERS,
        L_BYTECODE_STACK, L_GLOBAL_DATA, L_MEMPROF_DATA };
 
-/* A chunk of entries, advised for huge pages where the system has them:
-   the table is hundreds of MB on a large heap, and its page faults were
-   a good part of the pause with 4 KiB pages. */
+/* A chunk of entries, in 4 KiB pages: see "Data structures" for why not
+   huge ones. */
 #define CHUNK_BYTES (ENTRY_CHUNK * sizeof(entry))
 /* and the overflow past its end (see queue_slow): a page */
 #define CHUNK_MAP_BYTES (CHUNK_BYTES + 4096)
 _Static_assert(PREFETCH_BLOCK * sizeof(entry) <= 4096, "overflow page");
 static entry *new_chunk(void)
 {
-#ifdef MADV_HUGEPAGE
-  /* Mapped 2 MiB more, then trimmed to a 2 MiB boundary. */
-  size_t huge = (size_t)2 << 20;
-  char *p = pages_alloc(CHUNK_BYTES + huge);
-  if (!p) return NULL;
-  char *a = (char *)(((uintnat)p + huge - 1) & ~(uintnat)(huge - 1));
-  if (a > p) munmap(p, (size_t)(a - p));
-  munmap(a + CHUNK_MAP_BYTES, (size_t)(p + huge - a) - 4096);
-  madvise(a, CHUNK_BYTES, MADV_HUGEPAGE);
-  return (entry *)a;
-#else
   return pages_alloc(CHUNK_MAP_BYTES);
-#endif
 }
 
 /* Room for entry [id]: false when memory ran out (the walk then names
