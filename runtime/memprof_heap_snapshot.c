@@ -248,6 +248,7 @@
 #include "caml/memprof_trace_writer.h"
 #include "caml/memprof_tracer.h"
 #include "caml/memprof_heap_snapshot.h"
+#include "caml/memprof_heap_pools.h"
 
 struct caml_heap_snapshot_params caml_heap_snapshot_params = {
 #ifdef __linux__
@@ -403,6 +404,14 @@ typedef struct { value v; } entry;
 #define SIDE_GRANULE_SLOTS ((uintnat)1 << SIDE_GRANULE_BITS)
 #define SIDE_HEAD_BYTES 4096
 
+/* The sweep's pools: a pool's slots have ids base, base + 1, ...; a
+   slot's index is (address - first) / slot size, computed with recip
+   (see sweep_id).  Young heaps and large allocations: ids from [id] for
+   the words (young) or the one block (large) of [lo, hi). */
+typedef struct { uint64_t base; uintnat first; uint64_t recip;
+                 header_t *end; mlsize_t slot_wsize; } sweep_pool;
+typedef struct { header_t *lo, *hi; uint64_t id; } sweep_range;
+
 typedef struct {
   caml_domain_state *self;
   /* output */
@@ -436,6 +445,13 @@ typedef struct {
   /* module global blocks: [lo, hi) and their label */
   struct { value *lo, *hi; uint32_t label; } *globals; size_t nglobals;
 #endif
+  /* the sweep's tables (explicit ids, see "The sweep") */
+  int sweep;
+  sweep_pool *pools; size_t npools, pools_cap;
+  uint32_t *dir; uintnat dir_lo; size_t dir_pages; /* page -> pool + 1 */
+  sweep_range *large; size_t nlarge, large_cap;     /* by address */
+  sweep_range young[Max_domains_max]; int nyoung;
+  uint64_t id_limit;
   /* edges of the block being written */
   uint64_t edges[MPT_SNAP_MAX_EDGES]; uint32_t nbatch;
   uint64_t block_edges; int block_written;
@@ -663,9 +679,17 @@ static uint64_t visit_infix(walk *w, value v, uint32_t *slot, header_t hd)
 /* ------------------------------------------------------------------ */
 /* Roots                                                               */
 
+static uint64_t sweep_id(const walk *w, value v);
+
+/* The id of block [v] in either walk (0: not a heap block). */
+static inline uint64_t target_id(walk *w, value v)
+{
+  return w->sweep ? sweep_id(w, v) : visit(w, v);
+}
+
 static void emit_root(walk *w, value v, uint32_t label)
 {
-  uint64_t id = visit(w, v);
+  uint64_t id = target_id(w, v);
   if (!id) return;
   room(w, 64);
   mpt_enc_snap_root(&w->enc, &w->snap, w->kind,
@@ -883,7 +907,7 @@ static void edges_flush(walk *w)
 
 static inline void edge(walk *w, value v)
 {
-  uint64_t id = visit(w, v);
+  uint64_t id = target_id(w, v);
   if (!id) return;
   w->edges[w->nbatch++] = id;
   w->block_edges++;
@@ -936,7 +960,7 @@ static void write_block(walk *w, uint64_t id, value v, tag_t tag,
     do {
       uint32_t n = 0;
       for (; i < wosize && n < MPT_SNAP_MAX_EDGES; i++) {
-        uint64_t t = visit(w, Field(v, i));
+        uint64_t t = target_id(w, Field(v, i));
         w->edges[n] = t;
         n += t != 0;
       }
@@ -1023,6 +1047,192 @@ static inline void write_sample(walk *w, value v)
   if (sample) { room(w, 16); mpt_enc_snap_sample(&w->enc, &w->snap, sample); }
 }
 
+
+/* ------------------------------------------------------------------ */
+/* The sweep (memprof_snapshot_sweep=1)                                */
+
+/* A pool, from caml_memprof_heap_pools (ids are given once all are). */
+static void sweep_add_pool(void *data, header_t *first, header_t *end,
+                           mlsize_t slot_wsize)
+{
+  walk *w = data;
+  if (w->npools == w->pools_cap) {
+    size_t cap = w->pools_cap ? 2 * w->pools_cap : 1024;
+    sweep_pool *p = realloc(w->pools, cap * sizeof *p);
+    if (!p) { w->incomplete = 1; return; }
+    w->pools = p; w->pools_cap = cap;
+  }
+  w->pools[w->npools++] = (sweep_pool){
+    .first = (uintnat)first, .end = end, .slot_wsize = slot_wsize,
+    .recip = ((uint64_t)1 << 32) / Bsize_wsize(slot_wsize) + 1 };
+}
+
+static void sweep_add_large(void *data, header_t *hp)
+{
+  walk *w = data;
+  if (w->nlarge == w->large_cap) {
+    size_t cap = w->large_cap ? 2 * w->large_cap : 256;
+    sweep_range *l = realloc(w->large, cap * sizeof *l);
+    if (!l) { w->incomplete = 1; return; }
+    w->large = l; w->large_cap = cap;
+  }
+  w->large[w->nlarge++] = (sweep_range){ hp, hp + Whsize_hd(*hp), 0 };
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+  const sweep_range *x = a, *y = b;
+  return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The sweep's tables, in the pause: every pool, young heap and large
+   allocation of [ndoms] domains and the orphaned ones, their ids (pools'
+   slots, then young heaps' words, then large blocks), and the page
+   directory that finds a pool from an address.  0 when memory or ids ran
+   out (the caller then walks from the roots). */
+static int sweep_prepare(walk *w, caml_domain_state **doms, int ndoms)
+{
+  for (int i = 0; i < ndoms; i++)
+    caml_memprof_heap_pools(doms[i]->shared_heap, sweep_add_pool,
+                            sweep_add_large, w);
+  caml_memprof_heap_pools(NULL, sweep_add_pool, sweep_add_large, w);
+  if (w->incomplete) return 0;
+  qsort(w->large, w->nlarge, sizeof *w->large, range_cmp);
+  uint64_t next = 1;
+  uintnat lo = UINTPTR_MAX, hi = 0;
+  for (size_t i = 0; i < w->npools; i++) {
+    sweep_pool *p = &w->pools[i];
+    p->base = next;
+    next += (uint64_t)((p->end - (header_t *)p->first) / p->slot_wsize);
+    if ((p->first & ~(uintnat)4095) < lo) lo = p->first & ~(uintnat)4095;
+    if ((uintnat)p->end > hi) hi = (uintnat)p->end;
+  }
+  for (int i = 0; i < ndoms; i++) {
+    sweep_range *y = &w->young[w->nyoung++];
+    y->lo = (header_t *)doms[i]->young_ptr;
+    y->hi = (header_t *)doms[i]->young_end;
+    y->id = next;
+    next += (uint64_t)(y->hi - y->lo);
+  }
+  for (size_t i = 0; i < w->nlarge; i++) w->large[i].id = next++;
+  if (next - 1 > MAX_BLOCK_ID) return 0;
+  w->id_limit = next - 1;
+  if (w->npools) {
+    w->dir_lo = lo;
+    w->dir_pages = (hi - lo + 4095) >> 12;
+    w->dir = pages_alloc(w->dir_pages * sizeof *w->dir);
+    if (!w->dir) return 0;
+    for (size_t i = 0; i < w->npools; i++)
+      for (uintnat pg = w->pools[i].first & ~(uintnat)4095;
+           pg < (uintnat)w->pools[i].end; pg += 4096)
+        w->dir[(pg - lo) >> 12] = (uint32_t)(i + 1);
+  }
+  return 1;
+}
+
+/* sweep_id where [v] is in no pool: a young block (infix pointers read
+   their header, the young heap being small), a large one (any address
+   in it), else none (static data, 0). */
+static __attribute__((noinline)) uint64_t sweep_id_rare(const walk *w,
+                                                        value v)
+{
+  header_t *hp = (header_t *)Hp_val(v);
+  for (int i = 0; i < w->nyoung; i++)
+    if (hp >= w->young[i].lo && hp < w->young[i].hi) {
+      if (Tag_hd(*hp) == Infix_tag) hp = (header_t *)Hp_val(v - Infix_offset_hd(*hp));
+      return w->young[i].id + (uint64_t)(hp - w->young[i].lo);
+    }
+  size_t lo = 0, n = w->nlarge;
+  while (lo < n) {                     /* last large block from <= hp */
+    size_t mid = (lo + n) / 2;
+    if (w->large[mid].lo <= hp) lo = mid + 1; else n = mid;
+  }
+  if (lo > 0 && hp < w->large[lo - 1].hi) return w->large[lo - 1].id;
+  return 0;
+}
+
+/* The id of block [v] (any address in its slot: infix pointers too),
+   without reading the block: a pool's from the page directory and the
+   slot's index, by a multiply with the slot size's reciprocal (exact:
+   an offset below 2^15 bytes times a size below 2^11 stays below 2^32). */
+static inline uint64_t sweep_id(const walk *w, value v)
+{
+  if (!Is_block(v)) return 0;
+  uintnat pg = ((uintnat)v - w->dir_lo) >> 12;
+  if (__builtin_expect(pg < w->dir_pages, 1)) {
+    uint32_t i = w->dir[pg];
+    if (__builtin_expect(i != 0, 1)) {
+      const sweep_pool *p = &w->pools[i - 1];
+      return p->base
+        + ((((uintnat)v - sizeof(header_t) - p->first) * p->recip) >> 32);
+    }
+  }
+  return sweep_id_rare(w, v);
+}
+
+/* Block [hp] (header [hd]) of id [id], after the ids without a block. */
+static inline void sweep_block(walk *w, uint64_t id, header_t *hp,
+                               header_t hd)
+{
+  if (id != w->snap.next_id) {
+    room(w, 16);
+    mpt_enc_snap_skip(&w->enc, &w->snap, id - w->snap.next_id);
+  }
+  value v = Val_hp(hp);
+  tag_t tag = Tag_hd(hd);
+  mlsize_t wosize = Wosize_hd(hd);
+  write_sample(w, v);
+  if (tag < MPT_SNAP_SMALL_TAG && wosize < MPT_SNAP_SMALL_WOSIZE) {
+    room(w, 3 + 10 * (size_t)wosize);
+    uint8_t *head = w->enc.pos;
+    uint8_t *p = mpt_snap_small_block_begin(head, &w->snap, tag,
+                                            (uint32_t)wosize);
+    uint64_t base = w->snap.base;
+    uint32_t n = 0;
+    for (mlsize_t i = 0; i < wosize; i++) {
+      uint64_t t = sweep_id(w, Field(v, i));
+      if (t == 0) continue;
+      p = mpt_snap_put_explicit(p, base, t);
+      n++;
+    }
+    mpt_snap_small_block_end(head, n);
+    w->enc.pos = p;
+    w->nedges += n;
+  } else {
+    write_block(w, w->snap.emitted + 1, v, tag, wosize);
+  }
+}
+
+/* The sweep: every pool's marked blocks in slot order, every young
+   block, every marked large block, each with its targets' ids.  Blocks
+   no root reaches are written too (young ones that died, and major ones
+   allocated during the cycle that ended); readers drop them. */
+static void walk_blocks_sweep(walk *w, int (*orphaned)(void))
+{
+  header_t marked = caml_global_heap_state.MARKED;
+  for (size_t i = 0; i < w->npools; i++) {
+    if ((i & 1023) == 0 && orphaned && orphaned()) return;
+    const sweep_pool *pl = &w->pools[i];
+    if (i + 1 < w->npools) __builtin_prefetch((void *)w->pools[i + 1].first);
+    mlsize_t wh = pl->slot_wsize;
+    uint64_t id = pl->base;
+    for (header_t *hp = (header_t *)pl->first; hp + wh <= pl->end;
+         hp += wh, id++) {
+      header_t hd = *hp;
+      if (hd == 0 || !Has_status_hd(hd, marked)) continue;
+      sweep_block(w, id, hp, hd);
+    }
+  }
+  for (int i = 0; i < w->nyoung; i++)
+    for (header_t *hp = w->young[i].lo; hp < w->young[i].hi;
+         hp += Whsize_hd(*hp))
+      sweep_block(w, w->young[i].id + (uint64_t)(hp - w->young[i].lo), hp,
+                  *hp);
+  for (size_t i = 0; i < w->nlarge; i++)
+    if (Has_status_hd(*w->large[i].lo, marked))
+      sweep_block(w, w->large[i].id, w->large[i].lo, *w->large[i].lo);
+}
+
 /* ------------------------------------------------------------------ */
 /* Taking a snapshot                                                   */
 
@@ -1077,6 +1287,8 @@ static void walk_free(walk *w)
   map_free(&w->samples); map_free(&w->ephemerons);
   pages_free(w->sample_bits, w->sample_words * sizeof *w->sample_bits);
   map_free(&w->labels);
+  free(w->pools); free(w->large);
+  pages_free(w->dir, w->dir_pages * sizeof *w->dir);
 #ifdef NATIVE_CODE
   free(w->frames); free(w->globals);
 #endif
@@ -1124,6 +1336,16 @@ static walk *walk_roots(caml_domain_state *self, int companion)
 #endif
   mpt_enc_snap_begin(&w->enc, &w->snap, caml_trace_writer_now(),
                      ++snapshot_seq, anchor, (uint32_t)ndoms);
+  if (caml_heap_snapshot_params.sweep) {
+    if (sweep_prepare(w, doms, ndoms)) {
+      w->sweep = 1;
+      mpt_enc_snap_ids(&w->enc, &w->snap, w->id_limit);
+    } else {
+      caml_gc_log("heap snapshot: no sweep (memory or ids ran out); "
+                  "walking from the roots");
+      w->incomplete = 0;
+    }
+  }
 #ifdef NATIVE_CODE
   scan_module_globals(w);
 #endif
@@ -1146,6 +1368,7 @@ static walk *walk_roots(caml_domain_state *self, int companion)
    in cache by then).  [orphaned] (a child's) says whether to give up. */
 static void walk_blocks(walk *w, int (*orphaned)(void))
 {
+  if (w->sweep) { walk_blocks_sweep(w, orphaned); return; }
   if (w->n == 0) return;
   entry *e = w->chunks[0] + 1;          /* entry [id] */
   for (uint64_t id = 1; id <= w->n; id++, e++) {

@@ -101,7 +101,9 @@ enum {
   SNAP_CUSTOM = 0x86,
   SNAP_BEGIN = 0x87,
   SNAP_END = 0x88,
-  SNAP_WALK = 0x89              /* where the walk ran, before END      */
+  SNAP_WALK = 0x89,             /* where the walk ran, before END      */
+  SNAP_IDS = 0x8A,              /* the ids are explicit, after BEGIN   */
+  SNAP_SKIP = 0x8B              /* explicit ids: ids without a block   */
 };
 
 /* ---------------------------------------------------------------- */
@@ -444,7 +446,8 @@ void mpt_enc_snap_root(mpt_encoder *e, mpt_snap_encoder *s,
   p = mpt_put_uvarint(p, flags);
   p = mpt_put_uvarint(p, label_str_id);
   p = mpt_put_uvarint(p, detail);
-  e->pos = mpt_snap_put_target(p, &s->assigned, target);
+  e->pos = s->next_id ? mpt_snap_put_explicit(p, s->next_id, target)
+                      : mpt_snap_put_target(p, &s->assigned, target);
 }
 
 void mpt_enc_snap_sample(mpt_encoder *e, mpt_snap_encoder *s, uint64_t alloc_id)
@@ -458,8 +461,12 @@ static inline uint8_t *put_edges(uint8_t *p, mpt_snap_encoder *s,
                           const uint64_t *targets, uint32_t n)
 {
   p = mpt_put_uvarint(p, n);
-  for (uint32_t i = 0; i < n; i++)
-    p = mpt_snap_put_target(p, &s->assigned, targets[i]);
+  if (s->next_id)
+    for (uint32_t i = 0; i < n; i++)
+      p = mpt_snap_put_explicit(p, s->base, targets[i]);
+  else
+    for (uint32_t i = 0; i < n; i++)
+      p = mpt_snap_put_target(p, &s->assigned, targets[i]);
   return p;
 }
 
@@ -476,6 +483,7 @@ void mpt_enc_snap_block(mpt_encoder *e, mpt_snap_encoder *s, uint32_t tag,
   else { *p++ = SNAP_BLOCK_BIGTAG; *p++ = (uint8_t)tag; }
   p = mpt_put_uvarint(p, wosize);
   s->emitted++;
+  if (s->next_id) s->base = s->next_id++;
   e->pos = put_edges(p, s, targets, n);
 }
 
@@ -494,6 +502,20 @@ void mpt_enc_snap_custom(mpt_encoder *e, mpt_snap_encoder *s, uint64_t block,
   p = mpt_put_uvarint(p, s->emitted - block);
   p = mpt_put_uvarint(p, ident_str_id);
   e->pos = mpt_put_uvarint(p, ext_bytes);
+}
+
+void mpt_enc_snap_ids(mpt_encoder *e, mpt_snap_encoder *s, uint64_t limit)
+{
+  *e->pos++ = SNAP_IDS;
+  e->pos = mpt_put_uvarint(e->pos, limit);
+  s->next_id = 1;
+}
+
+void mpt_enc_snap_skip(mpt_encoder *e, mpt_snap_encoder *s, uint64_t n)
+{
+  *e->pos++ = SNAP_SKIP;
+  e->pos = mpt_put_uvarint(e->pos, n);
+  s->next_id += n;
 }
 
 void mpt_enc_snap_walk(mpt_encoder *e, uint32_t mode, uint64_t walk_ns,
@@ -743,6 +765,8 @@ struct mpt_reader {
   struct {                     /* heap snapshot being decoded */
     int open;                  /* between BEGIN and END */
     uint64_t assigned, emitted, last_sample;
+    uint64_t id_limit;         /* explicit ids: 1..id_limit; 0: implicit */
+    uint64_t next_id, base;    /* explicit ids: next block's, last's */
     uint64_t pending_sample, pending_weak, block_weak, cur_edges, nedges;
     char **strs; uint32_t nstrs;           /* this snapshot's string ids */
     char **owned; size_t nowned, owned_cap; /* every label, until close  */
@@ -1257,8 +1281,20 @@ static inline uint64_t snap_var(mpt_reader *r)
   return get_var(r);
 }
 
+/* A target with explicit ids: relative to [base], at most id_limit. */
+static int snap_explicit_target(mpt_reader *r, uint64_t base, uint64_t *out)
+{
+  uint64_t t = base + (uint64_t)mpt_unzigzag(snap_var(r));
+  if (r->failed) return MPT_ERR;
+  if (t == 0 || t > r->snap.id_limit)
+    return fail(r, "snapshot edge or root names a block id out of range");
+  *out = t;
+  return MPT_OK;
+}
+
 static int snap_target(mpt_reader *r, uint64_t *out)
 {
+  if (r->snap.id_limit) return snap_explicit_target(r, r->snap.base, out);
   int64_t d = mpt_unzigzag(snap_var(r));
   uint64_t next = r->snap.assigned + 1;
   /* Negated in unsigned arithmetic: d may be INT64_MIN in a corrupt file. */
@@ -1342,9 +1378,17 @@ static int snap_record(mpt_reader *r, mpt_event *ev)
     }
     ev->snap.tag = tag;
     ev->wosize = snap_var(r);
-    if (++r->snap.emitted > r->snap.assigned)
-      return fail(r, "snapshot block written before any root or edge names it");
-    ev->snap.block = r->snap.emitted;
+    ++r->snap.emitted;
+    if (r->snap.id_limit) {
+      if (r->snap.next_id > r->snap.id_limit)
+        return fail(r, "snapshot block past its id limit");
+      r->snap.base = r->snap.next_id++;
+      ev->snap.block = r->snap.base;
+    } else {
+      if (r->snap.emitted > r->snap.assigned)
+        return fail(r, "snapshot block written before any root or edge names it");
+      ev->snap.block = r->snap.emitted;
+    }
     ev->snap.sample_id = r->snap.pending_sample;
     r->snap.pending_sample = 0;
     r->snap.cur_edges = 0;
@@ -1358,7 +1402,7 @@ static int snap_record(mpt_reader *r, mpt_event *ev)
   case SNAP_EDGES:
     if (r->snap.emitted == 0) return fail(r, "snapshot edges before any block");
     ev->kind = MPT_EV_SNAP_EDGES;
-    ev->snap.block = r->snap.emitted;
+    ev->snap.block = r->snap.id_limit ? r->snap.base : r->snap.emitted;
     return snap_edges(r, ev);
   case SNAP_WEAK:
     r->snap.pending_weak = get_var(r);
@@ -1377,14 +1421,18 @@ static int snap_record(mpt_reader *r, mpt_event *ev)
     ev->snap.flags = (uint32_t)get_var(r);
     ev->snap.label = snap_label(r, get_var(r));
     ev->snap.detail = get_var(r);
-    if (snap_target(r, &ev->snap.target) != MPT_OK) return MPT_ERR;
+    if ((r->snap.id_limit
+         ? snap_explicit_target(r, r->snap.next_id, &ev->snap.target)
+         : snap_target(r, &ev->snap.target)) != MPT_OK) return MPT_ERR;
     return r->failed ? MPT_ERR : MPT_OK;
   case SNAP_CUSTOM: {
     uint64_t back = get_var(r);
     if (!r->failed && back >= r->snap.emitted)
       return fail(r, "snapshot custom record names an unwritten block");
+    if (!r->failed && r->snap.id_limit && back != 0)
+      return fail(r, "snapshot custom record not after its block");
     ev->kind = MPT_EV_SNAP_CUSTOM;
-    ev->snap.block = r->snap.emitted - back;
+    ev->snap.block = r->snap.id_limit ? r->snap.base : r->snap.emitted - back;
     ev->snap.label = snap_label(r, get_var(r));
     ev->snap.ext_bytes = get_var(r);
     return r->failed ? MPT_ERR : MPT_OK;
@@ -1398,6 +1446,7 @@ static int snap_record(mpt_reader *r, mpt_event *ev)
     if (r->snap.strs) memset(r->snap.strs, 0, r->snap.nstrs * sizeof *r->snap.strs);
     r->snap.open = 1;
     r->snap.assigned = r->snap.emitted = r->snap.last_sample = 0;
+    r->snap.id_limit = r->snap.next_id = r->snap.base = 0;
     r->snap.pending_sample = r->snap.cur_edges = r->snap.nedges = 0;
     r->snap.pending_weak = r->snap.block_weak = UINT64_MAX;
     return r->failed ? MPT_ERR : MPT_OK;
@@ -1413,6 +1462,26 @@ static int snap_record(mpt_reader *r, mpt_event *ev)
       return fail(r, "snapshot end does not match its blocks and edges");
     r->snap.open = 0;
     return MPT_OK;
+  case SNAP_IDS:
+    ev->kind = MPT_EV_SNAP_IDS;
+    ev->snap.id_limit = get_var(r);
+    if (r->failed) return MPT_ERR;
+    if (r->snap.id_limit || r->snap.assigned || r->snap.emitted)
+      return fail(r, "snapshot ids record after a root or block");
+    if (ev->snap.id_limit == 0 || ev->snap.id_limit > UINT32_MAX)
+      return fail(r, "snapshot id limit out of range");
+    r->snap.id_limit = ev->snap.id_limit;
+    r->snap.next_id = 1;
+    return MPT_OK;
+  case SNAP_SKIP: {
+    uint64_t n = get_var(r);
+    if (r->failed) return MPT_ERR;
+    if (!r->snap.id_limit) return fail(r, "snapshot skip record with implicit ids");
+    if (n == 0 || n > r->snap.id_limit + 1 - r->snap.next_id)
+      return fail(r, "snapshot skip record past the id limit");
+    r->snap.next_id += n;
+    return SNAP_NEXT;
+  }
   case SNAP_WALK:
     ev->kind = MPT_EV_SNAP_WALK;
     ev->snap.walk_mode = (uint32_t)get_var(r);

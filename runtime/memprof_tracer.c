@@ -263,6 +263,9 @@ static void set_param(const char *key, const char *val)
   } else if (strcmp(key, "memprof_snapshot_fork") == 0) {
     if (parse_uint(val, 0, 1, &u)) caml_heap_snapshot_params.fork = (int)u;
     else bad_param(key, val, "expected 0 (walk in the pause) or 1 (in a forked child)");
+  } else if (strcmp(key, "memprof_snapshot_sweep") == 0) {
+    if (parse_uint(val, 0, 1, &u)) caml_heap_snapshot_params.sweep = (int)u;
+    else bad_param(key, val, "expected 0 (walk from the roots) or 1 (sweep the heap)");
   } else {
     fprintf(stderr, "memprof: OCAMLRUNPARAM: unknown key %s ignored (known: "
             "memprof, memprof_rate, memprof_frames, memprof_compress, "
@@ -270,7 +273,7 @@ static void set_param(const char *key, const char *val)
             "memprof_callbacks, "
             "memprof_snapshot_at_exit, memprof_snapshot_signal, "
             "memprof_snapshot_every_s, memprof_snapshot_every_cycles, "
-            "memprof_snapshot_fork)\n", key);
+            "memprof_snapshot_fork, memprof_snapshot_sweep)\n", key);
   }
 }
 

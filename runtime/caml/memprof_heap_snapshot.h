@@ -25,6 +25,9 @@ struct caml_heap_snapshot_params {
   uintnat every_cycles;         /* at every Nth major cycle end          */
   int fork;                     /* walk in a forked child (default 1 on
                                    Linux), else in the pause             */
+  int sweep;                    /* sweep the heap in address order
+                                   (explicit ids), else walk from the
+                                   roots breadth first                   */
 };
 extern struct caml_heap_snapshot_params caml_heap_snapshot_params;
 

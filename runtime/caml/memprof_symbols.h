@@ -53,10 +53,12 @@
 #define mpt_enc_snap_block caml_mpt_enc_snap_block
 #define mpt_enc_snap_custom caml_mpt_enc_snap_custom
 #define mpt_enc_snap_edges caml_mpt_enc_snap_edges
+#define mpt_enc_snap_ids caml_mpt_enc_snap_ids
 #define mpt_enc_snap_end caml_mpt_enc_snap_end
 #define mpt_enc_snap_walk caml_mpt_enc_snap_walk
 #define mpt_enc_snap_root caml_mpt_enc_snap_root
 #define mpt_enc_snap_sample caml_mpt_enc_snap_sample
+#define mpt_enc_snap_skip caml_mpt_enc_snap_skip
 #define mpt_enc_snap_string caml_mpt_enc_snap_string
 #define mpt_enc_stack_room caml_mpt_enc_stack_room
 #define mpt_enc_stack_window caml_mpt_enc_stack_window

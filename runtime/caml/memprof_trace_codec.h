@@ -95,8 +95,10 @@ enum mpt_event_kind {
   MPT_EV_SNAP_EDGES,       /* more edges of snap.block (a long block)      */
   MPT_EV_SNAP_CUSTOM,      /* snap.block, label = identifier, ext_bytes    */
   MPT_EV_SNAP_END,         /* snap.pause_ns, total_blocks/edges, flags    */
-  MPT_EV_SNAP_WALK         /* snap.walk_mode, walk_ns, extra_bytes (before
+  MPT_EV_SNAP_WALK,        /* snap.walk_mode, walk_ns, extra_bytes (before
                               END; absent before this record existed)     */
+  MPT_EV_SNAP_IDS          /* snap.id_limit: the snapshot's ids are
+                              explicit (right after BEGIN, see below)     */
 };
 
 /* Root kinds of a heap snapshot (docs/trace-format.md). */
@@ -307,11 +309,19 @@ void mpt_enc_location(mpt_encoder *e, uint32_t loc_id, uint64_t address,
    written; a root or an edge names its target by id, and a target not
    seen before must be the next id (assigned + 1), so a walk that numbers
    blocks in discovery order (breadth first) writes most edges as one
-   byte.  Each record needs at most MPT_SNAP_MAX_RECORD_BYTES. */
+   byte.  Each record needs at most MPT_SNAP_MAX_RECORD_BYTES.
+   Explicit ids (mpt_enc_snap_ids, right after BEGIN): for a walk that
+   names blocks by where they are (the heap swept in address order) and
+   writes them in id order, some ids left without a block
+   (mpt_enc_snap_skip); a target is any id up to the limit, written
+   relative to the block's own id (a root's: the next block's). */
 typedef struct {
   uint64_t assigned;            /* highest id named so far              */
   uint64_t emitted;             /* blocks written so far                */
   uint64_t last_sample;         /* previous SAMPLE record's alloc id    */
+  uint64_t next_id;             /* explicit ids: the next block's id;
+                                   0: implicit ids                      */
+  uint64_t base;                /* explicit ids: the last block's id    */
 } mpt_snap_encoder;
 void mpt_enc_snap_begin(mpt_encoder *e, mpt_snap_encoder *s, uint64_t time,
                         uint64_t seq, uint64_t anchor, uint32_t ndomains);
@@ -330,8 +340,15 @@ void mpt_enc_snap_block(mpt_encoder *e, mpt_snap_encoder *s, uint32_t tag,
 /* More edges of the block just written. */
 void mpt_enc_snap_edges(mpt_encoder *e, mpt_snap_encoder *s,
                         const uint64_t *targets, uint32_t n);
+/* [block]: the number of blocks written before it, plus one (with
+   explicit ids, the block just written: s->emitted). */
 void mpt_enc_snap_custom(mpt_encoder *e, mpt_snap_encoder *s, uint64_t block,
                          uint32_t ident_str_id, uint64_t ext_bytes);
+/* The snapshot's ids are explicit, from 1 to [limit] <= UINT32_MAX:
+   right after BEGIN, before any root. */
+void mpt_enc_snap_ids(mpt_encoder *e, mpt_snap_encoder *s, uint64_t limit);
+/* Explicit ids: the next [n] >= 1 ids have no block. */
+void mpt_enc_snap_skip(mpt_encoder *e, mpt_snap_encoder *s, uint64_t n);
 /* A target id, after the highest id named so far [*assigned]: 0 for the
    next fresh id (the common case of a breadth-first walk, written without
    the general varint path), negative for ids named before. */
@@ -343,6 +360,13 @@ static inline uint8_t *mpt_snap_put_target(uint8_t *p, uint64_t *assigned,
   p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(t - next)));
   if (t > *assigned) *assigned = t;
   return p;
+}
+/* Explicit ids: target [t] of the block [base] (mpt_snap_small_block_begin
+   returns it in s->base). */
+static inline uint8_t *mpt_snap_put_explicit(uint8_t *p, uint64_t base,
+                                             uint64_t t)
+{
+  return mpt_put_uvarint(p, mpt_zigzag((int64_t)(t - base)));
 }
 /* A BLOCK record written in place, its targets as they are found (the
    runtime's walk), for the common block: tag below MPT_SNAP_SMALL_TAG,
@@ -361,6 +385,7 @@ static inline uint8_t *mpt_snap_small_block_begin(uint8_t *p,
   p[0] = (uint8_t)tag;
   p[1] = (uint8_t)wosize;
   s->emitted++;
+  if (s->next_id) s->base = s->next_id++;
   return p + 3;
 }
 /* [head]: mpt_snap_small_block_begin's [p]; [n] targets were written. */
@@ -669,6 +694,10 @@ typedef struct {
     uint64_t walk_ns;           /* WALK: the walk's time                 */
     uint64_t extra_bytes;       /* WALK: a forked child's private memory */
     uint64_t total_blocks, total_edges; /* END: totals of the snapshot */
+    uint64_t id_limit;          /* IDS: block ids are explicit, 1..this:
+                                   BLOCK's snap.block is its own, some
+                                   ids have no block, targets may come
+                                   before their block                    */
   } snap;
 } mpt_event;
 
