@@ -1697,7 +1697,14 @@ void caml_heap_snapshot_at_cycle_end(caml_domain_state *s)
 }
 
 /* Empty the minor heaps, then finish a major cycle: its end takes the
-   snapshot (whichever domain reaches the hook first). */
+   snapshot (whichever domain reaches the hook first).  A sweep writes
+   every marked block, and those the program allocated during the cycle
+   and dropped are marked too (floating garbage): the tools drop them from
+   the graph, but not from the samples a snapshot proves dead, which then
+   looked live at exit.  So for a sweep the cycle under way is finished
+   first, and the snapshot taken at the end of a whole cycle of its own,
+   during which this domain allocates nothing (other domains may): one
+   major cycle more. */
 static void snapshot_now(void)
 {
   if (!caml_memprof_tracer_tracing()) return;
@@ -1707,6 +1714,10 @@ static void snapshot_now(void)
     caml_enter_blocking_section_no_pending();
     caml_heap_snapshot_reap(1);
     caml_leave_blocking_section();
+  }
+  if (caml_heap_snapshot_params.sweep) {
+    caml_empty_minor_heaps_once();
+    caml_finish_major_cycle(0);
   }
   atomic_store(&requested, 1);
   caml_empty_minor_heaps_once();

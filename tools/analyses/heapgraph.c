@@ -77,6 +77,9 @@ typedef struct {
   int blocks_started;
   uint32_t filled;              /* blocks 1..filled have their slots set */
   uint64_t max_target;
+  int explicit_ids;             /* an IDS record: renumbered at the end */
+  uint32_t *weak_src;           /* explicit ids: each weak edge's block */
+  size_t weak_src_cap;
 } builder;
 
 static const char too_many_blocks[] = "snapshot too large for this tool (2^31 blocks)";
@@ -185,6 +188,110 @@ static void start_blocks(builder *b)
     s->adj[first + count[rt->label]++] = s->base + (uint32_t)rt->target - 1;
   }
   free(count);
+}
+
+/* A snapshot with explicit ids (the runtime swept the heap in address
+   order: memprof_snapshot_sweep=1) is renumbered as the runtime's walk
+   from the roots numbers blocks, and the blocks it would not have reached
+   are dropped (ids without a block, blocks that died in the minor heap,
+   major blocks allocated during the cycle that ended and dropped): roots'
+   targets first, in the order of the ROOT records, then each block's
+   targets in the order of its edges, the strong ones, then the weak ones
+   (a record's weak edges come after its strong ones).  So the graph, and
+   everything computed from it, is the one a walk from the roots gives.
+   Memory while it runs: 8 bytes per id and 4 per edge more, freed before
+   the analyses (whose own tables are larger). */
+static void renumber(builder *b)
+{
+  hg_snapshot *s = b->s;
+  uint32_t nb = s->nblocks, base = s->base;
+  uint32_t *newid = xcalloc((size_t)nb + 1, sizeof *newid);
+  uint32_t *order = xmalloc(((size_t)nb + 1) * sizeof *order);
+  uint32_t m = 0;
+  for (size_t i = 0; i < s->nroots; i++) {
+    uint64_t t = s->roots[i].target;
+    if (t >= 1 && t <= nb && !newid[t]) { newid[t] = ++m; order[m - 1] = (uint32_t)t; }
+  }
+  uint64_t nadj = s->off[base];
+  for (uint32_t q = 0; q < m; q++) {
+    uint32_t old = order[q], v = base + old - 1;
+    for (uint32_t e = s->off[v]; e < s->off[v + 1]; e++) {
+      uint32_t t = s->adj[e] - base + 1;
+      if (!newid[t]) { newid[t] = ++m; order[m - 1] = t; }
+    }
+    nadj += s->off[v + 1] - s->off[v];
+    if (s->nweak == 0) continue;
+    size_t lo = 0, hi = s->nweak;      /* the block's first weak edge */
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if (b->weak_src[mid] < old) lo = mid + 1; else hi = mid;
+    }
+    for (; lo < s->nweak && b->weak_src[lo] == old; lo++) {
+      uint32_t t = s->weak_target[lo];
+      if (!newid[t]) { newid[t] = ++m; order[m - 1] = t; }
+    }
+  }
+  /* The edges: the synthetic nodes' (roots' targets renamed), then the
+     reached blocks' in their new order. */
+  uint32_t *adj = xmalloc((nadj ? nadj : 1) * sizeof *adj);
+  uint32_t *off = xmalloc(((size_t)base + m + 1) * sizeof *off);
+  memcpy(off, s->off, base * sizeof *off);
+  for (uint32_t e = 0; e < s->off[base]; e++)
+    adj[e] = s->adj[e] < base ? s->adj[e] : base + newid[s->adj[e] - base + 1] - 1;
+  uint32_t k = s->off[base];
+  for (uint32_t i = 0; i < m; i++) {
+    uint32_t v = base + order[i] - 1;
+    off[base + i] = k;
+    for (uint32_t e = s->off[v]; e < s->off[v + 1]; e++)
+      adj[k++] = base + newid[s->adj[e] - base + 1] - 1;
+  }
+  off[base + m] = k;
+  free(s->adj); free(s->off);
+  s->adj = adj; s->off = off; s->nadj = nadj;
+  /* The per-block arrays, copied in the new order. */
+  uint8_t *tag = xmalloc(m ? m : 1);
+  uint32_t *alloc = xmalloc((m ? m : 1) * sizeof *alloc);
+  uint32_t *wosize = xmalloc((m ? m : 1) * sizeof *wosize);
+  u64map big;
+  u64map_init(&big, 16);
+  for (uint32_t i = 0; i < m; i++) {
+    uint32_t old = order[i];
+    tag[i] = s->tag[old - 1];
+    alloc[i] = s->alloc[old - 1];
+    wosize[i] = s->wosize[old - 1];
+    if (wosize[i] == HG_WOSIZE_BIG)
+      u64map_put(&big, i + 1, *u64map_get(&s->big_wosize_of, old));
+  }
+  free(s->tag); free(s->alloc); free(s->wosize);
+  s->tag = tag; s->alloc = alloc; s->wosize = wosize;
+  u64map_free(&s->big_wosize_of);
+  s->big_wosize_of = big;
+  /* Custom blocks: the reached ones, renamed (the others stay in
+     s->custom, unnamed). */
+  u64map custom;
+  u64map_init(&custom, 16);
+  s->ext_total = 0;
+  for (uint32_t i = 0; i < m; i++) {
+    uint32_t *c = u64map_get(&s->custom_of, order[i]);
+    if (!c) continue;
+    s->ext_total += s->custom[*c].ext;
+    u64map_put(&custom, i + 1, *c);
+  }
+  u64map_free(&s->custom_of);
+  s->custom_of = custom;
+  /* Weak targets of the reached blocks, renamed. */
+  uint64_t w = 0;
+  for (uint64_t i = 0; i < s->nweak; i++)
+    if (newid[b->weak_src[i]])
+      s->weak_target[w++] = newid[s->weak_target[i]];
+  s->nweak = w;
+  for (size_t i = 0; i < s->nroots; i++)
+    if (s->roots[i].target >= 1 && s->roots[i].target <= nb)
+      s->roots[i].target = newid[s->roots[i].target];
+  s->nedges_file = nadj - s->off[base] + w;
+  s->nblocks = m;
+  s->n = base + m;
+  free(newid); free(order);
 }
 
 /* Mark in [seen] every node reachable from the root node 0 through the
@@ -353,12 +460,16 @@ int hg_next(hg_reader *r, hg_snapshot *s)
         if (t > max) max = t;
         out[i] = s->base + (uint32_t)t - 1;
       }
-      if (nstrong < ev.snap.nedges)
+      if (nstrong < ev.snap.nedges) {
         grow_array((void **)&s->weak_target, &s->weak_cap, s->nweak, sizeof *s->weak_target);
+        if (b.explicit_ids)
+          grow_array((void **)&b.weak_src, &b.weak_src_cap, s->nweak, sizeof *b.weak_src);
+      }
       for (uint32_t i = nstrong; i < ev.snap.nedges; i++) {
         uint64_t t = ev.snap.edges[i];
         if (t > max) max = t;
         s->weak_target[s->nweak - ev.snap.nedges + i] = (uint32_t)t;
+        if (b.explicit_ids) b.weak_src[s->nweak - ev.snap.nedges + i] = cur;
       }
       if (max > UINT32_MAX / 2) { rc = fail(r, too_many_blocks); goto done; }
       b.max_target = max;
@@ -373,6 +484,11 @@ int hg_next(hg_reader *r, hg_snapshot *s)
       s->custom[s->ncustom].ext = ev.snap.ext_bytes;
       s->ext_total += ev.snap.ext_bytes;
       u64map_put(&s->custom_of, ev.snap.block, (uint32_t)s->ncustom++);
+      break;
+    case MPT_EV_SNAP_IDS:
+      if (!open) break;
+      if (ev.snap.id_limit > UINT32_MAX / 2) { rc = fail(r, too_many_blocks); goto done; }
+      b.explicit_ids = 1;
       break;
     case MPT_EV_SNAP_WALK:
       if (!open) break;
@@ -402,11 +518,13 @@ int hg_next(hg_reader *r, hg_snapshot *s)
     s->off[s->n] = (uint32_t)s->nadj;
     s->nblocks = nb;
   }
+  if (b.explicit_ids) renumber(&b);
   if (s->nheld_roots) held_by_profiler_only(s);
   if (weak_only_under_weak_kind(s) != 0) { rc = fail(r, too_many_edges); goto done; }
   rc = 1;
  done:
   u64map_free(&b.label_of);
+  free(b.weak_src);
   if (rc != 1) hg_snapshot_free(s);
   return rc;
 }

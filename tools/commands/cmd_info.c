@@ -34,6 +34,8 @@ typedef struct {
   int blocks_missing;           /* END: the runtime ran out of memory */
   int walk_mode;                /* WALK: enum mpt_snap_walk_mode; -1 none */
   uint64_t walk_ns, extra_bytes; /* WALK */
+  int swept;                    /* IDS: the heap was swept, blocks counts
+                                   the unreachable ones written too */
 } snap_info;
 
 /* The JSON name of a walk mode (WALK record), or NULL: none recorded. */
@@ -95,6 +97,7 @@ static void on_snapshot_event(info_acc *a, an_ctx *c, const mpt_event *ev)
     break;
   case MPT_EV_SNAP_EDGES: s->edges += ev->snap.nedges; break;
   case MPT_EV_SNAP_CUSTOM: s->ext_bytes += ev->snap.ext_bytes; break;
+  case MPT_EV_SNAP_IDS: s->swept = 1; break;
   case MPT_EV_SNAP_WALK:
     s->walk_mode = (int)ev->snap.walk_mode;
     s->walk_ns = ev->snap.walk_ns;
@@ -483,8 +486,9 @@ static int info_one(const char *path, const an_filter *f, const char *fdesc, int
              s->blocks_missing ? "true" : "false");
       const char *mode = walk_mode_name(s->walk_mode);
       if (mode) printf("\"%s\"", mode); else printf("null");
-      printf(", \"walk_ns\": %llu, \"walk_extra_bytes\": %llu}",
-             (unsigned long long)s->walk_ns, (unsigned long long)s->extra_bytes);
+      printf(", \"walk_ns\": %llu, \"walk_extra_bytes\": %llu, \"swept\": %s}",
+             (unsigned long long)s->walk_ns, (unsigned long long)s->extra_bytes,
+             s->swept ? "true" : "false");
     }
     printf("%s]", a.nsnaps ? "\n  " : "");
     printf(",\n  \"heap_snapshot_overdue\": ");
@@ -560,10 +564,12 @@ static int info_one(const char *path, const an_filter *f, const char *fdesc, int
       for (size_t i = 0; i < a.nsnaps; i++) {
         const snap_info *s = &a.snaps[i];
         char b2[32];
-        printf("  %zu: walk %llu by domain %u at %.3f s: %llu blocks, %s, %llu edges",
+        printf("  %zu: walk %llu by domain %u at %.3f s: %llu blocks, %s, %llu edges%s",
                i + 1, (unsigned long long)s->seq, s->stream, s->time_ns / 1e9,
                (unsigned long long)s->blocks, human_bytes((double)s->bytes, b1, sizeof b1),
-               (unsigned long long)s->edges);
+               (unsigned long long)s->edges,
+               s->swept ? " written by a sweep of the heap (retainers drops those"
+                          " no root reaches)" : "");
         if (s->ext_bytes)
           printf(" + %s outside the heap", human_bytes((double)s->ext_bytes, b2, sizeof b2));
         if (s->complete) printf(", pause %.1f ms", s->pause_ns / 1e6);
