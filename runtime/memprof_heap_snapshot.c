@@ -50,15 +50,32 @@
    as it always does with memprof_snapshot_fork=0 (mode 0).  The two walks
    are the same code on the same heap: the same records.
 
-   Design choice: a traversal from the roots, not a heap sweep
-   A linear sweep over the pools would need an iterator over another
-   domain's pools and large allocations, which only shared_heap.c can
-   provide (new logic in an upstream file), and would still need the
-   roots scanned and an address -> id map for edges.  A breadth-first
-   traversal from the roots needs only public entry points, visits only
-   reachable blocks, and numbers blocks in discovery order, which the
-   format exploits: an edge to a block seen for the first time is always
-   "the next id" and costs one byte.
+   Two walks: a sweep of the heap, or a traversal from the roots
+   The traversal (breadth first from the roots) visits only reachable
+   blocks and numbers them in discovery order, which the format exploits
+   (an edge to a block seen for the first time is "the next id": one
+   byte), but it must find every target's id in a table beside the heap
+   and read its header: two scattered accesses per block, which on a heap
+   of mixed shapes cost 2.3 to 3 times a major GC's marking
+   (bench/snapshot/mixheap.ml), while the GC's mark loop reads only the
+   header.  The sweep (memprof_snapshot_sweep=1) reads the heap in
+   address order instead, pool after pool, and names a block by where it
+   is: a slot of a pool, a word of a minor heap, a large block (ids with
+   gaps: the format's explicit ids).  A target's id then comes from its
+   address alone, through a page directory of the pools (4 bytes per 4
+   KiB of heap, in cache) and a multiply by the slot size's reciprocal,
+   without touching the target: the walk's only scattered accesses are
+   gone, and so are the id table's pages (a forked child's private
+   memory falls from half the live heap to the directory).  Its costs:
+   it writes the blocks that no root reaches but the GC has not freed
+   yet (the minor heaps' dead blocks, and major blocks allocated during
+   the cycle and dropped), which the tools drop, renumbering the others
+   as the traversal would (so every analysis is the same); its edges
+   take more bytes (a target's id relative to the block's, not "the
+   next"); and the pools are only known to shared_heap.c, which includes
+   memprof_heap_pools.h for them (one hunk).  The traversal stays, as
+   the fallback (ids past 2^32, memory for the directory) and with
+   memprof_snapshot_sweep=0.
 
    Data structures (freed after each snapshot; none exist before the first)
    - id of each visited block, beside the heap (visit): a
@@ -93,7 +110,13 @@
      ephemeron is an Abstract_tag block the GC knows only by those lists);
    - frame table of each stack being scanned (address range -> frame
      descriptor), to label stack roots with their frame's location;
-   - label strings: an id per distinct label, defined before first use.
+   - label strings: an id per distinct label, defined before first use;
+   - the sweep's instead of the id slots and the queue (built in the
+     pause, read by the walk): every pool (its first id, first slot,
+     slot size and the size's reciprocal: 40 bytes per 32 KiB pool), a
+     page directory over the pools' span (4 bytes per 4 KiB page, mapped
+     whole, touched where the pools are), each domain's minor heap and
+     every large block (sorted by address, for targets inside them).
    Memory is bounded by those tables, never by a copy of the heap: records
    stream through a 256 KiB buffer into the writer.  In a forked child,
    its private memory at the end (the WALK record's extra_bytes) is those

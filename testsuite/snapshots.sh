@@ -57,14 +57,16 @@ check "hashtbl: the retainer path starts at the global and reaches make_entry's 
 # ---- blocks packed as close as the heap puts them (the walk's id slot
 # per two words): the retained size is exactly Obj.reachable_words', in
 # the child's walk and in the pause's ----
-for fk in 1 0; do
-  OCAMLRUNPARAM="memprof=$W/exact$fk.trace,memprof_rate=1e-3,memprof_snapshot_fork=$fk" ./snap_exact > exact$fk.out 2> exact$fk.err
-  check "exact (fork=$fk): runs, nothing on stderr" [ $? -eq 0 -a ! -s exact$fk.err ]
+# ("s1", "s0": the sweep's, in the child and in the pause)
+for fk in 1 0 s1 s0; do
+  sw=0; [ "${fk#s}" != "$fk" ] && sw=1
+  OCAMLRUNPARAM="memprof=$W/exact$fk.trace,memprof_rate=1e-3,memprof_snapshot_fork=${fk#s},memprof_snapshot_sweep=$sw" ./snap_exact > exact$fk.out 2> exact$fk.err
+  check "exact (fork=${fk#s}, sweep=$sw): runs, nothing on stderr" [ $? -eq 0 -a ! -s exact$fk.err ]
   truth=$(awk '$1 == "truth" { print $2 }' exact$fk.out)
   got=$("$MP" retainers --json "$W/exact$fk.trace" 2> /dev/null | python3 -c '
 import json, sys
 print(sum(r["retained"] for r in json.load(sys.stdin)["roots"] if r["label"] == "Snap_exact"))' 2> /dev/null)
-  check "exact (fork=$fk): refs, options, floats, pairs, infix closures retained ${got:-?} B, truth $truth B" [ -n "$truth" -a "${got:-x}" = "$truth" ]
+  check "exact (fork=${fk#s}, sweep=$sw): refs, options, floats, pairs, infix closures retained ${got:-?} B, truth $truth B" [ -n "$truth" -a "${got:-x}" = "$truth" ]
 done
 # The strings: 20000 x (200 bytes -> 26 words + header) = 4.32 MB; estimate +- 4.5 se.
 est=$(awk '/^Live sampled/ { on = 1; next } on && /Bytes.make|String.make/ { print $1, $2, $3, $4; exit }' h.ret)
@@ -239,9 +241,11 @@ s = json.load(sys.stdin)["heap_snapshots"]
 print(len(s), s[0]["walk"], s[0]["blocks"], s[0]["bytes"], s[0]["edges"], s[0]["complete"])'
   "$MP" retainers --bytes -n 1000 "$1" | sed 1d
 }
+# Modes: "fork sweep" (the sweep's runs: s1 in the child, s0 in the pause)
 for nd in 1 2 4; do
-  for mode in 1 0; do
-    OCAMLRUNPARAM="memprof=$W/same$nd-$mode.trace,memprof_rate=0,memprof_snapshot_fork=$mode" \
+  for mode in 1 0 s1 s0; do
+    fk=${mode#s}; sw=0; [ "$mode" != "$fk" ] && sw=1
+    OCAMLRUNPARAM="memprof=$W/same$nd-$mode.trace,memprof_rate=0,memprof_snapshot_fork=$fk,memprof_snapshot_sweep=$sw" \
       norandom ./snap_fork_same $nd > same$nd-$mode.out 2> same$nd-$mode.err
     snapshot_facts "$W/same$nd-$mode.trace" > same$nd-$mode.facts 2>&1
   done
@@ -255,6 +259,17 @@ for nd in 1 2 4; do
     [ "$(tail -n +2 same$nd-1.facts | md5sum)" = "$(tail -n +2 same$nd-0.facts | md5sum)" \
       -a "$(head -1 same$nd-1.facts | cut -d' ' -f3-)" = "$(head -1 same$nd-0.facts | cut -d' ' -f3-)" \
       -a "${blocks1:-0}" -gt 30000 ]
+  # A sweep writes the blocks no root reaches too (info counts them), which
+  # retainers drops: its tables must be the walk from the roots' ones.
+  read -r _ walks1 blockss1 _ <<< "$(head -1 same$nd-s1.facts)"
+  read -r _ walks0 blockss0 _ <<< "$(head -1 same$nd-s0.facts)"
+  check "sweep, $nd domain(s): both runs print the same, nothing on stderr, walked in a child ($walks1) and in the pause ($walks0)" \
+    [ "$(cat same$nd-s1.out)" = "$(cat same$nd-0.out)" -a "$(cat same$nd-s0.out)" = "$(cat same$nd-0.out)" \
+      -a ! -s same$nd-s1.err -a ! -s same$nd-s0.err -a "$walks1" = fork -a "$walks0" = pause ]
+  check "sweep, $nd domain(s): retainers' blocks, bytes, roots and retained sizes those of the walk from the roots ($blockss1 and $blockss0 blocks written, $blocks0 reached)" \
+    [ "$(tail -n +2 same$nd-s1.facts | md5sum)" = "$(tail -n +2 same$nd-0.facts | md5sum)" \
+      -a "$(tail -n +2 same$nd-s0.facts | md5sum)" = "$(tail -n +2 same$nd-0.facts | md5sum)" \
+      -a "${blockss1:-0}" -ge "${blocks0:-1}" -a "${blockss0:-0}" -ge "${blocks0:-1}" ]
 done
 kinds=$(awk '/^Retained by root kind/ { on = 1; next } /^$/ { on = 0 } on { print $1 }' same4-1.facts | sort | tr '\n' ' ')
 check "fork: the module global, stacks, C local roots and the systhread retain ($kinds)" \

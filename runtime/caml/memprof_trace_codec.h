@@ -32,7 +32,7 @@ extern "C" {
 
 #define MPT_MAGIC "OCMPTRCE"             /* first 8 bytes of the stream   */
 #define MPT_MAGIC_LEN 8
-#define MPT_FORMAT_VERSION 6   /* 2: cut stacks marked, location addresses and
+#define MPT_FORMAT_VERSION 7   /* 2: cut stacks marked, location addresses and
                                   MAJOR_CYCLE statistics as differences;
                                   3: compact and repeated ALLOCs, COLLECT
                                   runs, MINOR_GC counts as differences;
@@ -45,7 +45,9 @@ extern "C" {
                                   definitions of the next id;
                                   6: stacks written deeper than the
                                   header's max_frames, which readers
-                                  show cut at max_frames */
+                                  show cut at max_frames;
+                                  7: heap snapshots with explicit ids
+                                  (a sweep of the heap) */
 #define MPT_CHUNK_HEADER_BYTES 8         /* u32 len, u8 type, u8 0, u16 stream */
 #define MPT_MAX_CHUNK_PAYLOAD (1u << 20)  /* decoders reject larger chunks  */
 #define MPT_MAX_FRAMES 4096              /* upper bound on captured frames */

@@ -34,6 +34,15 @@
    finaliser = X+Y = 4+5 = 9 words, E (shared) by no single root; live 33
    words.
 
+          gen_snapshot small-swept OUT  the same graph as a sweep of the
+                                    heap writes it (explicit ids, as
+                                    memprof_snapshot_sweep=1): blocks in
+                                    address order, ids without a block
+                                    skipped, and two blocks no root
+                                    reaches (one pointing at A), which
+                                    readers drop: their analyses must be
+                                    small's.
+
           gen_snapshot holders OUT  a list held by two roots at once:
      global "0x1000" -> L1 -> L2 -> L3   (cells of 2 fields: string, next)
      stack "f (a.ml:3)" -> L1            (the same list)
@@ -174,6 +183,56 @@ static void small(const char *path)
   mpt_enc_snap_block(&enc, &s, 0, 1, NULL, 0, UINT64_MAX);       /* E */
   mpt_enc_snap_block(&enc, &s, 0, 3, de, 1, UINT64_MAX);         /* D */
   mpt_enc_snap_end(&enc, &s, 30, 12345, 7, 0);
+  flush();
+  chunk_type = MPT_CHUNK_EVENTS;
+  end();
+}
+
+/* small's graph with explicit ids (see the top). */
+static void small_swept(const char *path)
+{
+  begin(path);
+  if (rate > 0) {
+    mpt_enc_string(&enc, 1, "leak.ml", 7);
+    mpt_enc_string(&enc, 2, "leaky", 5);
+    mpt_loc_entry_ids loc = { 1, 2, 7, 0, 10 };
+    mpt_enc_location(&enc, 1, 0x4000, &loc, 1);
+    uint32_t st[1] = { 1 };
+    mpt_enc_alloc(&enc, 10, 42, 4, 1, MPT_SRC_MINOR, 0, st, 1);
+    flush();
+  }
+  chunk_type = MPT_CHUNK_SNAPSHOT;
+  mpt_snap_encoder s;
+  mpt_enc_snap_begin(&enc, &s, 20, 1, anchor, 1);
+  /* Ids by address; DEAD1 and DEAD2 reached by no root. */
+  enum { E = 2, A = 5, D = 6, DEAD1 = 7, Y = 9, B = 10, F = 12, C = 13, X = 15,
+         DEAD2 = 16 };
+  mpt_enc_snap_ids(&enc, &s, 16);
+  uint32_t g = string("0x1000"), f = string("f (a.ml:3)"), fin = string("finalisers");
+  uint32_t mp = string("memprof");
+  mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 0, A);
+  mpt_enc_snap_root(&enc, &s, MPT_ROOT_STACK, 0, f, 0, F);
+  mpt_enc_snap_root(&enc, &s, MPT_ROOT_FINALISER, 0, fin, 0, X);
+  mpt_enc_snap_root(&enc, &s, MPT_ROOT_MEMPROF, MPT_ROOT_NONRETAINING, mp, 0, Y);
+  uint64_t a[2] = { B, C }, fe[1] = { E }, xe[2] = { Y, A }, be[1] = { D }, de[1] = { E },
+           dead1[1] = { A };
+  mpt_enc_snap_skip(&enc, &s, 1);
+  mpt_enc_snap_block(&enc, &s, 0, 1, NULL, 0, UINT64_MAX);       /* E */
+  mpt_enc_snap_skip(&enc, &s, 2);
+  mpt_enc_snap_block(&enc, &s, 0, 2, a, 2, UINT64_MAX);          /* A */
+  mpt_enc_snap_block(&enc, &s, 0, 3, de, 1, UINT64_MAX);         /* D */
+  mpt_enc_snap_block(&enc, &s, 0, 1, dead1, 1, UINT64_MAX);      /* DEAD1 */
+  mpt_enc_snap_skip(&enc, &s, 1);
+  if (rate > 0) mpt_enc_snap_sample(&enc, &s, 42);
+  mpt_enc_snap_block(&enc, &s, 0, 4, NULL, 0, UINT64_MAX);       /* Y */
+  mpt_enc_snap_block(&enc, &s, 0, 1, be, 1, UINT64_MAX);         /* B */
+  mpt_enc_snap_skip(&enc, &s, 1);
+  mpt_enc_snap_block(&enc, &s, 0, 1, fe, 1, UINT64_MAX);         /* F */
+  mpt_enc_snap_block(&enc, &s, 252, 10, NULL, 0, UINT64_MAX);    /* C */
+  mpt_enc_snap_skip(&enc, &s, 1);
+  mpt_enc_snap_block(&enc, &s, 251, 3, xe, 2, 1);                /* X */
+  mpt_enc_snap_block(&enc, &s, 0, 2, NULL, 0, UINT64_MAX);       /* DEAD2 */
+  mpt_enc_snap_end(&enc, &s, 30, 12345, 8, 0);
   flush();
   chunk_type = MPT_CHUNK_EVENTS;
   end();
@@ -386,7 +445,7 @@ static void periodic(long n, long every_ms, long end_ms, const char *path)
 int main(int argc, char **argv)
 {
   static const struct { const char *mode; int nargs; } modes[] = {
-    { "small", 3 }, { "holders", 3 }, { "weak", 3 }, { "huge", 3 }, { "dead", 3 },
+    { "small", 3 }, { "small-swept", 3 }, { "holders", 3 }, { "weak", 3 }, { "huge", 3 }, { "dead", 3 },
     { "dead-incomplete", 3 }, { "chain", 4 }, { "fanin", 4 }, { "periodic", 6 } };
   int nargs = 0;
   for (size_t m = 0; argc >= 2 && m < sizeof modes / sizeof modes[0]; m++)
@@ -401,6 +460,7 @@ int main(int argc, char **argv)
   }
   const char *mode = argc >= 2 ? argv[1] : "";
   if (nargs == 3 && strcmp(mode, "small") == 0) small(argv[2]);
+  else if (nargs == 3 && strcmp(mode, "small-swept") == 0) small_swept(argv[2]);
   else if (nargs == 3 && strcmp(mode, "holders") == 0) holders(argv[2]);
   else if (nargs == 3 && strcmp(mode, "weak") == 0) weak(argv[2]);
   else if (nargs == 3 && strcmp(mode, "huge") == 0) huge(argv[2]);
@@ -411,7 +471,7 @@ int main(int argc, char **argv)
   else if (nargs == 6)
     periodic(atol(argv[2]), atol(argv[3]), atol(argv[4]), argv[5]);
   else {
-    fprintf(stderr, "usage: gen_snapshot small OUT | holders OUT | weak OUT | huge OUT | dead[-incomplete] OUT | "
+    fprintf(stderr, "usage: gen_snapshot small OUT | small-swept OUT | holders OUT | weak OUT | huge OUT | dead[-incomplete] OUT | "
             "fanin N OUT | chain N OUT | periodic N EVERY_MS END_MS OUT"
             "  [--exe PATH] [--anchor ADDR] [--rate R] [--sample-every K]\n");
     return 2;
