@@ -1210,13 +1210,11 @@ static inline void sweep_block(walk *w, uint64_t id, header_t *hp,
     uint8_t *head = w->enc.pos;
     uint8_t *p = mpt_snap_small_block_begin(head, &w->snap, tag,
                                             (uint32_t)wosize);
-    uint64_t base = w->snap.base;
     uint32_t n = 0;
     for (mlsize_t i = 0; i < wosize; i++) {
       uint64_t t = sweep_id(w, Field(v, i));
       if (t == 0) continue;
-      p = mpt_snap_put_explicit(p, base, t);
-      n++;
+      p = mpt_snap_put_explicit(p, &w->snap, n++, t);
     }
     mpt_snap_small_block_end(head, n);
     w->enc.pos = p;

@@ -446,8 +446,9 @@ void mpt_enc_snap_root(mpt_encoder *e, mpt_snap_encoder *s,
   p = mpt_put_uvarint(p, flags);
   p = mpt_put_uvarint(p, label_str_id);
   p = mpt_put_uvarint(p, detail);
-  e->pos = s->next_id ? mpt_snap_put_explicit(p, s->next_id, target)
-                      : mpt_snap_put_target(p, &s->assigned, target);
+  e->pos = s->next_id
+    ? mpt_put_uvarint(p, mpt_zigzag((int64_t)(target - s->next_id)))
+    : mpt_snap_put_target(p, &s->assigned, target);
 }
 
 void mpt_enc_snap_sample(mpt_encoder *e, mpt_snap_encoder *s, uint64_t alloc_id)
@@ -457,13 +458,15 @@ void mpt_enc_snap_sample(mpt_encoder *e, mpt_snap_encoder *s, uint64_t alloc_id)
   s->last_sample = alloc_id;
 }
 
+/* [first]: the edge index of targets[0]. */
 static inline uint8_t *put_edges(uint8_t *p, mpt_snap_encoder *s,
-                          const uint64_t *targets, uint32_t n)
+                                 const uint64_t *targets, uint32_t n,
+                                 uint64_t first)
 {
   p = mpt_put_uvarint(p, n);
   if (s->next_id)
     for (uint32_t i = 0; i < n; i++)
-      p = mpt_snap_put_explicit(p, s->base, targets[i]);
+      p = mpt_snap_put_explicit(p, s, first + i, targets[i]);
   else
     for (uint32_t i = 0; i < n; i++)
       p = mpt_snap_put_target(p, &s->assigned, targets[i]);
@@ -483,15 +486,17 @@ void mpt_enc_snap_block(mpt_encoder *e, mpt_snap_encoder *s, uint32_t tag,
   else { *p++ = SNAP_BLOCK_BIGTAG; *p++ = (uint8_t)tag; }
   p = mpt_put_uvarint(p, wosize);
   s->emitted++;
-  if (s->next_id) s->base = s->next_id++;
-  e->pos = put_edges(p, s, targets, n);
+  if (s->next_id) s->next_id++;
+  s->block_edges = n;
+  e->pos = put_edges(p, s, targets, n, 0);
 }
 
 void mpt_enc_snap_edges(mpt_encoder *e, mpt_snap_encoder *s,
                         const uint64_t *targets, uint32_t n)
 {
   *e->pos++ = SNAP_EDGES;
-  e->pos = put_edges(e->pos, s, targets, n);
+  e->pos = put_edges(e->pos, s, targets, n, s->block_edges);
+  s->block_edges += n;
 }
 
 void mpt_enc_snap_custom(mpt_encoder *e, mpt_snap_encoder *s, uint64_t block,
@@ -767,6 +772,7 @@ struct mpt_reader {
     uint64_t assigned, emitted, last_sample;
     uint64_t id_limit;         /* explicit ids: 1..id_limit; 0: implicit */
     uint64_t next_id, base;    /* explicit ids: next block's, last's */
+    uint64_t last_target[MPT_SNAP_EDGE_SLOTS]; /* explicit: by edge index */
     uint64_t pending_sample, pending_weak, block_weak, cur_edges, nedges;
     char **strs; uint32_t nstrs;           /* this snapshot's string ids */
     char **owned; size_t nowned, owned_cap; /* every label, until close  */
@@ -1281,20 +1287,24 @@ static inline uint64_t snap_var(mpt_reader *r)
   return get_var(r);
 }
 
-/* A target with explicit ids: relative to [base], at most id_limit. */
-static int snap_explicit_target(mpt_reader *r, uint64_t base, uint64_t *out)
+/* A target with explicit ids: relative to [*base] (then the target), at
+   most id_limit. */
+static int snap_explicit_target(mpt_reader *r, uint64_t *base, uint64_t *out)
 {
-  uint64_t t = base + (uint64_t)mpt_unzigzag(snap_var(r));
+  uint64_t t = *base + (uint64_t)mpt_unzigzag(snap_var(r));
   if (r->failed) return MPT_ERR;
   if (t == 0 || t > r->snap.id_limit)
     return fail(r, "snapshot edge or root names a block id out of range");
-  *out = t;
+  *out = *base = t;
   return MPT_OK;
 }
 
-static int snap_target(mpt_reader *r, uint64_t *out)
+/* A target of edge index [i] of the current block. */
+static int snap_target(mpt_reader *r, uint64_t i, uint64_t *out)
 {
-  if (r->snap.id_limit) return snap_explicit_target(r, r->snap.base, out);
+  if (r->snap.id_limit)
+    return snap_explicit_target(
+      r, &r->snap.last_target[i < MPT_SNAP_EDGE_SLOTS ? i : MPT_SNAP_EDGE_SLOTS - 1], out);
   int64_t d = mpt_unzigzag(snap_var(r));
   uint64_t next = r->snap.assigned + 1;
   /* Negated in unsigned arithmetic: d may be INT64_MIN in a corrupt file. */
@@ -1316,7 +1326,7 @@ static int snap_edges(mpt_reader *r, mpt_event *ev)
       && !(r->snap.edges = malloc(MPT_SNAP_MAX_EDGES * sizeof(uint64_t))))
     return fail(r, "out of memory");
   for (uint64_t i = 0; i < n; i++)
-    if (snap_target(r, &r->snap.edges[i]) != MPT_OK) return MPT_ERR;
+    if (snap_target(r, r->snap.cur_edges + i, &r->snap.edges[i]) != MPT_OK) return MPT_ERR;
   ev->snap.edges = r->snap.edges;
   ev->snap.nedges = (uint32_t)n;
   ev->snap.edge_base = r->snap.cur_edges;
@@ -1421,9 +1431,12 @@ static int snap_record(mpt_reader *r, mpt_event *ev)
     ev->snap.flags = (uint32_t)get_var(r);
     ev->snap.label = snap_label(r, get_var(r));
     ev->snap.detail = get_var(r);
-    if ((r->snap.id_limit
-         ? snap_explicit_target(r, r->snap.next_id, &ev->snap.target)
-         : snap_target(r, &ev->snap.target)) != MPT_OK) return MPT_ERR;
+    if (r->snap.id_limit) {
+      uint64_t base = r->snap.next_id;
+      if (snap_explicit_target(r, &base, &ev->snap.target) != MPT_OK) return MPT_ERR;
+    } else if (snap_target(r, 0, &ev->snap.target) != MPT_OK) {
+      return MPT_ERR;
+    }
     return r->failed ? MPT_ERR : MPT_OK;
   case SNAP_CUSTOM: {
     uint64_t back = get_var(r);
@@ -1447,6 +1460,7 @@ static int snap_record(mpt_reader *r, mpt_event *ev)
     r->snap.open = 1;
     r->snap.assigned = r->snap.emitted = r->snap.last_sample = 0;
     r->snap.id_limit = r->snap.next_id = r->snap.base = 0;
+    memset(r->snap.last_target, 0, sizeof r->snap.last_target);
     r->snap.pending_sample = r->snap.cur_edges = r->snap.nedges = 0;
     r->snap.pending_weak = r->snap.block_weak = UINT64_MAX;
     return r->failed ? MPT_ERR : MPT_OK;

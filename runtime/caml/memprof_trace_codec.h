@@ -124,6 +124,7 @@ enum mpt_snap_walk_mode {
   MPT_WALK_MODE_COUNT = 3
 };
 #define MPT_SNAP_MAX_EDGES 4096   /* edges per BLOCK or EDGES record      */
+#define MPT_SNAP_EDGE_SLOTS 16    /* explicit ids: edge indices told apart */
 #define MPT_SNAP_MAX_RECORD_BYTES (48 + 10 * (size_t)MPT_SNAP_MAX_EDGES)
 
 /* Heap statistics carried by MPT_EV_MAJOR_CYCLE, in words. */
@@ -316,14 +317,20 @@ void mpt_enc_location(mpt_encoder *e, uint32_t loc_id, uint64_t address,
    names blocks by where they are (the heap swept in address order) and
    writes them in id order, some ids left without a block
    (mpt_enc_snap_skip); a target is any id up to the limit, written
-   relative to the block's own id (a root's: the next block's). */
+   relative to the target of the same edge index (the block's first,
+   second, ... sixteenth and later edges) written last, where a sweep's
+   neighbouring blocks point to neighbouring blocks (a root's: relative
+   to the next block's id). */
 typedef struct {
   uint64_t assigned;            /* highest id named so far              */
   uint64_t emitted;             /* blocks written so far                */
   uint64_t last_sample;         /* previous SAMPLE record's alloc id    */
   uint64_t next_id;             /* explicit ids: the next block's id;
                                    0: implicit ids                      */
-  uint64_t base;                /* explicit ids: the last block's id    */
+  uint64_t last_target[MPT_SNAP_EDGE_SLOTS]; /* explicit ids: by edge
+                                   index, the last target written       */
+  uint64_t block_edges;         /* edges of the last mpt_enc_snap_block
+                                   and its mpt_enc_snap_edges           */
 } mpt_snap_encoder;
 void mpt_enc_snap_begin(mpt_encoder *e, mpt_snap_encoder *s, uint64_t time,
                         uint64_t seq, uint64_t anchor, uint32_t ndomains);
@@ -363,12 +370,15 @@ static inline uint8_t *mpt_snap_put_target(uint8_t *p, uint64_t *assigned,
   if (t > *assigned) *assigned = t;
   return p;
 }
-/* Explicit ids: target [t] of the block [base] (mpt_snap_small_block_begin
-   returns it in s->base). */
-static inline uint8_t *mpt_snap_put_explicit(uint8_t *p, uint64_t base,
-                                             uint64_t t)
+/* Explicit ids: target [t] of a block's edge of index [i]. */
+static inline uint8_t *mpt_snap_put_explicit(uint8_t *p, mpt_snap_encoder *s,
+                                             uint64_t i, uint64_t t)
 {
-  return mpt_put_uvarint(p, mpt_zigzag((int64_t)(t - base)));
+  uint64_t *last = &s->last_target[i < MPT_SNAP_EDGE_SLOTS
+                                   ? i : MPT_SNAP_EDGE_SLOTS - 1];
+  p = mpt_put_uvarint(p, mpt_zigzag((int64_t)(t - *last)));
+  *last = t;
+  return p;
 }
 /* A BLOCK record written in place, its targets as they are found (the
    runtime's walk), for the common block: tag below MPT_SNAP_SMALL_TAG,
@@ -376,7 +386,8 @@ static inline uint8_t *mpt_snap_put_explicit(uint8_t *p, uint64_t base,
    wosize are one byte each, and so is its edge count, which
    mpt_snap_small_block_end fills in; the bytes are mpt_enc_snap_block's.
    The head takes 3 bytes, each target at most 10.  Returns where the
-   targets go (mpt_snap_put_target). */
+   targets go (mpt_snap_put_target, or with explicit ids
+   mpt_snap_put_explicit); no EDGES record follows such a block. */
 #define MPT_SNAP_SMALL_TAG 0x80
 #define MPT_SNAP_SMALL_WOSIZE 0x80
 static inline uint8_t *mpt_snap_small_block_begin(uint8_t *p,
@@ -387,7 +398,7 @@ static inline uint8_t *mpt_snap_small_block_begin(uint8_t *p,
   p[0] = (uint8_t)tag;
   p[1] = (uint8_t)wosize;
   s->emitted++;
-  if (s->next_id) s->base = s->next_id++;
+  if (s->next_id) s->next_id++;
   return p + 3;
 }
 /* [head]: mpt_snap_small_block_begin's [p]; [n] targets were written. */
