@@ -275,8 +275,9 @@
 
 struct caml_heap_snapshot_params caml_heap_snapshot_params = {
 #ifdef __linux__
-  .fork = 1
+  .fork = 1,
 #endif
+  .sweep = 1
 };
 
 static atomic_int requested;              /* API / exit: next cycle end */
@@ -1718,14 +1719,7 @@ void caml_heap_snapshot_at_cycle_end(caml_domain_state *s)
 }
 
 /* Empty the minor heaps, then finish a major cycle: its end takes the
-   snapshot (whichever domain reaches the hook first).  A sweep writes
-   every marked block, and those the program allocated during the cycle
-   and dropped are marked too (floating garbage): the tools drop them from
-   the graph, but not from the samples a snapshot proves dead, which then
-   looked live at exit.  So for a sweep the cycle under way is finished
-   first, and the snapshot taken at the end of a whole cycle of its own,
-   during which this domain allocates nothing (other domains may): one
-   major cycle more. */
+   snapshot (whichever domain reaches the hook first). */
 static void snapshot_now(void)
 {
   if (!caml_memprof_tracer_tracing()) return;
@@ -1736,18 +1730,26 @@ static void snapshot_now(void)
     caml_heap_snapshot_reap(1);
     caml_leave_blocking_section();
   }
-  if (caml_heap_snapshot_params.sweep) {
-    caml_empty_minor_heaps_once();
-    caml_finish_major_cycle(0);
-  }
   atomic_store(&requested, 1);
   caml_empty_minor_heaps_once();
   caml_finish_major_cycle(0);
 }
 
+/* The snapshot at exit walks from the roots, not by a sweep: a sweep
+   writes every marked block, and the major blocks the program allocated
+   during the cycle and dropped are marked too (floating garbage).  The
+   tools drop them from the graph, but the samples among them would not
+   be proven dead by the snapshot (no block of theirs absent), and with no
+   sweep of the heap to come they would look live at the end of the
+   trace.  A snapshot taken while the program runs on leaves them to the
+   next cycle's sweep, which reports them collected.  (Finishing the
+   cycle under way first, then sweeping at the end of a cycle of its own,
+   would clear the weak references and ephemerons the program still had,
+   which the snapshot exists to show.) */
 void caml_heap_snapshot_at_exit(void)
 {
   if (!caml_heap_snapshot_params.at_exit || Caml_state_opt == NULL) return;
+  caml_heap_snapshot_params.sweep = 0;
   snapshot_now();
 }
 

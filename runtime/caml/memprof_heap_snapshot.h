@@ -26,8 +26,8 @@ struct caml_heap_snapshot_params {
   int fork;                     /* walk in a forked child (default 1 on
                                    Linux), else in the pause             */
   int sweep;                    /* sweep the heap in address order
-                                   (explicit ids), else walk from the
-                                   roots breadth first                   */
+                                   (explicit ids; default 1), else walk
+                                   from the roots breadth first          */
 };
 extern struct caml_heap_snapshot_params caml_heap_snapshot_params;
 

@@ -1095,7 +1095,8 @@ static int read_events(an_ctx *c, const an_callbacks *cb, progress *pg)
       complete(c, cb, &s);
       break;
     }
-    case MPT_EV_SNAP_BEGIN: case MPT_EV_SNAP_BLOCK: case MPT_EV_SNAP_END:
+    case MPT_EV_SNAP_BEGIN: case MPT_EV_SNAP_IDS: case MPT_EV_SNAP_ROOT:
+    case MPT_EV_SNAP_BLOCK: case MPT_EV_SNAP_EDGES: case MPT_EV_SNAP_END:
       if (sd_event(&c->snap, &ev)) snapshot_deaths(c, cb);
       break;
     default:

@@ -1,10 +1,96 @@
 /* snapdeath.c: the sampled blocks a heap snapshot proves dead (see
    snapdeath.h).  The ids of a snapshot's sampled blocks are gathered from
-   its BLOCK records and dropped when the next snapshot begins. */
+   its BLOCK records and dropped when the next snapshot begins; those of a
+   swept snapshot at its end, from the blocks its roots reach. */
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "snapdeath.h"
+
+static void swept_free(snapdeath *d)
+{
+  free(d->roots); free(d->blk); free(d->off); free(d->adj); free(d->samples);
+  d->roots = d->blk = d->off = d->adj = NULL;
+  d->samples = NULL;
+  d->nroots = d->roots_cap = d->nblk = d->blk_cap = d->off_cap = 0;
+  d->nadj = d->adj_cap = d->nsamples = d->samples_cap = 0;
+  d->swept = d->too_big = 0;
+}
+
+static void swept_edges(snapdeath *d, const mpt_event *ev)
+{
+  if (d->too_big) return;
+  if (d->nadj + ev->snap.nedges > UINT32_MAX) { d->too_big = 1; return; }
+  grow_array((void **)&d->adj, &d->adj_cap, d->nadj + ev->snap.nedges, sizeof *d->adj);
+  for (uint32_t i = 0; i < ev->snap.nedges; i++)
+    d->adj[d->nadj++] = (uint32_t)ev->snap.edges[i];
+}
+
+static void swept_block(snapdeath *d, const mpt_event *ev)
+{
+  grow_array((void **)&d->blk, &d->blk_cap, d->nblk + 1, sizeof *d->blk);
+  grow_array((void **)&d->off, &d->off_cap, d->nblk + 2, sizeof *d->off);
+  d->blk[d->nblk] = (uint32_t)ev->snap.block;
+  d->off[d->nblk] = (uint32_t)d->nadj;
+  if (ev->snap.sample_id) {
+    grow_array((void **)&d->samples, &d->samples_cap, d->nsamples + 1, sizeof *d->samples);
+    d->samples[d->nsamples++] = (struct sd_sample){ (uint32_t)d->nblk, ev->snap.sample_id };
+  }
+  d->nblk++;
+  swept_edges(d, ev);
+}
+
+/* The block index of id [id], or UINT32_MAX: through [dense] (by id) if
+   there is one, else by binary search of the increasing ids. */
+static uint32_t swept_index(const snapdeath *d, const uint32_t *dense, size_t ndense,
+                            uint32_t id)
+{
+  if (dense) return id < ndense ? dense[id] : UINT32_MAX;
+  size_t lo = 0, hi = d->nblk;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (d->blk[mid] < id) lo = mid + 1; else hi = mid;
+  }
+  return lo < d->nblk && d->blk[lo] == id ? (uint32_t)lo : UINT32_MAX;
+}
+
+/* At the end of a swept snapshot: present = the samples of the blocks
+   its roots reach. */
+static void swept_present(snapdeath *d)
+{
+  if (d->too_big) {
+    for (size_t i = 0; i < d->nsamples; i++) u64map_put(&d->present, d->samples[i].id, 1);
+    return;
+  }
+  d->off[d->nblk] = (uint32_t)d->nadj;
+  /* Ids to indices: a table by id where the ids are dense enough (they
+     are a sweep's, a few per block), else a binary search. */
+  uint32_t *dense = NULL;
+  size_t ndense = d->nblk ? (size_t)d->blk[d->nblk - 1] + 1 : 0;
+  if (ndense <= 4 * d->nblk + 1024) {
+    dense = xmalloc((ndense ? ndense : 1) * sizeof *dense);
+    memset(dense, 0xff, ndense * sizeof *dense);
+    for (size_t i = 0; i < d->nblk; i++) dense[d->blk[i]] = (uint32_t)i;
+  }
+  uint8_t *seen = xcalloc(d->nblk ? d->nblk : 1, 1);
+  uint32_t *stack = xmalloc((d->nblk ? d->nblk : 1) * sizeof *stack);
+  size_t sp = 0;
+  for (size_t i = 0; i < d->nroots; i++) {
+    uint32_t b = swept_index(d, dense, ndense, d->roots[i]);
+    if (b != UINT32_MAX && !seen[b]) { seen[b] = 1; stack[sp++] = b; }
+  }
+  while (sp) {
+    uint32_t v = stack[--sp];
+    for (uint32_t e = d->off[v]; e < d->off[v + 1]; e++) {
+      uint32_t b = swept_index(d, dense, ndense, d->adj[e]);
+      if (b != UINT32_MAX && !seen[b]) { seen[b] = 1; stack[sp++] = b; }
+    }
+  }
+  for (size_t i = 0; i < d->nsamples; i++)
+    if (seen[d->samples[i].blk]) u64map_put(&d->present, d->samples[i].id, 1);
+  free(dense); free(seen); free(stack);
+}
 
 void sd_init(snapdeath *d)
 {
@@ -15,6 +101,7 @@ void sd_init(snapdeath *d)
 
 void sd_free(snapdeath *d)
 {
+  swept_free(d);
   if (d->present.e) u64map_free(&d->present);
   if (d->dead.e) u64map_free(&d->dead);
   memset(d, 0, sizeof *d);
@@ -26,15 +113,30 @@ int sd_event(snapdeath *d, const mpt_event *ev)
   case MPT_EV_SNAP_BEGIN:
     u64map_free(&d->present);
     u64map_init(&d->present, 1024);
+    swept_free(d);
     d->open = 1;
     d->time_ns = ev->time_ns;
     return 0;
+  case MPT_EV_SNAP_IDS:
+    if (d->open) d->swept = 1;
+    return 0;
+  case MPT_EV_SNAP_ROOT:
+    if (d->open && d->swept) {
+      grow_array((void **)&d->roots, &d->roots_cap, d->nroots + 1, sizeof *d->roots);
+      d->roots[d->nroots++] = (uint32_t)ev->snap.target;
+    }
+    return 0;
   case MPT_EV_SNAP_BLOCK:
-    if (d->open && ev->snap.sample_id) u64map_put(&d->present, ev->snap.sample_id, 1);
+    if (d->open && d->swept) swept_block(d, ev);
+    else if (d->open && ev->snap.sample_id) u64map_put(&d->present, ev->snap.sample_id, 1);
+    return 0;
+  case MPT_EV_SNAP_EDGES:
+    if (d->open && d->swept && d->nblk) swept_edges(d, ev);
     return 0;
   case MPT_EV_SNAP_END:
     if (!d->open) return 0;
     d->open = 0;
+    if (d->swept) { swept_present(d); swept_free(d); }
     return !(ev->snap.flags & MPT_SNAP_INCOMPLETE);
   default:
     return 0;

@@ -13,6 +13,13 @@
    snapshot's time, and their COLLECT events, which still come, are
    expected rather than unknown.
 
+   A swept snapshot (explicit ids, memprof_snapshot_sweep=1) also writes
+   blocks that no root reaches but the GC had not freed yet (dead since
+   the cycle began, or allocated during it and dropped): its graph is kept
+   while it is read (4 bytes per id, block and edge), and only the sampled
+   blocks its roots reach, strongly or through weak references, count as
+   present.
+
    Not concluded dead: samples of out-of-heap memory (source custom),
    since the snapshot names a block by one sample id and a custom block
    can carry two samples (its words and its outside memory); samples of
@@ -34,6 +41,15 @@ typedef struct {
   uint64_t time_ns;             /* the snapshot's start */
   u64map present;               /* sample ids of its blocks */
   u64map dead;                  /* concluded dead, COLLECT to come */
+  /* a swept snapshot's graph, while it is read (see above) */
+  int swept;
+  uint32_t *roots; size_t nroots, roots_cap;   /* target ids */
+  uint32_t *blk; size_t nblk, blk_cap;         /* block ids, increasing */
+  uint32_t *off; size_t off_cap;               /* nblk + 1 edge offsets */
+  uint32_t *adj; size_t nadj, adj_cap;         /* target ids */
+  struct sd_sample { uint32_t blk; uint64_t id; } *samples;
+  size_t nsamples, samples_cap;
+  int too_big;                  /* 2^32 edges: every sample counts */
 } snapdeath;
 
 void sd_init(snapdeath *d);
