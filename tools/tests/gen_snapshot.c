@@ -79,6 +79,10 @@
                                     come yet): 302 is dead from 20 us.
           gen_snapshot dead-incomplete OUT  the same, the snapshot flagged
                                     as missing blocks: proves nothing.
+          gen_snapshot dead-swept OUT  the same swept (explicit ids): 302
+                                    written too, reached only from another
+                                    block no root reaches, and 303 only
+                                    through 301: 302 is dead from 20 us.
           gen_snapshot fanin N OUT  N stack frames "f1 (a.ml:1)".. all
                                     holding one sampled block (id 401 at
                                     "shared_site (s.ml:1)", 4 words). */
@@ -366,6 +370,36 @@ static void dead(const char *path, uint32_t end_flags)
   end();
 }
 
+static void dead_swept(const char *path)
+{
+  begin(path);
+  uint64_t ids[3] = { 301, 302, 303 };
+  allocs_at(1, "d.ml", "grow", 4, ids, 3, 10);
+  flush();
+  chunk_type = MPT_CHUNK_SNAPSHOT;
+  mpt_snap_encoder s;
+  mpt_enc_snap_begin(&enc, &s, 20, 1, 0, 1);
+  /* ids: 1 the block of 303, 3 an unreachable block pointing at 302 (4),
+     6 the block of 301, pointing at 303's */
+  mpt_enc_snap_ids(&enc, &s, 8);
+  uint32_t g = string("0x1000");
+  mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 0, 6);
+  uint64_t to302[1] = { 4 }, to303[1] = { 1 };
+  mpt_enc_snap_sample(&enc, &s, 303);
+  mpt_enc_snap_block(&enc, &s, 0, 10, NULL, 0, UINT64_MAX);
+  mpt_enc_snap_skip(&enc, &s, 1);
+  mpt_enc_snap_block(&enc, &s, 0, 1, to302, 1, UINT64_MAX);
+  mpt_enc_snap_sample(&enc, &s, 302);
+  mpt_enc_snap_block(&enc, &s, 0, 10, NULL, 0, UINT64_MAX);
+  mpt_enc_snap_skip(&enc, &s, 1);
+  mpt_enc_snap_sample(&enc, &s, 301);
+  mpt_enc_snap_block(&enc, &s, 0, 10, to303, 1, UINT64_MAX);
+  mpt_enc_snap_end(&enc, &s, 30, 1000, 2, 0);
+  flush();
+  chunk_type = MPT_CHUNK_EVENTS;
+  end();
+}
+
 static void fanin(long n, const char *path)
 {
   begin(path);
@@ -446,7 +480,7 @@ int main(int argc, char **argv)
 {
   static const struct { const char *mode; int nargs; } modes[] = {
     { "small", 3 }, { "small-swept", 3 }, { "holders", 3 }, { "weak", 3 }, { "huge", 3 }, { "dead", 3 },
-    { "dead-incomplete", 3 }, { "chain", 4 }, { "fanin", 4 }, { "periodic", 6 } };
+    { "dead-incomplete", 3 }, { "dead-swept", 3 }, { "chain", 4 }, { "fanin", 4 }, { "periodic", 6 } };
   int nargs = 0;
   for (size_t m = 0; argc >= 2 && m < sizeof modes / sizeof modes[0]; m++)
     if (strcmp(argv[1], modes[m].mode) == 0) nargs = modes[m].nargs;
@@ -466,12 +500,13 @@ int main(int argc, char **argv)
   else if (nargs == 3 && strcmp(mode, "huge") == 0) huge(argv[2]);
   else if (nargs == 3 && strcmp(mode, "dead") == 0) dead(argv[2], 0);
   else if (nargs == 3 && strcmp(mode, "dead-incomplete") == 0) dead(argv[2], MPT_SNAP_INCOMPLETE);
+  else if (nargs == 3 && strcmp(mode, "dead-swept") == 0) dead_swept(argv[2]);
   else if (nargs == 4 && strcmp(mode, "chain") == 0) chain(atol(argv[2]), argv[3]);
   else if (nargs == 4 && strcmp(mode, "fanin") == 0) fanin(atol(argv[2]), argv[3]);
   else if (nargs == 6)
     periodic(atol(argv[2]), atol(argv[3]), atol(argv[4]), argv[5]);
   else {
-    fprintf(stderr, "usage: gen_snapshot small OUT | small-swept OUT | holders OUT | weak OUT | huge OUT | dead[-incomplete] OUT | "
+    fprintf(stderr, "usage: gen_snapshot small OUT | small-swept OUT | holders OUT | weak OUT | huge OUT | dead[-incomplete|-swept] OUT | "
             "fanin N OUT | chain N OUT | periodic N EVERY_MS END_MS OUT"
             "  [--exe PATH] [--anchor ADDR] [--rate R] [--sample-every K]\n");
     return 2;

@@ -1869,6 +1869,11 @@ def test_snapshot_deaths(gs):
     j = tool_json("top", "--json", inc)
     check("top: a snapshot missing blocks (the runtime ran out of memory) proves nothing: 2400 B live",
           j["total"]["live_bytes"] == 2400, json.dumps(j["total"]))
+    swept = os.path.join(OUT, "snap-dead-swept.mpt")
+    run([gs, "dead-swept", swept])
+    j = tool_json("top", "--json", swept)
+    check("top: a swept snapshot proves dead the sample it wrote but its roots do not reach: 1600 B live",
+          j["total"]["live_bytes"] == 1600 and j["total"]["alloc_bytes"] == 2400, json.dumps(j["total"]))
 
 
 def test_info_snapshots(gs, small):
