@@ -38,8 +38,9 @@
    The pause only needs what the running world knows: the tracked
    samples, the ephemeron lists, and the roots (module globals, C global
    and local roots, every domain's stack and fibers, systhreads,
-   finalisers, statmemprof's tables), which also name their targets
-   (entries 1..n).  Then a child process is created with a raw clone(2)
+   finalisers, statmemprof's tables), which the walk from the roots names
+   at once (entries 1..n) and the sweep keeps as addresses, to be named
+   once the walk has built its tables.  Then a child process is created with a raw clone(2)
    (see "The forked walk" below) and every domain of the parent resumes;
    the child walks its copy-on-write image of the heap, in which every
    domain is still stopped at this instant, and writes the rest of the

@@ -1477,6 +1477,8 @@ static int snap_record(mpt_reader *r, mpt_event *ev)
     r->snap.open = 0;
     return MPT_OK;
   case SNAP_IDS:
+    if (r->info.format_version < 7)
+      return fail(r, "snapshot ids record in a trace of format version 6 or older");
     ev->kind = MPT_EV_SNAP_IDS;
     ev->snap.id_limit = get_var(r);
     if (r->failed) return MPT_ERR;

@@ -78,6 +78,9 @@ typedef struct {
   uint32_t filled;              /* blocks 1..filled have their slots set */
   uint64_t max_target;
   int explicit_ids;             /* an IDS record: renumbered at the end */
+  uint32_t *sparse;             /* explicit ids: each block's id, by its
+                                   place among the blocks read */
+  size_t sparse_cap;
   uint32_t *weak_src;           /* explicit ids: each weak edge's block */
   size_t weak_src_cap;
 } builder;
@@ -193,33 +196,71 @@ static void start_blocks(builder *b)
 /* A snapshot with explicit ids (the runtime swept the heap in address
    order: memprof_snapshot_sweep=1) is renumbered as the runtime's walk
    from the roots numbers blocks, and the blocks it would not have reached
-   are dropped (ids without a block, blocks that died in the minor heap,
-   major blocks allocated during the cycle that ended and dropped): roots'
-   targets first, in the order of the ROOT records, then each block's
-   targets in the order of its edges, the strong ones, then the weak ones
-   (a record's weak edges come after its strong ones).  So the graph, and
-   everything computed from it, is the one a walk from the roots gives.
-   Memory while it runs: 8 bytes per id and 4 per edge more, freed before
-   the analyses (whose own tables are larger). */
+   are dropped (blocks that died in the minor heap, major blocks dead
+   since the cycle began or allocated during it and dropped), as are
+   edges to ids without a block: roots' targets first, in the order of
+   the ROOT records, then each block's targets in the order of its edges,
+   the strong ones, then the weak ones (a record's weak edges come after
+   its strong ones).  So the graph, and everything computed from it, is
+   the one a walk from the roots gives.  While the snapshot is read, its
+   blocks are kept in the order they came (b->sparse: their ids) and its
+   edges name ids, which may be far larger than the blocks written (the
+   IDS record's limit, which no memory is sized by): they are turned into
+   blocks here, through a table by id where the ids are dense enough (a
+   sweep's are: a few per block), else a binary search.  Memory while it
+   runs: 12 bytes per block (16 with the table) and 4 per edge more, freed
+   before the analyses (whose own tables are larger). */
+
+/* The block (1-based, in the order read) of id [id], or 0. */
+static uint32_t block_of(const builder *b, const uint32_t *tab, size_t ntab,
+                         uint64_t id)
+{
+  if (tab) return id < ntab ? tab[id] : 0;
+  size_t lo = 0, hi = b->s->nblocks;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (b->sparse[mid] < id) lo = mid + 1; else hi = mid;
+  }
+  return lo < b->s->nblocks && b->sparse[lo] == id ? (uint32_t)lo + 1 : 0;
+}
+
 static void renumber(builder *b)
 {
   hg_snapshot *s = b->s;
   uint32_t nb = s->nblocks, base = s->base;
+  /* Ids to blocks, in place: roots' targets, edges (UINT32_MAX: no
+     block), weak targets. */
+  uint32_t *tab = NULL;
+  size_t ntab = nb ? (size_t)b->sparse[nb - 1] + 1 : 0;
+  if (ntab <= 4 * (size_t)nb + 1024) {
+    tab = xcalloc(ntab ? ntab : 1, sizeof *tab);
+    for (uint32_t i = 0; i < nb; i++) tab[b->sparse[i]] = i + 1;
+  }
+  for (size_t i = 0; i < s->nroots; i++)
+    s->roots[i].target = block_of(b, tab, ntab, s->roots[i].target);
+  for (uint64_t e = 0; e < s->nadj; e++)
+    if (s->adj[e] >= base) {
+      uint32_t d = block_of(b, tab, ntab, (uint64_t)s->adj[e] - base + 1);
+      s->adj[e] = d ? base + d - 1 : UINT32_MAX;
+    }
+  for (uint64_t i = 0; i < s->nweak; i++)
+    s->weak_target[i] = block_of(b, tab, ntab, s->weak_target[i]);
+  free(tab);
+  /* The order of the walk from the roots. */
   uint32_t *newid = xcalloc((size_t)nb + 1, sizeof *newid);
   uint32_t *order = xmalloc(((size_t)nb + 1) * sizeof *order);
   uint32_t m = 0;
   for (size_t i = 0; i < s->nroots; i++) {
-    uint64_t t = s->roots[i].target;
-    if (t >= 1 && t <= nb && !newid[t]) { newid[t] = ++m; order[m - 1] = (uint32_t)t; }
+    uint32_t t = (uint32_t)s->roots[i].target;
+    if (t && !newid[t]) { newid[t] = ++m; order[m - 1] = t; }
   }
-  uint64_t nadj = s->off[base];
   for (uint32_t q = 0; q < m; q++) {
     uint32_t old = order[q], v = base + old - 1;
     for (uint32_t e = s->off[v]; e < s->off[v + 1]; e++) {
+      if (s->adj[e] == UINT32_MAX) continue;
       uint32_t t = s->adj[e] - base + 1;
       if (!newid[t]) { newid[t] = ++m; order[m - 1] = t; }
     }
-    nadj += s->off[v + 1] - s->off[v];
     if (s->nweak == 0) continue;
     size_t lo = 0, hi = s->nweak;      /* the block's first weak edge */
     while (lo < hi) {
@@ -228,26 +269,30 @@ static void renumber(builder *b)
     }
     for (; lo < s->nweak && b->weak_src[lo] == old; lo++) {
       uint32_t t = s->weak_target[lo];
-      if (!newid[t]) { newid[t] = ++m; order[m - 1] = t; }
+      if (t && !newid[t]) { newid[t] = ++m; order[m - 1] = t; }
     }
   }
   /* The edges: the synthetic nodes' (roots' targets renamed), then the
-     reached blocks' in their new order. */
-  uint32_t *adj = xmalloc((nadj ? nadj : 1) * sizeof *adj);
+     reached blocks' in their new order; those to no block dropped. */
+  uint32_t *adj = xmalloc((s->nadj ? s->nadj : 1) * sizeof *adj);
   uint32_t *off = xmalloc(((size_t)base + m + 1) * sizeof *off);
-  memcpy(off, s->off, base * sizeof *off);
-  for (uint32_t e = 0; e < s->off[base]; e++)
-    adj[e] = s->adj[e] < base ? s->adj[e] : base + newid[s->adj[e] - base + 1] - 1;
-  uint32_t k = s->off[base];
+  uint32_t k = 0;
+  for (uint32_t v = 0; v < base; v++) {
+    off[v] = k;
+    for (uint32_t e = s->off[v]; e < s->off[v + 1]; e++)
+      if (s->adj[e] < base) adj[k++] = s->adj[e];
+      else if (s->adj[e] != UINT32_MAX) adj[k++] = base + newid[s->adj[e] - base + 1] - 1;
+  }
+  uint32_t synthetic = k;
   for (uint32_t i = 0; i < m; i++) {
     uint32_t v = base + order[i] - 1;
     off[base + i] = k;
     for (uint32_t e = s->off[v]; e < s->off[v + 1]; e++)
-      adj[k++] = base + newid[s->adj[e] - base + 1] - 1;
+      if (s->adj[e] != UINT32_MAX) adj[k++] = base + newid[s->adj[e] - base + 1] - 1;
   }
   off[base + m] = k;
   free(s->adj); free(s->off);
-  s->adj = adj; s->off = off; s->nadj = nadj;
+  s->adj = adj; s->off = off; s->nadj = k;
   /* The per-block arrays, copied in the new order. */
   uint8_t *tag = xmalloc(m ? m : 1);
   uint32_t *alloc = xmalloc((m ? m : 1) * sizeof *alloc);
@@ -282,13 +327,21 @@ static void renumber(builder *b)
   /* Weak targets of the reached blocks, renamed. */
   uint64_t w = 0;
   for (uint64_t i = 0; i < s->nweak; i++)
-    if (newid[b->weak_src[i]])
+    if (newid[b->weak_src[i]] && s->weak_target[i])
       s->weak_target[w++] = newid[s->weak_target[i]];
   s->nweak = w;
+  /* Roots to no block dropped (their edges were). */
+  size_t nr = 0;
+  s->nheld_roots = 0;
   for (size_t i = 0; i < s->nroots; i++)
-    if (s->roots[i].target >= 1 && s->roots[i].target <= nb)
-      s->roots[i].target = newid[s->roots[i].target];
-  s->nedges_file = nadj - s->off[base] + w;
+    if (s->roots[i].target) {
+      s->roots[nr] = s->roots[i];
+      s->roots[nr].target = newid[s->roots[i].target];
+      if (s->roots[nr].flags & MPT_ROOT_NONRETAINING) s->nheld_roots++;
+      nr++;
+    }
+  s->nroots = nr;
+  s->nedges_file = k - synthetic + w;
   s->nblocks = m;
   s->n = base + m;
   free(newid); free(order);
@@ -424,7 +477,8 @@ int hg_next(hg_reader *r, hg_snapshot *s)
       grow_array((void **)&s->roots, &b.roots_cap, s->nroots + 1, sizeof *s->roots);
       s->roots[s->nroots++] = (hg_root){ ev.snap.root_kind, ev.snap.flags, label,
                                          ev.snap.detail, ev.snap.target };
-      if (ev.snap.target > b.max_target) b.max_target = ev.snap.target;
+      /* (Explicit ids name more than the blocks written: see renumber.) */
+      if (!b.explicit_ids && ev.snap.target > b.max_target) b.max_target = ev.snap.target;
       break;
     }
     case MPT_EV_SNAP_BLOCK: case MPT_EV_SNAP_EDGES: {
@@ -432,7 +486,13 @@ int hg_next(hg_reader *r, hg_snapshot *s)
       if (!b.blocks_started) start_blocks(&b);
       if (ev.kind == MPT_EV_SNAP_BLOCK) {
         if (ev.snap.block > UINT32_MAX / 2) { rc = fail(r, too_many_blocks); goto done; }
-        cur = (uint32_t)ev.snap.block;
+        if (b.explicit_ids) {         /* by its place, its id kept */
+          cur = s->nblocks + 1;
+          grow_array((void **)&b.sparse, &b.sparse_cap, cur, sizeof *b.sparse);
+          b.sparse[cur - 1] = (uint32_t)ev.snap.block;
+        } else {
+          cur = (uint32_t)ev.snap.block;
+        }
         fill_blocks(&b, cur);
         s->nblocks = cur;
         s->off[s->base + cur - 1] = (uint32_t)s->nadj;
@@ -472,11 +532,12 @@ int hg_next(hg_reader *r, hg_snapshot *s)
         if (b.explicit_ids) b.weak_src[s->nweak - ev.snap.nedges + i] = cur;
       }
       if (max > UINT32_MAX / 2) { rc = fail(r, too_many_blocks); goto done; }
-      b.max_target = max;
+      if (!b.explicit_ids) b.max_target = max;
       s->nadj += nstrong;
       break;
     }
     case MPT_EV_SNAP_CUSTOM:
+      if (b.explicit_ids) ev.snap.block = s->nblocks;   /* the last block */
       if (!open || ev.snap.block == 0 || ev.snap.block > s->nblocks) break;
       if (u64map_get(&s->custom_of, ev.snap.block)) break;   /* first one counts */
       grow_array((void **)&s->custom, &s->custom_cap, s->ncustom + 1, sizeof *s->custom);
@@ -524,7 +585,7 @@ int hg_next(hg_reader *r, hg_snapshot *s)
   rc = 1;
  done:
   u64map_free(&b.label_of);
-  free(b.weak_src);
+  free(b.weak_src); free(b.sparse);
   if (rc != 1) hg_snapshot_free(s);
   return rc;
 }
