@@ -152,11 +152,12 @@ static uint32_t string(const char *s)
   return str_id;
 }
 
-static void small(const char *path)
+/* small and small-swept: the trace up to the snapshot's BEGIN (with the
+   ALLOC of Y, at "leaky (leak.ml:7)"), and its roots. */
+static void small_begin(const char *path, mpt_snap_encoder *s)
 {
   begin(path);
   if (rate > 0) {
-    /* The ALLOC of Y: location "leaky (leak.ml:7)". */
     mpt_enc_string(&enc, 1, "leak.ml", 7);
     mpt_enc_string(&enc, 2, "leaky", 5);
     mpt_loc_entry_ids loc = { 1, 2, 7, 0, 10 };
@@ -166,16 +167,36 @@ static void small(const char *path)
     flush();
   }
   chunk_type = MPT_CHUNK_SNAPSHOT;
+  mpt_enc_snap_begin(&enc, s, 20, 1, anchor, 1);
+}
+
+static void small_roots(mpt_snap_encoder *s, uint64_t a, uint64_t f, uint64_t x,
+                        uint64_t y)
+{
+  uint32_t g = string("0x1000"), fl = string("f (a.ml:3)"), fin = string("finalisers");
+  uint32_t mp = string("memprof");
+  mpt_enc_snap_root(&enc, s, MPT_ROOT_GLOBAL, 0, g, 0, a);
+  mpt_enc_snap_root(&enc, s, MPT_ROOT_STACK, 0, fl, 0, f);
+  mpt_enc_snap_root(&enc, s, MPT_ROOT_FINALISER, 0, fin, 0, x);
+  mpt_enc_snap_root(&enc, s, MPT_ROOT_MEMPROF, MPT_ROOT_NONRETAINING, mp, 0, y);
+}
+
+/* END with [nedges], and the end of the trace. */
+static void small_end(mpt_snap_encoder *s, uint64_t nedges)
+{
+  mpt_enc_snap_end(&enc, s, 30, 12345, nedges, 0);
+  flush();
+  chunk_type = MPT_CHUNK_EVENTS;
+  end();
+}
+
+static void small(const char *path)
+{
   mpt_snap_encoder s;
-  mpt_enc_snap_begin(&enc, &s, 20, 1, anchor, 1);
+  small_begin(path, &s);
   /* Ids in discovery order: roots first, then breadth first. */
   enum { A = 1, F, X, Y, B, C, E, D };
-  uint32_t g = string("0x1000"), f = string("f (a.ml:3)"), fin = string("finalisers");
-  uint32_t mp = string("memprof");
-  mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 0, A);
-  mpt_enc_snap_root(&enc, &s, MPT_ROOT_STACK, 0, f, 0, F);
-  mpt_enc_snap_root(&enc, &s, MPT_ROOT_FINALISER, 0, fin, 0, X);
-  mpt_enc_snap_root(&enc, &s, MPT_ROOT_MEMPROF, MPT_ROOT_NONRETAINING, mp, 0, Y);
+  small_roots(&s, A, F, X, Y);
   uint64_t a[2] = { B, C }, fe[1] = { E }, xe[2] = { Y, A }, be[1] = { D }, de[1] = { E };
   mpt_enc_snap_block(&enc, &s, 0, 2, a, 2, UINT64_MAX);          /* A */
   mpt_enc_snap_block(&enc, &s, 0, 1, fe, 1, UINT64_MAX);         /* F */
@@ -186,38 +207,19 @@ static void small(const char *path)
   mpt_enc_snap_block(&enc, &s, 252, 10, NULL, 0, UINT64_MAX);    /* C */
   mpt_enc_snap_block(&enc, &s, 0, 1, NULL, 0, UINT64_MAX);       /* E */
   mpt_enc_snap_block(&enc, &s, 0, 3, de, 1, UINT64_MAX);         /* D */
-  mpt_enc_snap_end(&enc, &s, 30, 12345, 7, 0);
-  flush();
-  chunk_type = MPT_CHUNK_EVENTS;
-  end();
+  small_end(&s, 7);
 }
 
 /* small's graph with explicit ids (see the top). */
 static void small_swept(const char *path)
 {
-  begin(path);
-  if (rate > 0) {
-    mpt_enc_string(&enc, 1, "leak.ml", 7);
-    mpt_enc_string(&enc, 2, "leaky", 5);
-    mpt_loc_entry_ids loc = { 1, 2, 7, 0, 10 };
-    mpt_enc_location(&enc, 1, 0x4000, &loc, 1);
-    uint32_t st[1] = { 1 };
-    mpt_enc_alloc(&enc, 10, 42, 4, 1, MPT_SRC_MINOR, 0, st, 1);
-    flush();
-  }
-  chunk_type = MPT_CHUNK_SNAPSHOT;
   mpt_snap_encoder s;
-  mpt_enc_snap_begin(&enc, &s, 20, 1, anchor, 1);
+  small_begin(path, &s);
   /* Ids by address; DEAD1 and DEAD2 reached by no root. */
   enum { E = 2, A = 5, D = 6, DEAD1 = 7, Y = 9, B = 10, F = 12, C = 13, X = 15,
          DEAD2 = 16 };
   mpt_enc_snap_ids(&enc, &s, 16);
-  uint32_t g = string("0x1000"), f = string("f (a.ml:3)"), fin = string("finalisers");
-  uint32_t mp = string("memprof");
-  mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 0, A);
-  mpt_enc_snap_root(&enc, &s, MPT_ROOT_STACK, 0, f, 0, F);
-  mpt_enc_snap_root(&enc, &s, MPT_ROOT_FINALISER, 0, fin, 0, X);
-  mpt_enc_snap_root(&enc, &s, MPT_ROOT_MEMPROF, MPT_ROOT_NONRETAINING, mp, 0, Y);
+  small_roots(&s, A, F, X, Y);
   uint64_t a[2] = { B, C }, fe[1] = { E }, xe[2] = { Y, A }, be[1] = { D }, de[1] = { E },
            dead1[1] = { A };
   mpt_enc_snap_skip(&enc, &s, 1);
@@ -236,10 +238,7 @@ static void small_swept(const char *path)
   mpt_enc_snap_skip(&enc, &s, 1);
   mpt_enc_snap_block(&enc, &s, 251, 3, xe, 2, 1);                /* X */
   mpt_enc_snap_block(&enc, &s, 0, 2, NULL, 0, UINT64_MAX);       /* DEAD2 */
-  mpt_enc_snap_end(&enc, &s, 30, 12345, 8, 0);
-  flush();
-  chunk_type = MPT_CHUNK_EVENTS;
-  end();
+  small_end(&s, 8);
 }
 
 /* One location, one ALLOC per id of [ids] (blocks of [wosize] words). */
@@ -348,7 +347,8 @@ static void weak(const char *path)
   end();
 }
 
-static void dead(const char *path, uint32_t end_flags)
+/* dead, dead-incomplete ([end_flags]) and dead-swept ([swept]). */
+static void dead(const char *path, uint32_t end_flags, int swept)
 {
   begin(path);
   uint64_t ids[3] = { 301, 302, 303 };
@@ -358,43 +358,30 @@ static void dead(const char *path, uint32_t end_flags)
   mpt_snap_encoder s;
   mpt_enc_snap_begin(&enc, &s, 20, 1, 0, 1);
   uint32_t g = string("0x1000");
-  mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 0, 1);
-  mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 1, 2);
-  mpt_enc_snap_sample(&enc, &s, 301);
-  mpt_enc_snap_block(&enc, &s, 0, 10, NULL, 0, UINT64_MAX);
-  mpt_enc_snap_sample(&enc, &s, 303);
-  mpt_enc_snap_block(&enc, &s, 0, 10, NULL, 0, UINT64_MAX);
-  mpt_enc_snap_end(&enc, &s, 30, 1000, 0, end_flags);
-  flush();
-  chunk_type = MPT_CHUNK_EVENTS;
-  end();
-}
-
-static void dead_swept(const char *path)
-{
-  begin(path);
-  uint64_t ids[3] = { 301, 302, 303 };
-  allocs_at(1, "d.ml", "grow", 4, ids, 3, 10);
-  flush();
-  chunk_type = MPT_CHUNK_SNAPSHOT;
-  mpt_snap_encoder s;
-  mpt_enc_snap_begin(&enc, &s, 20, 1, 0, 1);
-  /* ids: 1 the block of 303, 3 an unreachable block pointing at 302 (4),
-     6 the block of 301, pointing at 303's */
-  mpt_enc_snap_ids(&enc, &s, 8);
-  uint32_t g = string("0x1000");
-  mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 0, 6);
-  uint64_t to302[1] = { 4 }, to303[1] = { 1 };
-  mpt_enc_snap_sample(&enc, &s, 303);
-  mpt_enc_snap_block(&enc, &s, 0, 10, NULL, 0, UINT64_MAX);
-  mpt_enc_snap_skip(&enc, &s, 1);
-  mpt_enc_snap_block(&enc, &s, 0, 1, to302, 1, UINT64_MAX);
-  mpt_enc_snap_sample(&enc, &s, 302);
-  mpt_enc_snap_block(&enc, &s, 0, 10, NULL, 0, UINT64_MAX);
-  mpt_enc_snap_skip(&enc, &s, 1);
-  mpt_enc_snap_sample(&enc, &s, 301);
-  mpt_enc_snap_block(&enc, &s, 0, 10, to303, 1, UINT64_MAX);
-  mpt_enc_snap_end(&enc, &s, 30, 1000, 2, 0);
+  if (!swept) {
+    mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 0, 1);
+    mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 1, 2);
+    mpt_enc_snap_sample(&enc, &s, 301);
+    mpt_enc_snap_block(&enc, &s, 0, 10, NULL, 0, UINT64_MAX);
+    mpt_enc_snap_sample(&enc, &s, 303);
+    mpt_enc_snap_block(&enc, &s, 0, 10, NULL, 0, UINT64_MAX);
+  } else {
+    /* ids: 1 the block of 303, 3 an unreachable block pointing at 302's
+       (4), 6 the block of 301, pointing at 303's */
+    mpt_enc_snap_ids(&enc, &s, 8);
+    mpt_enc_snap_root(&enc, &s, MPT_ROOT_GLOBAL, 0, g, 0, 6);
+    uint64_t to302[1] = { 4 }, to303[1] = { 1 };
+    mpt_enc_snap_sample(&enc, &s, 303);
+    mpt_enc_snap_block(&enc, &s, 0, 10, NULL, 0, UINT64_MAX);
+    mpt_enc_snap_skip(&enc, &s, 1);
+    mpt_enc_snap_block(&enc, &s, 0, 1, to302, 1, UINT64_MAX);
+    mpt_enc_snap_sample(&enc, &s, 302);
+    mpt_enc_snap_block(&enc, &s, 0, 10, NULL, 0, UINT64_MAX);
+    mpt_enc_snap_skip(&enc, &s, 1);
+    mpt_enc_snap_sample(&enc, &s, 301);
+    mpt_enc_snap_block(&enc, &s, 0, 10, to303, 1, UINT64_MAX);
+  }
+  mpt_enc_snap_end(&enc, &s, 30, 1000, swept ? 2 : 0, end_flags);
   flush();
   chunk_type = MPT_CHUNK_EVENTS;
   end();
@@ -498,9 +485,9 @@ int main(int argc, char **argv)
   else if (nargs == 3 && strcmp(mode, "holders") == 0) holders(argv[2]);
   else if (nargs == 3 && strcmp(mode, "weak") == 0) weak(argv[2]);
   else if (nargs == 3 && strcmp(mode, "huge") == 0) huge(argv[2]);
-  else if (nargs == 3 && strcmp(mode, "dead") == 0) dead(argv[2], 0);
-  else if (nargs == 3 && strcmp(mode, "dead-incomplete") == 0) dead(argv[2], MPT_SNAP_INCOMPLETE);
-  else if (nargs == 3 && strcmp(mode, "dead-swept") == 0) dead_swept(argv[2]);
+  else if (nargs == 3 && strcmp(mode, "dead") == 0) dead(argv[2], 0, 0);
+  else if (nargs == 3 && strcmp(mode, "dead-incomplete") == 0) dead(argv[2], MPT_SNAP_INCOMPLETE, 0);
+  else if (nargs == 3 && strcmp(mode, "dead-swept") == 0) dead(argv[2], 0, 1);
   else if (nargs == 4 && strcmp(mode, "chain") == 0) chain(atol(argv[2]), argv[3]);
   else if (nargs == 4 && strcmp(mode, "fanin") == 0) fanin(atol(argv[2]), argv[3]);
   else if (nargs == 6)
