@@ -75,7 +75,7 @@
    take more bytes (a target's id relative to the block's, not "the
    next"); and the pools are only known to shared_heap.c, which includes
    memprof_heap_pools.h for them (one hunk).  The traversal stays, as
-   the fallback (ids past 2^32, memory for the directory) and with
+   the fallback (ids past 2^31, memory for the tables) and with
    memprof_snapshot_sweep=0.
 
    Data structures (freed after each snapshot; none exist before the first)
@@ -1211,7 +1211,9 @@ static int sweep_prepare(walk *w)
     next += (uint64_t)(y->hi - y->lo);
   }
   for (size_t i = 0; i < w->nlarge; i++) w->large[i].id = next++;
-  if (next - 1 > MAX_BLOCK_ID) return 0;
+  /* (The tools read ids up to 2^31 - 1; a sweep's are more than its
+     blocks: its free slots have theirs.) */
+  if (next - 1 > UINT32_MAX / 2) return 0;
   w->id_limit = next - 1;
   if (w->npools) {
     w->dir_lo = lo;
@@ -1827,21 +1829,9 @@ static void snapshot_now(void)
   caml_finish_major_cycle(0);
 }
 
-/* The snapshot at exit walks from the roots, not by a sweep: a sweep
-   writes every marked block, and the major blocks the program allocated
-   during the cycle and dropped are marked too (floating garbage).  The
-   tools drop them from the graph, but the samples among them would not
-   be proven dead by the snapshot (no block of theirs absent), and with no
-   sweep of the heap to come they would look live at the end of the
-   trace.  A snapshot taken while the program runs on leaves them to the
-   next cycle's sweep, which reports them collected.  (Finishing the
-   cycle under way first, then sweeping at the end of a cycle of its own,
-   would clear the weak references and ephemerons the program still had,
-   which the snapshot exists to show.) */
 void caml_heap_snapshot_at_exit(void)
 {
   if (!caml_heap_snapshot_params.at_exit || Caml_state_opt == NULL) return;
-  caml_heap_snapshot_params.sweep = 0;
   snapshot_now();
 }
 
