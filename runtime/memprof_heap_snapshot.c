@@ -40,8 +40,9 @@
    and local roots, every domain's stack and fibers, systhreads,
    finalisers, statmemprof's tables), which the walk from the roots names
    at once (entries 1..n) and the sweep keeps as addresses, to be named
-   once the walk has built its tables.  Then a child process is created with a raw clone(2)
-   (see "The forked walk" below) and every domain of the parent resumes;
+   once the walk has built its tables.  Then a child process is created
+   with a raw clone(2) (see "The forked walk" below) and every domain of
+   the parent resumes;
    the child walks its copy-on-write image of the heap, in which every
    domain is still stopped at this instant, and writes the rest of the
    snapshot.  The walk never writes to the heap, so the child's image
@@ -69,12 +70,16 @@
    gone, and so are the id table's pages (a forked child's private
    memory falls from half the live heap to the directory).  Its costs:
    it writes the blocks that no root reaches but the GC has not freed
-   yet (the minor heaps' dead blocks, and major blocks allocated during
-   the cycle and dropped), which the tools drop, renumbering the others
-   as the traversal would (so every analysis is the same); its edges
-   take more bytes (a target's id relative to the block's, not "the
-   next"); and the pools are only known to shared_heap.c, which includes
-   memprof_heap_pools.h for them (one hunk).  The traversal stays, as
+   yet (the minor heaps' dead blocks, and major blocks dead since the
+   cycle began or allocated during it and dropped), which the tools drop,
+   renumbering the others as the traversal would (so every analysis is
+   the same; their proof that a sample died keeps the snapshot's graph
+   while it is read); its edges cannot be "the next id" (a target is
+   written relative to the one of the same edge index before, which
+   neighbouring blocks mostly share: 0.22 bytes a block after LZ4 on a
+   regular heap, where the traversal's take 0.02; 0.65 on a mixed one,
+   against 1.05); and the pools are only known to shared_heap.c, which
+   includes memprof_heap_pools.h for them (one hunk).  The traversal stays, as
    the fallback (ids past 2^31, memory for the tables) and with
    memprof_snapshot_sweep=0.
 
@@ -112,8 +117,8 @@
    - frame table of each stack being scanned (address range -> frame
      descriptor), to label stack roots with their frame's location;
    - label strings: an id per distinct label, defined before first use;
-   - the sweep's instead of the id slots and the queue (built in the
-     pause, read by the walk): every pool (its first id, first slot,
+   - the sweep's instead of the id slots and the queue (built by the
+     walk, from the lists of pools): every pool (its first id, first slot,
      slot size and the size's reciprocal: 40 bytes per 32 KiB pool), a
      page directory over the pools' span (4 bytes per 4 KiB page, mapped
      whole, touched where the pools are), each domain's minor heap and
@@ -1128,7 +1133,6 @@ static inline void write_sample(walk *w, value v)
   if (sample) { room(w, 16); mpt_enc_snap_sample(&w->enc, &w->snap, sample); }
 }
 
-
 /* ------------------------------------------------------------------ */
 /* The sweep (memprof_snapshot_sweep=1)                                */
 
@@ -1302,7 +1306,8 @@ static inline void sweep_block(walk *w, uint64_t id, header_t *hp,
 /* The sweep: every pool's marked blocks in slot order, every young
    block, every marked large block, each with its targets' ids.  Blocks
    no root reaches are written too (young ones that died, and major ones
-   allocated during the cycle that ended); readers drop them. */
+   dead since the cycle began or allocated during it); readers drop
+   them. */
 static void walk_blocks_sweep(walk *w, int (*orphaned)(void))
 {
   header_t marked = caml_global_heap_state.MARKED;
@@ -1452,13 +1457,6 @@ static walk *walk_roots(caml_domain_state *self, int companion)
   return w;
 }
 
-/* The walk's second part, which reads the heap only (a forked child's
-   copy, or the heap itself in the pause): breadth first, blocks are
-   written in id order, each naming its targets (and thereby queueing the
-   new ones).  The walk is bound by cache misses: two stages of
-   prefetching, the block PREFETCH_BLOCK ahead (header and first fields),
-   then the targets of the block PREFETCH_TARGETS ahead (whose fields are
-   in cache by then).  [orphaned] (a child's) says whether to give up. */
 /* The sweep's start: its tables, then IDS and the roots kept by the
    pause, then the blocks; or, where the tables could not be built, the
    roots written as the walk from the roots does, which then goes on
@@ -1482,6 +1480,14 @@ static int walk_sweep(walk *w, int (*orphaned)(void))
   return ok;
 }
 
+/* The walk's second part, which reads the heap only (a forked child's
+   copy, or the heap itself in the pause): the sweep (walk_sweep), or
+   breadth first from the roots, where blocks are
+   written in id order, each naming its targets (and thereby queueing the
+   new ones).  The walk is bound by cache misses: two stages of
+   prefetching, the block PREFETCH_BLOCK ahead (header and first fields),
+   then the targets of the block PREFETCH_TARGETS ahead (whose fields are
+   in cache by then).  [orphaned] (a child's) says whether to give up. */
 static void walk_blocks(walk *w, int (*orphaned)(void))
 {
   if (w->sweep && walk_sweep(w, orphaned)) return;
