@@ -482,11 +482,7 @@ void mpt_enc_snap_block(mpt_encoder *e, mpt_snap_encoder *s, uint32_t tag,
     *p++ = SNAP_WEAK;
     p = mpt_put_uvarint(p, weak_from);
   }
-  if (tag < SNAP_BLOCK_BIGTAG) *p++ = (uint8_t)tag;
-  else { *p++ = SNAP_BLOCK_BIGTAG; *p++ = (uint8_t)tag; }
-  p = mpt_put_uvarint(p, wosize);
-  s->emitted++;
-  if (s->next_id) s->next_id++;
+  p = mpt_snap_block_head(p, s, tag, wosize);
   s->block_edges = n;
   e->pos = put_edges(p, s, targets, n, 0);
 }

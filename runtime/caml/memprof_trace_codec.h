@@ -401,6 +401,20 @@ static inline uint8_t *mpt_snap_small_block_begin(uint8_t *p,
   if (s->next_id) s->next_id++;
   return p + 3;
 }
+/* A BLOCK record's tag and wosize, at [p] (at most 12 bytes): the
+   block is counted; its edge count and edges follow (mpt_enc_snap_block
+   writes them; a leaf, such as a string, has one byte: 0). */
+static inline uint8_t *mpt_snap_block_head(uint8_t *p, mpt_snap_encoder *s,
+                                           uint32_t tag, uint64_t wosize)
+{
+  if (tag < MPT_SNAP_SMALL_TAG) *p++ = (uint8_t)tag;
+  else { *p++ = MPT_SNAP_SMALL_TAG; *p++ = (uint8_t)tag; }
+  p = mpt_put_uvarint(p, wosize);
+  s->emitted++;
+  if (s->next_id) s->next_id++;
+  s->block_edges = 0;
+  return p;
+}
 /* [head]: mpt_snap_small_block_begin's [p]; [n] targets were written. */
 static inline void mpt_snap_small_block_end(uint8_t *head, uint32_t n)
 {
