@@ -756,8 +756,6 @@ static inline uint64_t target_id(walk *w, value v)
   return w->sweep ? sweep_id(w, v) : visit(w, v);
 }
 
-static int pages_grow(void **p, size_t *cap, size_t need, size_t elt);
-
 static void write_root(walk *w, enum mpt_root_kind kind, uint32_t label,
                        uint64_t detail, uint64_t id)
 {

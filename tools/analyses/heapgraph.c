@@ -206,23 +206,9 @@ static void start_blocks(builder *b)
    blocks are kept in the order they came (b->sparse: their ids) and its
    edges name ids, which may be far larger than the blocks written (the
    IDS record's limit, which no memory is sized by): they are turned into
-   blocks here, through a table by id where the ids are dense enough (a
-   sweep's are: a few per block), else a binary search.  Memory while it
+   blocks here (id_index, util.h).  Memory while it
    runs: 12 bytes per block (16 with the table) and 4 per edge more, freed
    before the analyses (whose own tables are larger). */
-
-/* The block (1-based, in the order read) of id [id], or 0. */
-static uint32_t block_of(const builder *b, const uint32_t *tab, size_t ntab,
-                         uint64_t id)
-{
-  if (tab) return id < ntab ? tab[id] : 0;
-  size_t lo = 0, hi = b->s->nblocks;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (b->sparse[mid] < id) lo = mid + 1; else hi = mid;
-  }
-  return lo < b->s->nblocks && b->sparse[lo] == id ? (uint32_t)lo + 1 : 0;
-}
 
 static void renumber(builder *b)
 {
@@ -230,22 +216,18 @@ static void renumber(builder *b)
   uint32_t nb = s->nblocks, base = s->base;
   /* Ids to blocks, in place: roots' targets, edges (UINT32_MAX: no
      block), weak targets. */
-  uint32_t *tab = NULL;
-  size_t ntab = nb ? (size_t)b->sparse[nb - 1] + 1 : 0;
-  if (ntab <= 4 * (size_t)nb + 1024) {
-    tab = xcalloc(ntab ? ntab : 1, sizeof *tab);
-    for (uint32_t i = 0; i < nb; i++) tab[b->sparse[i]] = i + 1;
-  }
+  id_index blocks;
+  id_index_init(&blocks, b->sparse, nb);
   for (size_t i = 0; i < s->nroots; i++)
-    s->roots[i].target = block_of(b, tab, ntab, s->roots[i].target);
+    s->roots[i].target = id_index_find(&blocks, s->roots[i].target);
   for (uint64_t e = 0; e < s->nadj; e++)
     if (s->adj[e] >= base) {
-      uint32_t d = block_of(b, tab, ntab, (uint64_t)s->adj[e] - base + 1);
+      uint32_t d = id_index_find(&blocks, (uint64_t)s->adj[e] - base + 1);
       s->adj[e] = d ? base + d - 1 : UINT32_MAX;
     }
   for (uint64_t i = 0; i < s->nweak; i++)
-    s->weak_target[i] = block_of(b, tab, ntab, s->weak_target[i]);
-  free(tab);
+    s->weak_target[i] = id_index_find(&blocks, s->weak_target[i]);
+  id_index_free(&blocks);
   /* The order of the walk from the roots. */
   uint32_t *newid = xcalloc((size_t)nb + 1, sizeof *newid);
   uint32_t *order = xmalloc(((size_t)nb + 1) * sizeof *order);

@@ -41,20 +41,6 @@ static void swept_block(snapdeath *d, const mpt_event *ev)
   swept_edges(d, ev);
 }
 
-/* The block index of id [id], or UINT32_MAX: through [dense] (by id) if
-   there is one, else by binary search of the increasing ids. */
-static uint32_t swept_index(const snapdeath *d, const uint32_t *dense, size_t ndense,
-                            uint32_t id)
-{
-  if (dense) return id < ndense ? dense[id] : UINT32_MAX;
-  size_t lo = 0, hi = d->nblk;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (d->blk[mid] < id) lo = mid + 1; else hi = mid;
-  }
-  return lo < d->nblk && d->blk[lo] == id ? (uint32_t)lo : UINT32_MAX;
-}
-
 /* At the end of a swept snapshot: present = the samples of the blocks
    its roots reach. */
 static void swept_present(snapdeath *d)
@@ -64,32 +50,26 @@ static void swept_present(snapdeath *d)
     return;
   }
   d->off[d->nblk] = (uint32_t)d->nadj;
-  /* Ids to indices: a table by id where the ids are dense enough (they
-     are a sweep's, a few per block), else a binary search. */
-  uint32_t *dense = NULL;
-  size_t ndense = d->nblk ? (size_t)d->blk[d->nblk - 1] + 1 : 0;
-  if (ndense <= 4 * d->nblk + 1024) {
-    dense = xmalloc((ndense ? ndense : 1) * sizeof *dense);
-    memset(dense, 0xff, ndense * sizeof *dense);
-    for (size_t i = 0; i < d->nblk; i++) dense[d->blk[i]] = (uint32_t)i;
-  }
+  id_index blocks;                      /* ids to 1 + block indices */
+  id_index_init(&blocks, d->blk, d->nblk);
   uint8_t *seen = xcalloc(d->nblk ? d->nblk : 1, 1);
   uint32_t *stack = xmalloc((d->nblk ? d->nblk : 1) * sizeof *stack);
   size_t sp = 0;
   for (size_t i = 0; i < d->nroots; i++) {
-    uint32_t b = swept_index(d, dense, ndense, d->roots[i]);
-    if (b != UINT32_MAX && !seen[b]) { seen[b] = 1; stack[sp++] = b; }
+    uint32_t b = id_index_find(&blocks, d->roots[i]);
+    if (b && !seen[b - 1]) { seen[b - 1] = 1; stack[sp++] = b - 1; }
   }
   while (sp) {
     uint32_t v = stack[--sp];
     for (uint32_t e = d->off[v]; e < d->off[v + 1]; e++) {
-      uint32_t b = swept_index(d, dense, ndense, d->adj[e]);
-      if (b != UINT32_MAX && !seen[b]) { seen[b] = 1; stack[sp++] = b; }
+      uint32_t b = id_index_find(&blocks, d->adj[e]);
+      if (b && !seen[b - 1]) { seen[b - 1] = 1; stack[sp++] = b - 1; }
     }
   }
   for (size_t i = 0; i < d->nsamples; i++)
     if (seen[d->samples[i].blk]) u64map_put(&d->present, d->samples[i].id, 1);
-  free(dense); free(seen); free(stack);
+  id_index_free(&blocks);
+  free(seen); free(stack);
 }
 
 void sd_init(snapdeath *d)

@@ -1,4 +1,5 @@
-/* util.c: checked allocation, the u64 hash map and the string interner.
+/* util.c: checked allocation, the u64 hash map, the index of increasing
+   ids and the string interner.
 
    The map uses linear probing on power-of-two tables kept at most half
    full; deletion shifts later entries of the probe run back (Knuth's
@@ -50,6 +51,32 @@ void *xrealloc(void *p, size_t n)
   p = realloc(p, n ? n : 1);
   if (!p) oom();
   return p;
+}
+
+void id_index_init(id_index *x, const uint32_t *ids, size_t n)
+{
+  x->ids = ids; x->n = n; x->tab = NULL;
+  x->ntab = n ? (size_t)ids[n - 1] + 1 : 0;
+  if (x->ntab > 4 * n + 1024) return;
+  x->tab = xcalloc(x->ntab, sizeof *x->tab);
+  for (size_t i = 0; i < n; i++) x->tab[ids[i]] = (uint32_t)i + 1;
+}
+
+uint32_t id_index_find(const id_index *x, uint64_t id)
+{
+  if (x->tab) return id < x->ntab ? x->tab[id] : 0;
+  size_t lo = 0, hi = x->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (x->ids[mid] < id) lo = mid + 1; else hi = mid;
+  }
+  return lo < x->n && x->ids[lo] == id ? (uint32_t)lo + 1 : 0;
+}
+
+void id_index_free(id_index *x)
+{
+  free(x->tab);
+  x->tab = NULL;
 }
 
 char *xstrdup(const char *s)

@@ -106,6 +106,21 @@ int idtab_get(idtab *t, uint64_t id, uint32_t *val);
 int idtab_replace(idtab *t, uint64_t id, uint32_t val, uint32_t *old);
 int idtab_del(idtab *t, uint64_t id, uint32_t *old);
 
+/* ---- positions of increasing ids (a swept snapshot's blocks, whose
+   ids have gaps): through a table by id where the ids are dense enough
+   (at most 4 per position, and 1024), else a binary search, so that no
+   memory is sized by the largest id alone (which a trace states) ---- */
+typedef struct {
+  const uint32_t *ids;          /* increasing, not owned */
+  size_t n;
+  uint32_t *tab;                /* by id: 1 + position, 0; or NULL */
+  size_t ntab;
+} id_index;
+void id_index_init(id_index *x, const uint32_t *ids, size_t n);
+/* 1 + the position of [id] in the ids, or 0 if it is not there. */
+uint32_t id_index_find(const id_index *x, uint64_t id);
+void id_index_free(id_index *x);
+
 /* ---- string interner: equal strings get the same id and pointer ---- */
 typedef struct strpool strpool;
 strpool *strpool_new(void);
