@@ -41,57 +41,76 @@
    frames live in a pool of two halves (see caml_memprof_callstack_
    compact).
 
-   Why every shared frame is still checked (issue 35)
-   The frames below the shallowest point the program returned to since
-   the previous sample are unchanged, and knowing that point would spare
-   their check.  Nothing tells it soundly without upstream logic.  A
-   stack barrier (a return address replaced by a trampoline that notes
-   the return and puts the address back) is read as a return address by
-   the GC's stack scan (no frame descriptor for the trampoline: a minor
-   GC would crash), by the raise path's backtrace (caml_stash_backtrace),
-   Printexc.get_callstack and continuation backtraces, each needing a
-   hook to put it back first; an exception raised past the marked frame
-   jumps to its handler without returning through it, so every raise
-   would need a hook too, as would fiber switches (caml_perform,
-   caml_resume, in assembly) and stack reallocation, which move it.  A
-   hardware watchpoint (a perf_event_open breakpoint on the marked
-   return-address slot) would be sound without upstream code: a frame
-   boundary found there again was written by a call, which the
-   watchpoint sees.  But it costs a system call at every sample to move
-   it, more than the check it spares at the depths where it would pay
-   (a check costs 4.5 instructions a frame), and perf events are not
-   always allowed.  So the check stays, and what deep stacks cost besides
-   it was cut: a cut stack's innermost frames, which slide along a deep
-   stack as its depth changes, are written as a move of the encoder's
-   previous stack (finish_capture's window, the STACK_WINDOW record)
-   instead of all of them again; the tracer captures stacks up to 4 times
-   the cap the reader shows (trace format 6), so that a stack that deep
-   costs what a whole one does; the frames beyond a cut prev's outermost
-   are linked to prev's rather than copied with them; and prev is copied
-   at most once per fresh frame (half_frames).
-   Nor are runs checked by stride (measured, not kept): a recursion
-   leaves in prev runs of frames of one return address, a frame size
-   apart, whose words the check could read by stride without following
-   the chain (5 instructions a frame now).  Marking the runs of
-   each capture's fresh frames cost deep_list in bench/ about 28
-   instructions a fresh frame, more than the stride saved (21,067 ->
-   24,695 instructions a sample, cachegrind at 1e-3, same seed); marking
-   them only when prev is copied left deep_list at 22,518 and deep_rec as
-   it was; and the test of a mark on the inline walk's common path cost
-   the sample trap 16 to 30 instructions a shallow sample (its registers).
-   Nor does a slot of the cache say that its frame recurses (tried: set
-   when a copy of prev found 32 of its frames in a row, the walk then
-   wrote the following frames of that address without looking each up).
-   deep_list gained 9 to 10 % (21,067 -> 19,084 with the loop in the
-   sample trap, 18,935 in the ordinary capture), but the loop inline in
-   the sample trap cost shallow samples about 8 instructions (short_lived,
-   leaky_server), and leaving such frames to the ordinary capture cost
-   every sample whose fresh frames met a marked address about 100 more
-   (short_lived, addresses marked at 2 in a row: 621 -> 721), which a
-   program that once recursed 32 deep would pay at each later sample
-   with a few fresh frames of that function.
-   What such stacks need is a prev made of runs, a run's fresh frames
-   found without a lookup each, not marks on a prev of frames.
+   Marks (issue 35)
+   The frames out from the shallowest point the program returned to
+   since the previous sample are unchanged; the check of prev's shared
+   frames costs one load and compare each only because nothing else
+   tells where that point is.  Marks tell it (memprof_stack_marks.c): a
+   mark is a stub that stands for one return address for the program's
+   life, and a capture whose frames all lie in one stack and reach its
+   root writes, into the return-address word of its fresh frames whose
+   depth from the root is a multiple of CALLSTACK_MARK_STRIDE (16), the
+   mark of the address that word holds (place_marks, in the walk's
+   header).  A return through it jumps on to the address; upstream's
+   frame-descriptor lookup maps it back (stack-marks patch), so the GC,
+   backtraces and upstream's callstacks see the address itself.
+   When the check of prev's shared frames stops at a frame g (the
+   previous frame f was found unchanged, g's word is not g's key), and
+   g's word is the mark of g's key, the walk skips to prev's outermost
+   frame: g and every frame out from it are prev's.  Why that is sound:
+   - g's word is read at a frame boundary of the live stack (f is a
+     live frame, walked to from the current top, and g's word is the
+     word after it), and a frame boundary's word is the return address
+     pushed by the call that made the frame inside it; no call pushes a
+     mark.  So the word holding the mark was written by place_marks and
+     no call has written it since: the frame inside it is the activation
+     that was there when the mark was written, never returned from
+     (a return leaves the word behind the stack pointer, and the next
+     call at that depth overwrites it) nor unwound past then rebuilt
+     (rebuilding it pushes that word again).  Its callers, g and the
+     frames out from it, are as they were then.
+   - The mark was written at some capture, at the latest the last one,
+     prev: the frames out from g are what they were at prev's capture,
+     at the same addresses, provided that they are the same stack
+     mapped the same way.  A stack's frames keep their offsets from its
+     end (Stack_high) when the stack is reallocated, and a stack keeps
+     its id (unique per stack): the skip asks that all of prev lie in
+     one stack (marks_stack_id, set by place_marks), and that the walk
+     is still in its first stack, of that id and that end.  A fiber's
+     parent changes when its continuation is resumed elsewhere: a prev
+     that spans a parent is never skipped over.
+   - Nothing else writes into a suspended frame's return-address word:
+     the GC updates values, not return addresses; effects switch stacks
+     without touching their frames; stack reallocation copies words
+     (marks with them, still standing for their addresses).
+   A mark costs nothing to take back: none is ever removed.  It fires
+   once (a return through it, an indirect jump), at most one frame in
+   16 of those a capture walked fresh.  Marks are placed by the sample
+   trap's capture too, with the marks the stream made before (the
+   mark_memo); the ordinary capture makes new ones.  Tested by
+   testsuite/programs/stack_marks.ml (memprof_verify=1): exceptions
+   raised across marked frames and the same recursion regrown at the
+   same addresses, raise_notrace, a handler at every level, effects
+   resumed and discontinued from deep stacks, Stack_overflow caught,
+   systhreads, callbacks from C, Printexc's callstacks and backtraces
+   through marks, and stacks reallocated under marks.
+   What deep stacks cost besides that check was cut too: a cut stack's
+   innermost frames, which slide along a deep stack as its depth
+   changes, are written as a move of the encoder's previous stack
+   (finish_capture's window, the STACK_WINDOW record) instead of all of
+   them again; the tracer captures stacks up to 4 times the cap the
+   reader shows (trace format 6), so that a stack that deep costs what a
+   whole one does; the frames beyond a cut prev's outermost are linked
+   to prev's rather than copied with them; and prev is copied at most
+   once per fresh frame (half_frames).
+   Measured and not kept (deep_list in bench/, cachegrind at 1e-3, same
+   seed, before marks): runs of one return address checked by stride,
+   with each capture's fresh frames marked as runs (28 instructions a
+   fresh frame, more than the stride saved: 21,067 -> 24,695 a sample);
+   a cache slot that says its frame recurses, the following frames of
+   that address written without a lookup each (-10 % on deep_list, but
+   8 instructions more a shallow sample in the trap, or 100 more in the
+   ordinary capture for a program that once recursed).
 
    Validity
    Entries stay valid while the frame tables they came from are in use:
@@ -174,6 +193,9 @@ void caml_memprof_callstack_forget_prev(caml_memprof_callstack_cache *c)
   c->prev_encoded = 0;
   c->quick_end = 0;
   c->window = 0;
+#ifdef CAML_MEMPROF_STACK_MARKS
+  c->marks_stack_id = 0;
+#endif
 }
 
 void caml_memprof_callstack_cache_clear(caml_memprof_callstack_cache *c)
@@ -311,6 +333,9 @@ static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
   c->frames = frames;
   c->half = half;
   c->prev_len = 0; c->prev_encoded = 0; c->quick_end = 0; c->window = 0;
+#ifdef CAML_MEMPROF_STACK_MARKS
+  c->marks_stack_id = 0;
+#endif
   c->frames_cap = max + 1;
   c->ids_end = c->ids + c->frames_cap;
   c->inner = c->outermost = frames;

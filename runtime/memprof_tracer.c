@@ -141,7 +141,8 @@ static struct {
   int signal;           /* memprof_signal=SIGNAME|N: toggle tracing        */
   uintnat flush_ms;     /* memprof_flush_ms=N: periodic flush              */
   uintnat verify;       /* memprof_verify=1: check each callstack against
-                           upstream's walk (tests)                         */
+                           upstream's walk (tests); 2: also say at exit
+                           how often marks spared a check             */
   uintnat callbacks;    /* memprof_callbacks=N: callback frames from the
                            closures the innermost N frames hold, 0: none  */
 } params = { NULL, DEFAULT_RATE, DEFAULT_FRAMES, 1, 0, 0, 0, DEFAULT_FLUSH_MS, 0, 0 };
@@ -229,8 +230,8 @@ static void set_param(const char *key, const char *val)
     if (parse_uint(val, 1, MPT_MAX_FRAMES, &u)) params.frames = u;
     else bad_param(key, val, "expected a callstack depth from 1 to 4096");
   } else if (strcmp(key, "memprof_verify") == 0) {
-    if (parse_uint(val, 0, 1, &u)) params.verify = u;
-    else bad_param(key, val, "expected 0 or 1");
+    if (parse_uint(val, 0, 2, &u)) params.verify = u;
+    else bad_param(key, val, "expected 0, 1 or 2");
   } else if (strcmp(key, "memprof_callbacks") == 0) {
     if (parse_uint(val, 0, MAX_CALLBACK_FRAMES, &u)) params.callbacks = u;
     else bad_param(key, val, "expected a number of frames from 0 to 256 (0: no callback frames)");
@@ -1733,6 +1734,20 @@ static void stop_locked(tracer_domain *self)
 
 static void at_exit_handler(void)
 {
+#ifdef CAML_MEMPROF_STACK_MARKS
+  /* memprof_verify=2 (tests): how often a mark spared the check of a
+     stack's outer frames, in every domain slot. */
+  if (params.verify == 2) {
+    uint64_t skips = 0;
+    int used = atomic_load(&slots_used);
+    for (int i = 0; i < used; i++) {
+      tracer_domain *d = DOMAIN_AT(i);
+      if (d != NULL) skips += d->frames.marks_skips;
+    }
+    fprintf(stderr, "memprof: marks spared the check %llu times\n",
+            (unsigned long long)skips);
+  }
+#endif
   caml_heap_snapshot_at_exit();
   pthread_mutex_lock(&control_lock);
   stop_locked(NULL);

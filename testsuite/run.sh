@@ -89,6 +89,7 @@ build keepalive; build orphans; build spawner unix.cmxa; build join_exit
 build stacks unix.cmxa threads.cmxa
 build stack_mix; build signal_window unix.cmxa; build letrec; build callbacks
 build deep_window unix.cmxa threads.cmxa
+build stack_marks unix.cmxa threads.cmxa
 # bench/'s deep_list: deterministic recursions thousands of frames deep
 mkdir -p "$W/deep_list.src" && cp "$top"/bench/programs/{gcmemprof_tracer,bench_common,deep_list}.ml "$W/deep_list.src/"
 (cd "$W/deep_list.src" && ocamlopt -g -I +unix -I +threads unix.cmxa threads.cmxa gcmemprof_tracer.ml \
@@ -731,6 +732,30 @@ for f in 1024 16; do
   check "deep_list at $f frames: the whole trace's stacks cut at $f ($(grep -c '<truncated>' "$W/cut-$f.got") cut stacks of $(wc -l < "$W/cut-$f.got"))" \
     cmp -s "$W/cut-$f.want" "$W/cut-$f.got"
 done
+# Marks on return addresses (memprof_stack_marks.c, issue 35; amd64):
+# stack_marks.ml's adversarial stacks (exceptions raised across marked
+# frames and the same recursion regrown at the same addresses,
+# raise_notrace, a handler at every level, effects resumed and
+# discontinued from deep stacks, Stack_overflow caught, systhreads,
+# finalisers and Gc.Memprof callbacks, Printexc's callstacks and
+# backtraces through marks, stacks reallocated under marks, tail calls
+# from marked frames, the same frames under another outer one), each checking its own results, every sample's
+# stack compared with caml_get_callstack's; memprof_verify=2 prints how
+# often a mark spared the check of the outer frames.
+if [ "$(uname -m)" = x86_64 ]; then
+  for s in map exn notrace reraise effects overflow threads callbacks callstack realloc tailcall swap; do
+    l=""; [ $s = overflow ] && l="l=256k,"
+    OCAMLRUNPARAM="${l}memprof=$W/marks-$s.trace,memprof_rate=0.01,memprof_seed=7,memprof_verify=2,memprof_frames=4096" \
+      "$W/stack_marks" $s 8 > "$W/marks-$s.out" 2> "$W/marks-$s.err"
+    expect "stack marks, $s: exit status" $? 0
+    expect "stack marks, $s: its own results" "$(cat "$W/marks-$s.out")" "$s ok"
+    expect "stack marks, $s: every stack equals caml_get_callstack's" "$(grep -c 'verify:' "$W/marks-$s.err")" 0
+    summary "$W/marks-$s.trace" "$W/marks-$s.sum"
+    expect "stack marks, $s: trace decodes" "$(get "$W/marks-$s.sum" error)" none
+    skips=$(sed -n 's/.*marks spared the check \([0-9]*\) times.*/\1/p' "$W/marks-$s.err")
+    check "stack marks, $s: marks spared checks (${skips:-none})" [ "${skips:-0}" -gt 10 ]
+  done
+fi
 # The same with callback frames: their scan (live slots, caml_call_gc's
 # registers, closures' environments) across exceptions, fibers, Stack_overflow
 # and C callbacks, the capture under them still upstream's.

@@ -37,6 +37,7 @@
 #include "config.h"
 #include "misc.h"
 #include "backtrace_prim.h"
+#include "memprof_stack_marks.h"
 
 typedef struct {
   uintnat key;          /* return address (native), code pointer (bytecode);
@@ -157,6 +158,18 @@ typedef struct {
      yet given to the encoder. */
   int window;
   uint32_t window_drop, window_n, window_at;
+#ifdef CAML_MEMPROF_STACK_MARKS
+  /* The stack that holds every frame of prev (see "Marks" in
+     memprof_callstack.c): its id plus 1 and its end; 0 when prev is
+     empty or spans several stacks. */
+  int64_t marks_stack_id;
+  char *marks_stack_high;
+  /* The marks this stream made, by return address (direct-mapped), so
+     that the sample trap's capture marks without calling out. */
+  uintnat mark_memo[64][2];
+  uint64_t marks_skips;         /* checks a mark spared (memprof_verify=1
+                                   prints their sum at exit)             */
+#endif
 } caml_memprof_callstack_cache;
 
 /* What a capture gives: in registers, not through pointers (the call is

@@ -257,6 +257,46 @@ int caml_memprof_callstack_walk_ends_after(caml_memprof_callstack_cache *c,
 int caml_memprof_callstack_prepare(caml_memprof_callstack_cache *c,
                                    caml_frame_descrs *fds);
 
+#ifdef CAML_MEMPROF_STACK_MARKS
+/* Marks (see "Marks" in memprof_callstack.c): one frame in
+   CALLSTACK_MARK_STRIDE, by depth from the root. */
+#define CALLSTACK_MARK_STRIDE 16
+
+/* After a capture whose frames all lie in [stack] (crossed = 0) and end
+   at its root: prev's stack noted, and its fresh frames, [fresh_start]
+   to [fresh_start] + [fresh] (innermost first; [total] frames in all),
+   marked where their depth from the root is a multiple of the stride.
+   The fast capture marks only with the marks the stream made before. */
+static inline void place_marks(caml_memprof_callstack_cache *c,
+                               struct stack_info *stack, int crossed,
+                               caml_memprof_walked_frame *fresh_start,
+                               uint32_t fresh, uint32_t total, const int fast)
+{
+  if (crossed) { c->marks_stack_id = 0; return; }
+  c->marks_stack_id = stack->id + 1;
+  c->marks_stack_high = (char *)Stack_high(stack);
+  uint32_t i = (total - 1) % CALLSTACK_MARK_STRIDE;
+  if (i == 0) i = CALLSTACK_MARK_STRIDE;
+  /* i >= 1: the innermost frame's word is the return from the runtime. */
+  for (; i < fresh && total - 1 - i >= CALLSTACK_MARK_STRIDE;
+       i += CALLSTACK_MARK_STRIDE) {
+    caml_memprof_walked_frame *g = &fresh_start[i];
+    uintnat r = g->key, m;
+    if (g->ret_at == &caml_memprof_callstack_no_return_address
+        || caml_memprof_is_mark(r))
+      continue;
+    uintnat *memo = c->mark_memo[(r >> 3) & 63];
+    if (memo[0] == r) {
+      m = memo[1];
+    } else {
+      if (fast || (m = caml_memprof_mark_of(r)) == 0) continue;
+      memo[0] = r; memo[1] = m;
+    }
+    *(uintnat *)g->ret_at = m;
+  }
+}
+#endif
+
 /* The walk.  Before each frame is looked up, it is looked for among the
    previous capture's frames: those at higher addresses than the last
    frame found are passed in the chain's order, from prev's innermost
@@ -335,6 +375,9 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
     *tail_from = NULL;
   uintnat end_pc;
   int cut = 0;
+#ifdef CAML_MEMPROF_STACK_MARKS
+  struct stack_info *first_stack = stack;
+#endif
   for (;;) {
     while (pq->sp < sp) { pq = pq->outer; consumed++; }
     if (pq->sp == sp && pq->key == key) {
@@ -356,6 +399,22 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
         f = g->outer;
         if (*f->ret_at != f->key) { f = g; break; }
       }
+#ifdef CAML_MEMPROF_STACK_MARKS
+      /* The check stopped at a mark of the frame's own return address:
+         that frame and those out from it are prev's (see "Marks"). */
+      if (f != c->outermost) {
+        g = f->outer;
+        uintnat word = *g->ret_at;
+        if (caml_memprof_is_mark(word)
+            && caml_memprof_mark_pc(word) == g->key
+            && stack == first_stack
+            && c->marks_stack_id == stack->id + 1
+            && c->marks_stack_high == (char *)Stack_high(stack)) {
+          f = c->outermost;
+          c->marks_skips++;
+        }
+      }
+#endif
       if (f == c->outermost) {
         uint32_t fresh = (uint32_t)(ids - c->ids), q = c->prev_len - consumed;
         /* The previous walk's end, repeated: the same return-to-C
@@ -377,6 +436,10 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
             c->inner = pq;
           }
           c->prev_len = q + fresh;
+#ifdef CAML_MEMPROF_STACK_MARKS
+          place_marks(c, stack, stack != first_stack, fresh_start, fresh,
+                      q + fresh, fast);
+#endif
           return (caml_memprof_capture){ (int)fresh, 0, (int)q };
         }
         if (fast) return capture_slow;
@@ -490,14 +553,25 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
     }
     /* The end of this stack: go on in the parent fiber's
        (caml_get_stack_sp_pc's first frame). */
+    if (Stack_parent(stack) == NULL) { c->prev_end_pc = end_pc; break; }
     stack = Stack_parent(stack);
-    if (stack == NULL) { c->prev_end_pc = end_pc; break; }
     sp = First_frame((char *)stack->sp);
     key = Saved_return_address(sp);
   }
- walked:
-  return finish_capture(c, fresh_start, w, ids, pq, shared, cut, tail_at,
-                        tail_q, head, tail_end, tail_from, fast);
+ walked:;
+  caml_memprof_capture r =
+    finish_capture(c, fresh_start, w, ids, pq, shared, cut, tail_at,
+                   tail_q, head, tail_end, tail_from, fast);
+#ifdef CAML_MEMPROF_STACK_MARKS
+  /* Marked only when the fresh frames are where the walk wrote them and
+     the capture went to the root. */
+  if (c->prev_complete && tail_end == NULL)
+    place_marks(c, stack, stack != first_stack, fresh_start,
+                (uint32_t)(w - fresh_start), c->prev_len, fast);
+  else
+    c->marks_stack_id = 0;
+#endif
+  return r;
 }
 
 #endif /* NATIVE_CODE */
