@@ -159,9 +159,10 @@ typedef struct {
   int window;
   uint32_t window_drop, window_n, window_at;
 #ifdef CAML_MEMPROF_STACK_MARKS
-  /* The stack that holds every frame of prev (see "Marks" in
-     memprof_callstack.c): its id plus 1 and its end; 0 when prev is
-     empty or spans several stacks. */
+  /* The stack where prev ends, at its root (see "Marks" in
+     memprof_callstack.c): the stack, its id plus 1 and its end; id 0
+     when prev is empty, cut or not known to end so. */
+  struct stack_info *marks_stack;
   int64_t marks_stack_id;
   char *marks_stack_high;
   /* The marks this stream made, by return address (direct-mapped), so
