@@ -262,6 +262,26 @@ int caml_memprof_callstack_prepare(caml_memprof_callstack_cache *c,
    CALLSTACK_MARK_STRIDE, by depth from the root. */
 #define CALLSTACK_MARK_STRIDE 16
 
+/* The mark of [g]'s key written where the walk read the key (when the
+   walk came to [g] by adding a frame size).  The fast capture marks only
+   with the marks the stream made before. */
+static inline void mark_frame(caml_memprof_callstack_cache *c,
+                              caml_memprof_walked_frame *g, const int fast)
+{
+  uintnat r = g->key, m;
+  if (g->ret_at == &caml_memprof_callstack_no_return_address
+      || caml_memprof_is_mark(r))
+    return;
+  uintnat *memo = c->mark_memo[(r >> 3) & 63];
+  if (memo[0] == r) {
+    m = memo[1];
+  } else {
+    if (fast || (m = caml_memprof_mark_of(r)) == 0) return;
+    memo[0] = r; memo[1] = m;
+  }
+  *(uintnat *)g->ret_at = m;
+}
+
 /* After a capture of [total] frames (at least twice the stride) that
    ends at the root of [stack]: that stack noted as prev's root stack
    (see the skip), and the fresh frames, [fresh_start] to [fresh_start]
@@ -283,19 +303,25 @@ static inline void place_marks(caml_memprof_callstack_cache *c,
   /* i >= 1: the innermost frame's word is the return from the runtime. */
   for (; i < fresh && total - 1 - i >= CALLSTACK_MARK_STRIDE;
        i += CALLSTACK_MARK_STRIDE) {
-    caml_memprof_walked_frame *g = &fresh_start[i];
-    uintnat r = g->key, m;
-    if (g->ret_at == &caml_memprof_callstack_no_return_address
-        || caml_memprof_is_mark(r))
-      continue;
-    uintnat *memo = c->mark_memo[(r >> 3) & 63];
-    if (memo[0] == r) {
-      m = memo[1];
-    } else {
-      if (fast || (m = caml_memprof_mark_of(r)) == 0) continue;
-      memo[0] = r; memo[1] = m;
-    }
-    *(uintnat *)g->ret_at = m;
+    mark_frame(c, &fresh_start[i], fast);
+  }
+}
+#endif
+
+#ifdef CAML_MEMPROF_STACK_MARKS
+/* prev's [q] outermost frames, from [pq] out, just checked unchanged
+   and ending at the root: those at depths from the root that are
+   multiples of the stride marked, as place_marks marks fresh ones. */
+static __attribute__((noinline)) void
+mark_shared(caml_memprof_callstack_cache *c, caml_memprof_walked_frame *pq,
+            uint32_t q, const int fast)
+{
+  caml_memprof_walked_frame *g = pq;
+  uint32_t depth = q - 1;
+  for (; depth % CALLSTACK_MARK_STRIDE != 0; depth--) g = g->outer;
+  for (; depth >= CALLSTACK_MARK_STRIDE; depth -= CALLSTACK_MARK_STRIDE) {
+    mark_frame(c, g, fast);
+    for (int i = 0; i < CALLSTACK_MARK_STRIDE; i++) g = g->outer;
   }
 }
 #endif
@@ -413,6 +439,15 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
           f = c->outermost;
           c->marks_skips++;
         }
+      } else if (__builtin_expect(c->prev_len - consumed
+                                  >= 4 * CALLSTACK_MARK_STRIDE, 0)
+                 && c->prev_complete) {
+        /* The check went through a deep prev's shared frames to its end
+           and met no mark: the program returned past every mark and
+           called down again to the same frames (a loop around a deep
+           call).  They are marked now, so that the next samples stop
+           at a mark within a stride. */
+        mark_shared(c, pq, c->prev_len - consumed, fast);
       }
 #endif
       if (f == c->outermost) {
