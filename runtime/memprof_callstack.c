@@ -47,11 +47,14 @@
    frames costs one load and compare each only because nothing else
    tells where that point is.  Marks tell it (memprof_stack_marks.c): a
    mark is a stub that stands for one return address for the program's
-   life, and a capture whose frames all lie in one stack and reach its
-   root writes, into the return-address word of its fresh frames whose
-   depth from the root is a multiple of CALLSTACK_MARK_STRIDE (16), the
-   mark of the address that word holds (place_marks, in the walk's
-   header).  A return through it jumps on to the address; upstream's
+   life, and a capture that reaches a stack's root (at least 32 frames)
+   writes, into the return-address word of its fresh frames whose depth
+   from the root is a multiple of CALLSTACK_MARK_STRIDE (16), the mark of
+   the address that word holds (place_marks, in the walk's header); and
+   into those of the shared frames too when the check went through all
+   of a deep prev's without meeting a mark (mark_shared: a loop around a
+   deep call returns past the marks and calls down to the same frames
+   again, which the check finds unchanged).  A return through it jumps on to the address; upstream's
    frame-descriptor lookup maps it back (stack-marks patch), so the GC,
    backtraces and upstream's callstacks see the address itself.
    When the check of prev's shared frames stops at a frame g (the
@@ -85,7 +88,7 @@
      (marks with them, still standing for their addresses).
    A mark costs nothing to take back: none is ever removed.  It fires
    once (a return through it, an indirect jump), at most one frame in
-   16 of those a capture walked fresh.  Marks are placed by the sample
+   16.  Marks are placed by the sample
    trap's capture too, with the marks the stream made before (the
    mark_memo); the ordinary capture makes new ones.  Tested by
    testsuite/programs/stack_marks.ml (memprof_verify=1): exceptions
@@ -104,13 +107,20 @@
    to prev's rather than copied with them; and prev is copied at most
    once per fresh frame (half_frames).
    Measured and not kept (deep_list in bench/, cachegrind at 1e-3, same
-   seed, before marks): runs of one return address checked by stride,
-   with each capture's fresh frames marked as runs (28 instructions a
-   fresh frame, more than the stride saved: 21,067 -> 24,695 a sample);
-   a cache slot that says its frame recurses, the following frames of
-   that address written without a lookup each (-10 % on deep_list, but
-   8 instructions more a shallow sample in the trap, or 100 more in the
-   ordinary capture for a program that once recursed).
+   seed): anchors, prev's frame at every 16th depth kept in an array so
+   that the frames a program returned from are passed by a binary search
+   rather than one by one (deep_list 9,596 -> 8,950 instructions a
+   sample, but the test before the walk's loop cost shallow samples in
+   the sample trap 10 to 18, its registers).  Before marks: runs of
+   one return address checked by stride, with each capture's fresh
+   frames recorded as runs (28 instructions a fresh frame, more than the
+   stride saved: 21,067 -> 24,695 a sample); a flag in a cache slot that
+   says its frame recurses, the following frames of that address
+   written without a lookup each (-10 % on deep_list, but 8 instructions
+   more a shallow sample in the trap, or 100 more in the ordinary
+   capture for a program that once recursed; the fresh-frame step's own
+   loop, which compares each frame's key with the last one's, does it
+   now for a compare a frame).
 
    Validity
    Entries stay valid while the frame tables they came from are in use:

@@ -306,9 +306,7 @@ static inline void place_marks(caml_memprof_callstack_cache *c,
     mark_frame(c, &fresh_start[i], fast);
   }
 }
-#endif
 
-#ifdef CAML_MEMPROF_STACK_MARKS
 /* prev's [q] outermost frames, from [pq] out, just checked unchanged
    and ending at the root: those at depths from the root that are
    multiples of the stride marked, as place_marks marks fresh ones. */
@@ -338,6 +336,9 @@ mark_shared(caml_memprof_callstack_cache *c, caml_memprof_walked_frame *pq,
    it accepts exactly the frames the walk would find; a frame reached
    another way (a C-to-OCaml transition, a parent fiber) ends the check,
    and the ordinary walk goes on from there, looking for the next match.
+   A frame whose word holds the mark of its key ends the check too, as if
+   it had reached prev's outermost frame (see "Marks" in
+   memprof_callstack.c).
    When the check reaches the outermost frame of a complete prev and the
    walk ends after it, the stack is the fresh frames plus prev's outer
    part: the last fresh frame is linked to that part, whose location ids
