@@ -281,16 +281,8 @@ let tailcall_rounds rounds =
    then under the other puts the same inner frames at the same places;
    only the outer frame's return address differs, which the check must
    see (it is no mark). *)
-let[@inline never] rec sw_inner n acc =
-  if n = 0 then List.length acc
-  else begin
-    let r = sw_inner (n - 1) (n :: acc) in
-    let p = Sys.opaque_identity (r, n) in
-    fst p + 0 * snd p
-  end
-
-let[@inline never] sw_a n = 1 + sw_inner n []
-let[@inline never] sw_b n = 2 + sw_inner n []
+let[@inline never] sw_a n = 1 + again n []
+let[@inline never] sw_b n = 2 + again n []
 
 let swap_rounds rounds =
   for r = 1 to 20 * rounds do
