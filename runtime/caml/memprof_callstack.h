@@ -168,7 +168,7 @@ typedef struct {
   /* The marks this stream made, by return address (direct-mapped), so
      that the sample trap's capture marks without calling out. */
   uintnat mark_memo[64][2];
-  uint64_t marks_skips;         /* checks a mark spared (memprof_verify=1
+  uint64_t marks_skips;         /* checks a mark spared (memprof_verify=2
                                    prints their sum at exit)             */
 #endif
 } caml_memprof_callstack_cache;
