@@ -54,9 +54,10 @@
    into those of the shared frames too when the check went through all
    of a deep prev's without meeting a mark (mark_shared: a loop around a
    deep call returns past the marks and calls down to the same frames
-   again, which the check finds unchanged).  A return through it jumps on to the address; upstream's
-   frame-descriptor lookup maps it back (stack-marks patch), so the GC,
-   backtraces and upstream's callstacks see the address itself.
+   again, which the check finds unchanged).  A return through a mark
+   jumps on to the address; upstream's frame-descriptor lookup maps it
+   back (stack-marks patch), so the GC, backtraces and upstream's
+   callstacks see the address itself.
    When the check of prev's shared frames stops at a frame g (the
    previous frame f was found unchanged, g's word is not g's key), and
    g's word is the mark of g's key, the walk skips to prev's outermost
@@ -342,13 +343,9 @@ static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
   free(c->frames);
   c->frames = frames;
   c->half = half;
-  c->prev_len = 0; c->prev_encoded = 0; c->quick_end = 0; c->window = 0;
-#ifdef CAML_MEMPROF_STACK_MARKS
-  c->marks_stack_id = 0;
-#endif
+  caml_memprof_callstack_forget_prev(c);
   c->frames_cap = max + 1;
   c->ids_end = c->ids + c->frames_cap;
-  c->inner = c->outermost = frames;
   c->free = frames + 1;
   c->free_limit = c->free + half - c->frames_cap;
   return 1;

@@ -96,16 +96,14 @@ uintnat caml_memprof_mark_of(uintnat r)
     return 0;
   uintnat h = (uintnat)((r * 0x9e3779b97f4a7c15ull) >> 51) & (MARK_SLOTS - 1);
   while (mark_keys[h] != 0 && mark_keys[h] != r) h = (h + 1) & (MARK_SLOTS - 1);
-  if (mark_keys[h] == r) {
+  if (mark_keys[h] != r && marks_used < CAML_MEMPROF_MARKS) {
+    caml_memprof_mark_targets[marks_used] = r;
+    mark_keys[h] = r;
+    mark_index[h] = (uint16_t)marks_used++;
+  }
+  if (mark_keys[h] == r)
     mark = (uintnat)caml_memprof_mark_stubs
            + mark_index[h] * CAML_MEMPROF_MARK_STUB_SIZE;
-  } else if (marks_used < CAML_MEMPROF_MARKS) {
-    unsigned i = marks_used++;
-    caml_memprof_mark_targets[i] = r;
-    mark_keys[h] = r;
-    mark_index[h] = (uint16_t)i;
-    mark = (uintnat)caml_memprof_mark_stubs + i * CAML_MEMPROF_MARK_STUB_SIZE;
-  }
   atomic_store_explicit(&marks_lock, 0, memory_order_release);
   return mark;
 }

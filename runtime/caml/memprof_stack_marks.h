@@ -39,21 +39,20 @@ extern char caml_memprof_mark_stubs[]
 extern uintnat caml_memprof_mark_targets[]
   __attribute__((visibility("hidden")));
 
-/* The return address [pc] stands for: the marked one, or [pc]. */
-Caml_inline uintnat caml_memprof_mark_pc(uintnat pc)
-{
-  uintnat i = pc - (uintnat)caml_memprof_mark_stubs;
-  if (__builtin_expect(i < CAML_MEMPROF_MARKS * CAML_MEMPROF_MARK_STUB_SIZE,
-                       0))
-    return caml_memprof_mark_targets[i / CAML_MEMPROF_MARK_STUB_SIZE];
-  return pc;
-}
-
 /* Whether [w] is a mark. */
 Caml_inline int caml_memprof_is_mark(uintnat w)
 {
   return w - (uintnat)caml_memprof_mark_stubs
          < CAML_MEMPROF_MARKS * CAML_MEMPROF_MARK_STUB_SIZE;
+}
+
+/* The return address [pc] stands for: the marked one, or [pc]. */
+Caml_inline uintnat caml_memprof_mark_pc(uintnat pc)
+{
+  if (__builtin_expect(caml_memprof_is_mark(pc), 0))
+    return caml_memprof_mark_targets[(pc - (uintnat)caml_memprof_mark_stubs)
+                                     / CAML_MEMPROF_MARK_STUB_SIZE];
+  return pc;
 }
 
 uintnat caml_memprof_mark_of(uintnat r);
