@@ -199,6 +199,8 @@ static uint8_t *pack_frames(mpt_encoder *e, uint8_t *field, uint8_t *frames,
 {
   uint32_t m[3] = { e->mtf[0], e->mtf[1], e->mtf[2] };
   size_t plain = (size_t)(end - frames);
+  /* Plain ids with runs (a recursion) may beat the codes alone. */
+  if (plain <= (fresh + 3) / 4) return end;
   uint8_t *codes = end, *esc = end + (fresh + 3) / 4, *esc_max = end + plain;
   uint32_t i = 0;
   /* Four frames to a byte, unrolled: constant shifts, one store. */
@@ -1573,6 +1575,17 @@ static int alloc_fields(mpt_reader *r, stream_state *st, mpt_event *ev,
       local = id;
     } else {
       local = get_var(r);
+      if (local == MPT_RUN && r->info.format_version >= 8 && i > 0) {
+        /* The id before, n more times. */
+        uint64_t n = get_var(r);
+        if (r->failed) return MPT_ERR;
+        if (n == 0 || n > fresh - i)
+          return fail(r, "callstack run of a bad length");
+        for (uint32_t id = r->stack_out[i - 1]; n > 0; n--)
+          r->stack_out[i++] = id;
+        i--;
+        continue;
+      }
     }
     if (local == 0 || local >= st->nloc || !st->loc_map[local])
       return fail(r, "callstack uses an undefined location");

@@ -56,7 +56,10 @@
      may belong to either trace, as with clock_gettime.  A time may step
      back by a unit at the switch, which streams clamp
      (mpt_enc_alloc_shared).  A TSC found far behind (reset by a resume)
-     sends every thread back to clock_gettime.
+     sends every thread back to clock_gettime.  Where the TSC is not
+     read, the sample trap reads CLOCK_MONOTONIC itself, through the
+     vDSO's clock_gettime found at the first open (memprof_trace_
+     writer.h says why not glibc's), into the same units.
    - Companion file: a forked heap snapshot's child process (see
      memprof_heap_snapshot.c) cannot take writer_lock (another thread of
      the parent may have held it at the fork) nor share the trace's end
@@ -83,6 +86,8 @@
 #include "caml/memprof_trace_writer.h"
 #include "caml/memprof_trap.h"
 #ifdef CAML_TRACE_TSC_CLOCK       /* memprof_trace_writer.h: x86-64 */
+#include <elf.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #endif
 
@@ -100,21 +105,22 @@ static uint64_t mono_ns(void)
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static _Atomic uint64_t start_ns; /* the trace's start, CLOCK_MONOTONIC */
 
 /* The time unit of every trace of this process: the first trace's
    (mpt_trace_info.time_unit_ns at the first open), since the TSC's scale
    is in it and never changes; microseconds until then (the clock also
    seeds the domains' random streams). */
-static uint32_t time_unit_ns = 1000;
 static int time_unit_fixed;
 
-uint32_t caml_trace_writer_time_unit_ns(void) { return time_unit_ns; }
+struct caml_trace_mono caml_trace_mono = { NULL, 0, 1000 };
+
+uint32_t caml_trace_writer_time_unit_ns(void) { return caml_trace_mono.unit_ns; }
 
 static uint64_t units_since_start(uint64_t ns)
 {
-  uint64_t start = atomic_load_explicit(&start_ns, memory_order_relaxed);
-  return ns > start ? (ns - start) / time_unit_ns : 0;
+  uint64_t start = atomic_load_explicit(&caml_trace_mono.start_ns,
+                                        memory_order_relaxed);
+  return ns > start ? (ns - start) / caml_trace_mono.unit_ns : 0;
 }
 
 #ifdef CAML_TRACE_TSC_CLOCK
@@ -260,7 +266,8 @@ static void tsc_calibrate(uint64_t ns)
     if (error_ns <= TSC_MAX_READING_ERROR_NS
         && (needed_ns <= (double)(raw0 - cal_raw)
             || ns0 - start >= TSC_CALIBRATION_NS)) {
-      caml_trace_tsc.scale = (uint64_t)(ns_per_tick / time_unit_ns * 0x1p40);
+      caml_trace_tsc.scale =
+        (uint64_t)(ns_per_tick / caml_trace_mono.unit_ns * 0x1p40);
       atomic_store_explicit(&caml_trace_tsc.base,
                             (int64_t)units_since_start(ns0),
                             memory_order_relaxed);
@@ -327,18 +334,66 @@ int caml_trace_writer_uses_tsc(void)
 #endif
 }
 
+/* The address of the vDSO's function [name], or NULL: from its dynamic
+   symbol table, found through its section headers (the kernel maps the
+   whole image; it is not untrusted input). */
+static void *vdso_function(const char *name)
+{
+  uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+  if (base == 0) return NULL;                 /* none: valgrind hides it */
+  const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+  if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0
+      || eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shoff == 0
+      || eh->e_shentsize != sizeof(Elf64_Shdr)
+      || eh->e_phentsize != sizeof(Elf64_Phdr))
+    return NULL;
+  const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff);
+  uintptr_t bias = 0;
+  int loaded = 0;
+  for (unsigned i = 0; i < eh->e_phnum && !loaded; i++)
+    if (ph[i].p_type == PT_LOAD) {
+      bias = base + ph[i].p_offset - ph[i].p_vaddr;
+      loaded = 1;
+    }
+  if (!loaded) return NULL;
+  const Elf64_Shdr *sh = (const Elf64_Shdr *)(base + eh->e_shoff);
+  for (unsigned i = 0; i < eh->e_shnum; i++) {
+    if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum
+        || sh[i].sh_entsize != sizeof(Elf64_Sym))
+      continue;
+    const Elf64_Sym *sym = (const Elf64_Sym *)(base + sh[i].sh_offset);
+    const char *names = (const char *)(base + sh[sh[i].sh_link].sh_offset);
+    for (size_t k = 0; k < sh[i].sh_size / sizeof(Elf64_Sym); k++)
+      if (ELF64_ST_TYPE(sym[k].st_info) == STT_FUNC
+          && sym[k].st_shndx != SHN_UNDEF
+          && strcmp(names + sym[k].st_name, name) == 0)
+        return (void *)(bias + sym[k].st_value);
+  }
+  return NULL;
+}
+
+static void find_vdso_clock(void)
+{
+  caml_trace_mono.vdso_gettime = (int (*)(clockid_t, struct timespec *))
+    vdso_function("__vdso_clock_gettime");
+}
+
 /* At an open: the trace starts now. */
 static void start_clock(void)
 {
 #ifdef CAML_TRACE_TSC_CLOCK
-  static pthread_once_t fork_handler = PTHREAD_ONCE_INIT;
+  static pthread_once_t fork_handler = PTHREAD_ONCE_INIT,
+    vdso_clock = PTHREAD_ONCE_INIT;
   pthread_once(&fork_handler, register_tsc_after_fork);
+  pthread_once(&vdso_clock, find_vdso_clock);
   pthread_mutex_lock(&time_lock);
-  atomic_store_explicit(&start_ns, mono_ns(), memory_order_relaxed);
+  atomic_store_explicit(&caml_trace_mono.start_ns, mono_ns(),
+                        memory_order_relaxed);
   tsc_open();
   pthread_mutex_unlock(&time_lock);
 #else
-  atomic_store_explicit(&start_ns, mono_ns(), memory_order_relaxed);
+  atomic_store_explicit(&caml_trace_mono.start_ns, mono_ns(),
+                        memory_order_relaxed);
 #endif
 }
 
@@ -554,12 +609,12 @@ int caml_trace_writer_open(const char *template, const mpt_trace_info *info)
   }
   remember_name(path);
   if (!time_unit_fixed) {
-    time_unit_ns = info->time_unit_ns;
+    caml_trace_mono.unit_ns = info->time_unit_ns;
     time_unit_fixed = 1;
   }
   start_clock();
   mpt_trace_info header = *info;
-  header.time_unit_ns = time_unit_ns;
+  header.time_unit_ns = caml_trace_mono.unit_ns;
 #define HEADER_CAP \
   (MPT_MAGIC_LEN + MPT_CHUNK_HEADER_BYTES + 128 + 4 * (MPT_MAX_STRING + 10))
   _Static_assert(HEADER_CAP <= MPT_STORED_FRAME_MAX,

@@ -26,7 +26,9 @@
      the previous capture (caml_memprof_callstack_walk, inlined here:
      memprof_callstack_walk.h);
    - gaps left in the batch, room in the buffer and the tracked table,
-     the TSC clock ready, the stream lock free, the
+     a clock read without the C library (the TSC, or where the kernel
+     keeps time otherwise, CLOCK_MONOTONIC through the vDSO or the
+     system call: memprof_trace_writer.h), the stream lock free, the
      stream's state current, and a stream that never packs frames (rates
      from 1e-4 up; packing calls out).
    Otherwise it returns 0 before changing anything (the gaps it drew are
@@ -88,7 +90,7 @@ stream_ready(caml_domain_state *s, tracer_domain *d, uint64_t *now)
       || atomic_exchange_explicit(&d->lock, 1, memory_order_acquire))
     return 0;
   if (d->quick_gen == atomic_load(&caml_memprof_tracer_generation)
-      && caml_trace_writer_now_tsc(now))
+      && caml_trace_writer_now_direct(now))
     return 1;
   stream_unlock(d);
   return 0;

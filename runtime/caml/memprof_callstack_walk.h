@@ -126,6 +126,13 @@ static inline int shared_window(caml_memprof_callstack_cache *c,
     start = e;
   }
   c->window_n = hi > start ? hi - start : 0;
+  /* The encoder's stack holds at most max frames, a window's result too
+     (mpt_enc_stack_window cuts what it adds beyond): a stack that
+     returned from beyond a cut prev's outermost frame, but not out of
+     all of prev's innermost frames that the encoder holds, is given
+     whole instead (stack_marks.ml's realloc: the root frames were lost,
+     and every later stack that shared them was written with others). */
+  if (e - c->window_drop + c->window_n > c->max) return 0;
   if (written) {
     c->window_at = f + (start - lo);
   } else if (c->window_n > 0) {

@@ -25,6 +25,25 @@ uint32_t caml_trace_writer_time_unit_ns(void);
 
 /* Time since the trace started, in the trace's time units. */
 uint64_t caml_trace_writer_now(void);
+/* Where the TSC is not read (CAML_TSC_OFF: the kernel keeps time with
+   another clock source, as kvm-clock does in most virtual machines, or
+   the TSC was refused), the trap's clock is CLOCK_MONOTONIC read without
+   the C library: the vDSO's clock_gettime called directly, which the
+   kernel compiles without vector, MMX or x87 instructions (its build
+   flags: what the trap asks of what it calls), or, without a vDSO (under
+   valgrind), the system call itself.  glibc's clock_gettime in front of
+   the vDSO is compiled for the user's machine and promises nothing.
+   [start_ns] and [unit_ns] are the writer's (units_since_start). */
+#include <stdatomic.h>
+#include <time.h>
+struct caml_trace_mono {
+  int (*vdso_gettime)(clockid_t, struct timespec *); /* x86-64; NULL:
+                                   none found                        */
+  _Atomic uint64_t start_ns;    /* the trace's start, CLOCK_MONOTONIC */
+  uint32_t unit_ns;             /* the time unit, in ns              */
+};
+extern struct caml_trace_mono caml_trace_mono;
+
 /* caml_trace_writer_now when it reads the TSC, and only then (1, the time
    in [*now]; else 0): the sample trap's clock, inline (a call cost the
    trap 6 of its instructions), which calls nothing and uses the general
@@ -33,6 +52,7 @@ uint64_t caml_trace_writer_now(void);
    [state] is CAML_TSC_READY, with release/acquire, once the rest is
    written; then time = base + (tsc - tsc0) * scale / 2^40, in time
    units, and [base] alone changes (at each open), read relaxed. */
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CAML_TRACE_TSC_CLOCK
 #include <stdatomic.h>
@@ -69,8 +89,42 @@ caml_trace_writer_now_tsc(uint64_t *now)
   }
   return 0;
 }
+
+/* caml_trace_writer_now for the trap: the TSC, or where it is off the
+   monotonic clock as said above (1, the time in [*now]); 0 while the
+   TSC is calibrated (which clock_gettime takes part in), or when the
+   clock failed. */
+static inline __attribute__((always_inline)) int
+caml_trace_writer_now_direct(uint64_t *now)
+{
+  if (__builtin_expect(caml_trace_writer_now_tsc(now), 1)) return 1;
+  if (atomic_load_explicit(&caml_trace_tsc.state, memory_order_relaxed)
+      != CAML_TSC_OFF)
+    return 0;
+  struct timespec ts;
+  long rc;
+  if (caml_trace_mono.vdso_gettime != NULL) {
+    rc = caml_trace_mono.vdso_gettime(CLOCK_MONOTONIC, &ts);
+  } else {
+    __asm__ volatile ("syscall" : "=a" (rc)
+                      : "0" (228L /* SYS_clock_gettime */),
+                        "D" ((long)CLOCK_MONOTONIC), "S" (&ts)
+                      : "rcx", "r11", "memory");
+  }
+  if (rc != 0) return 0;
+  uint64_t ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  uint64_t start = atomic_load_explicit(&caml_trace_mono.start_ns,
+                                        memory_order_relaxed);
+  *now = ns > start ? (ns - start) / caml_trace_mono.unit_ns : 0;
+  return 1;
+}
 #else
 static inline int caml_trace_writer_now_tsc(uint64_t *now)
+{
+  (void)now;
+  return 0;
+}
+static inline int caml_trace_writer_now_direct(uint64_t *now)
 {
   (void)now;
   return 0;
