@@ -98,7 +98,9 @@ static inline __attribute__((always_inline)) int
 caml_trace_writer_now_direct(uint64_t *now)
 {
   if (__builtin_expect(caml_trace_writer_now_tsc(now), 1)) return 1;
-  if (atomic_load_explicit(&caml_trace_tsc.state, memory_order_relaxed)
+  /* acquire: the vDSO's address was written before the state, at the
+     first open (pthread_once, then tsc_open) */
+  if (atomic_load_explicit(&caml_trace_tsc.state, memory_order_acquire)
       != CAML_TSC_OFF)
     return 0;
   struct timespec ts;
