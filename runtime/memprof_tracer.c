@@ -803,6 +803,26 @@ static uint32_t captured_frame(tracer_domain *d, int n, int common, int i)
                   : d->ids[c->window_at + x - keep];
 }
 
+/* memprof_verify=1, after the record of a stack that verify_callstack
+   checked: the encoder's previous stack, what the next record's shared
+   frames count from (and what a reader holds then), must be upstream's
+   stack too.  It is written by the encoder from what the capture gave
+   (a window, then the fresh ids and the common count), so this checks
+   the encoder's side of that exchange (a window it could not hold lost
+   the root frames of every later stack, and the runtime's check of the
+   capture alone did not see it). */
+static void verify_encoded_stack(tracer_domain *d)
+{
+  uint32_t len = d->enc.prev_len;
+  int ok = d->ref_ids != NULL && (int)len == d->ref_len;
+  for (uint32_t i = 0; ok && i < len; i++)
+    ok = d->enc.prev_stack[len - 1 - i] == d->ref_ids[i];
+  if (!ok)
+    fprintf(stderr, "memprof: verify: the encoder's previous stack differs "
+            "from caml_get_callstack's (%u and %d frames)\n",
+            len, d->ref_len);
+}
+
 /* memprof_verify=1: the stack just captured must be upstream's.  With
    [common] >= 0 it is d->ids then the outermost [common] frames of the
    encoder's previous stack, moved by the capture's window. */
@@ -814,6 +834,7 @@ static void verify_callstack(tracer_domain *d, int n, int common,
   int ref_truncated;
   int m = caml_memprof_capture_callstack_reference(
     &d->frames, d->ref_ids, alloc_idx, &ref_truncated);
+  d->ref_len = m;
   int len = n + (common > 0 ? common : 0), i = 0;
   while (i < len && i < m
          && captured_frame(d, n, common, i) == d->ref_ids[i])
@@ -887,6 +908,7 @@ static inline void record(tracer_domain *d, value block, uintnat wosize,
   /* The encoder's previous stack has the callback frames, the capture's
      previous stack has not: the next capture gives its stack whole. */
   if (callback_frames) caml_memprof_callstack_not_encoded(&d->frames);
+  else if (d->verify) verify_encoded_stack(d);
   d->samples += nsamples;
  out:
   stream_unlock(d);

@@ -81,6 +81,7 @@ typedef struct tracer_domain {
   caml_memprof_capture trap_capture;
   ptrdiff_t trap_alloc_idx;
   uint32_t *ref_ids;              /* memprof_verify=1: upstream's walk's  */
+  int ref_len;                    /*   stack, and its length              */
   uint32_t *cb_ids;               /* memprof_callbacks: the stack with its
                                      callback frames                     */
   /* The trap's sample in progress, kept here across the capture (inlined
