@@ -105,22 +105,16 @@ static uint64_t mono_ns(void)
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-
-/* The time unit of every trace of this process: the first trace's
-   (mpt_trace_info.time_unit_ns at the first open), since the TSC's scale
-   is in it and never changes; microseconds until then (the clock also
-   seeds the domains' random streams). */
+/* The trace's start, and the time unit of every trace of this process:
+   the first trace's (mpt_trace_info.time_unit_ns at the first open),
+   since the TSC's scale is in it and never changes; microseconds until
+   then (the clock also seeds the domains' random streams). */
+struct caml_trace_mono caml_trace_mono = { NULL, 0, 1000 };
 static int time_unit_fixed;
 
-struct caml_trace_mono caml_trace_mono = { NULL, 0, 1000 };
-
-uint32_t caml_trace_writer_time_unit_ns(void) { return caml_trace_mono.unit_ns; }
-
-static uint64_t units_since_start(uint64_t ns)
+uint32_t caml_trace_writer_time_unit_ns(void)
 {
-  uint64_t start = atomic_load_explicit(&caml_trace_mono.start_ns,
-                                        memory_order_relaxed);
-  return ns > start ? (ns - start) / caml_trace_mono.unit_ns : 0;
+  return caml_trace_mono.unit_ns;
 }
 
 #ifdef CAML_TRACE_TSC_CLOCK
@@ -269,7 +263,7 @@ static void tsc_calibrate(uint64_t ns)
       caml_trace_tsc.scale =
         (uint64_t)(ns_per_tick / caml_trace_mono.unit_ns * 0x1p40);
       atomic_store_explicit(&caml_trace_tsc.base,
-                            (int64_t)units_since_start(ns0),
+                            (int64_t)caml_trace_mono_units(ns0),
                             memory_order_relaxed);
       st = CAML_TSC_READY;
     } else if (ns0 - start < TSC_CALIBRATION_NS) {
@@ -294,9 +288,9 @@ static __attribute__((noinline)) uint64_t now_by_clock_gettime(void)
   int st = atomic_load(&caml_trace_tsc.state);
   uint64_t ns = mono_ns();
   if (st == CAML_TSC_CALIBRATING) tsc_calibrate(ns);
-  return units_since_start(ns);
+  return caml_trace_mono_units(ns);
 #else
-  return units_since_start(mono_ns());
+  return caml_trace_mono_units(mono_ns());
 #endif
 }
 
@@ -312,7 +306,7 @@ static __attribute__((noinline)) uint64_t now_not_tsc(void)
       return (uint64_t)atomic_load_explicit(&caml_trace_tsc.base,
                                             memory_order_relaxed);
     atomic_store(&caml_trace_tsc.state, CAML_TSC_OFF);
-    return units_since_start(mono_ns());
+    return caml_trace_mono_units(mono_ns());
   }
 #endif
   return now_by_clock_gettime();

@@ -509,9 +509,9 @@ size_t mpt_frame_store(uint8_t *dst, size_t dst_cap,
 /* Version 8: among a record's plain fresh ids (not packed ones), MPT_RUN
    (never a location id) and then a varint n >= 1 stand for n more frames
    of the id just before, in the same record (writers use it for n >= 2,
-   where it is never longer).  A recursion's frames (one
-   return address, one id) cost two or three bytes whatever its depth,
-   and a compare each instead of a varint: deep_list in bench/ (4,000
+   where it is never longer).  A recursion's frames (one return
+   address, one id) cost two or three bytes whatever its depth, and a
+   compare each instead of a varint: deep_list in bench/ (4,000
    frames, 1e-3, callgrind) 9,902 -> 9,167 instructions a sample, 10.8
    -> 8.6 bytes of trace. */
 #define MPT_RUN 0

@@ -33,7 +33,7 @@ uint64_t caml_trace_writer_now(void);
    flags: what the trap asks of what it calls), or, without a vDSO (under
    valgrind), the system call itself.  glibc's clock_gettime in front of
    the vDSO is compiled for the user's machine and promises nothing.
-   [start_ns] and [unit_ns] are the writer's (units_since_start). */
+   [start_ns] and [unit_ns] are the writer's: caml_trace_mono_units. */
 #include <stdatomic.h>
 #include <time.h>
 struct caml_trace_mono {
@@ -44,6 +44,14 @@ struct caml_trace_mono {
 };
 extern struct caml_trace_mono caml_trace_mono;
 
+/* A CLOCK_MONOTONIC time [ns] in time units since the trace started. */
+static inline uint64_t caml_trace_mono_units(uint64_t ns)
+{
+  uint64_t start = atomic_load_explicit(&caml_trace_mono.start_ns,
+                                        memory_order_relaxed);
+  return ns > start ? (ns - start) / caml_trace_mono.unit_ns : 0;
+}
+
 /* caml_trace_writer_now when it reads the TSC, and only then (1, the time
    in [*now]; else 0): the sample trap's clock, inline (a call cost the
    trap 6 of its instructions), which calls nothing and uses the general
@@ -52,10 +60,8 @@ extern struct caml_trace_mono caml_trace_mono;
    [state] is CAML_TSC_READY, with release/acquire, once the rest is
    written; then time = base + (tsc - tsc0) * scale / 2^40, in time
    units, and [base] alone changes (at each open), read relaxed. */
-
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CAML_TRACE_TSC_CLOCK
-#include <stdatomic.h>
 #include <x86intrin.h>
 enum { CAML_TSC_UNUSED, CAML_TSC_CALIBRATING, CAML_TSC_PUBLISHING,
        CAML_TSC_READY, CAML_TSC_OFF };
@@ -114,10 +120,8 @@ caml_trace_writer_now_direct(uint64_t *now)
                       : "rcx", "r11", "memory");
   }
   if (rc != 0) return 0;
-  uint64_t ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-  uint64_t start = atomic_load_explicit(&caml_trace_mono.start_ns,
-                                        memory_order_relaxed);
-  *now = ns > start ? (ns - start) / caml_trace_mono.unit_ns : 0;
+  *now = caml_trace_mono_units((uint64_t)ts.tv_sec * 1000000000u
+                               + (uint64_t)ts.tv_nsec);
   return 1;
 }
 #else
