@@ -71,6 +71,10 @@ PROGRAMS = [
     # The same stacks cut at the default 1,024 frames: a cut sample must
     # cost no more than a whole one (issue 35).
     ("deep_list_cut", "deep_list", {"BENCH_LEN": str(LIST_LEN)}, False),
+    # Lists of 10,000 at the default cap: stacks deeper than the 4,096
+    # frames a trace holds, cut at every sample and changing depth by
+    # hundreds of frames (the shape issue 35 measured on sandmark's lists).
+    ("deep_list_10k", "deep_list", {"BENCH_LEN": "10000"}, False),
 ]
 # Valgrind runs at --instr-scale times these factors: the heavier programs
 # are cut so that each valgrind run stays around 300-400 M instructions,
@@ -83,11 +87,12 @@ PROGRAMS = [
 INSTR_FACTOR = {"short_lived": 0.5, "major_alloc": 0.4, "bigarray_custom": 0.5,
                 "systhreads": 0.5, "long_lived": 4.0, "leaky_server": 2.0,
                 "deep_rec": 1.6, "shallow_rec": 1.6,
-                "deep_list": 0.25, "shallow_list": 1.0, "deep_list_cut": 0.25}
+                "deep_list": 0.25, "shallow_list": 1.0, "deep_list_cut": 0.25,
+                "deep_list_10k": 0.25}
 DEEP_DEPTH, SHALLOW_DEPTH = 400, 10
 MULTI = {p[0] for p in PROGRAMS if p[3]}
 # The deep-stack programs, left out of the shallow programs' figures.
-DEEP = {"deep_rec", "deep_list", "deep_list_cut"}
+DEEP = {"deep_rec", "deep_list", "deep_list_cut", "deep_list_10k"}
 COMMON_SOURCES = ["gcmemprof_tracer.ml", "bench_common.ml"]
 
 
@@ -1026,7 +1031,7 @@ def render_md(data):
 
     L.append("## Per-sample and per-frame cost\n")
     L.append("Median instructions per sample over the single-threaded shallow-stack "
-             "programs (all but deep_rec, deep_list, deep_list_cut, domains4, systhreads); per captured frame: (instr/sample of deep_rec, %d frames − "
+             "programs (all but deep_rec, deep_list, deep_list_cut, deep_list_10k, domains4, systhreads); per captured frame: (instr/sample of deep_rec, %d frames − "
              "shallow_rec, %d frames)/%d.\n" % (DEEP_DEPTH, SHALLOW_DEPTH,
                                                  DEEP_DEPTH - SHALLOW_DEPTH))
     rows = []
@@ -1204,6 +1209,12 @@ def targets_table(data):
                              "cut ≤ whole", "%s vs %s" % (fmt(cut, ".0f"), fmt(whole, ".0f")),
                              "–" if cut is None or whole is None
                              else ("met" if cut <= whole else "**missed**")])
+                v = d["instr_ratio"].get("deep_list_10k", {}).get(c["name"])
+                pct = None if v is None else (v - 1) * 100
+                rows.append(["%s: deep_list_10k (10,000 frames deep, cut at every "
+                             "sample), instruction overhead (issue 35, for "
+                             "reference)" % c["name"], "–",
+                             fmt(pct, "+.1f") + (" %" if pct is not None else ""), "–"])
             w = gw.get(c["name"])
             pct = None if w is None else (w - 1) * 100
             rows.append(["%s: wall overhead vs vanilla (geomean)" % c["name"],

@@ -50,7 +50,10 @@
    life, and a capture that reaches a stack's root (at least 32 frames)
    writes, into the return-address word of its fresh frames whose depth
    from the root is a multiple of CALLSTACK_MARK_STRIDE (16), the mark of
-   the address that word holds (place_marks, in the walk's header); and
+   the address that word holds (place_marks, in the walk's header); a
+   cut capture whose frames all lie in one stack, into one in 16 of the
+   frames it wrote, at whatever depth (place_cut_marks: where marks stand
+   tells how soon a check meets one, not what a skip finds); and
    into those of the shared frames too when the check went through all
    of a deep prev's without meeting a mark (mark_shared: a loop around a
    deep call returns past the marks and calls down to the same frames
@@ -79,8 +82,9 @@
      mapped the same way.  A stack's frames keep their offsets from its
      end (Stack_high) when the stack is reallocated, and a stack keeps
      its id (unique per stack): the skip asks that all of prev lie in
-     one stack (marks_stack_id, set by place_marks), and that the walk
-     is still in its first stack, of that id and that end.  A fiber's
+     one stack (marks_stack_id, set by place_marks, or by place_cut_marks
+     for a cut prev whose walk never left the stack where it began), and
+     that the walk is still in its first stack, of that id and that end.  A fiber's
      parent changes when its continuation is resumed elsewhere: a prev
      that spans a parent is never skipped over.
    - Nothing else writes into a suspended frame's return-address word:
@@ -200,6 +204,7 @@ _Static_assert(offsetof(caml_memprof_walked_frame, loc)
 void caml_memprof_callstack_forget_prev(caml_memprof_callstack_cache *c)
 {
   c->prev_len = 0;
+  c->outer_n = 0;
   if (c->frames) c->inner = c->outermost = c->frames;
   c->prev_encoded = 0;
   c->quick_end = 0;
@@ -207,6 +212,41 @@ void caml_memprof_callstack_forget_prev(caml_memprof_callstack_cache *c)
 #ifdef CAML_MEMPROF_STACK_MARKS
   c->marks_stack_id = 0;
 #endif
+}
+
+/* A stack that grows beyond the cap drops prev's outermost frames at
+   each capture, as many as it pushed since the previous one.  Found by
+   following the chain from the innermost, they cost a load a frame of
+   prev, about 12,000 instructions at a cap of 4,096 (deep_list in
+   bench/, 10,000 frames deep: 3,500 a sample on average); that walk
+   notes the frames it passes, and the cuts after it find their end
+   there, until a cut drops more frames than remain noted. */
+void caml_memprof_callstack_cut_prev(caml_memprof_callstack_cache *c,
+                                     uint32_t drop, uint32_t outer_n)
+{
+  uint32_t limit = c->frames_cap;
+  caml_memprof_walked_frame *last = c->inner, **notes = c->outer_frames;
+  if (drop < outer_n) {
+    outer_n -= drop;
+    c->outer_end -= drop;
+    last = notes[c->outer_end - 1];
+  } else {
+    if (notes == NULL)
+      notes = c->outer_frames = malloc(limit * sizeof *notes);
+    if (notes != NULL) {
+      for (uint32_t i = 1; i < limit; i++, last = last->outer)
+        notes[i - 1] = last;
+      notes[limit - 1] = last;
+      outer_n = c->outer_end = limit;
+    } else {
+      for (uint32_t i = 1; i < limit; i++) last = last->outer;
+      outer_n = 0;
+    }
+  }
+  last->outer = c->frames;              /* the sentinel */
+  c->outermost = last;
+  c->outer_n = outer_n;
+  c->prev_complete = 0;
 }
 
 void caml_memprof_callstack_cache_clear(caml_memprof_callstack_cache *c)
@@ -225,6 +265,7 @@ void caml_memprof_callstack_cache_free(caml_memprof_callstack_cache *c)
   free(c->slots);
   free(c->scratch);
   free(c->frames);
+  free(c->outer_frames);
   memset(c, 0, sizeof *c);
 }
 
@@ -344,6 +385,8 @@ static int reserve_frames(caml_memprof_callstack_cache *c, uint32_t max)
   c->frames = frames;
   c->half = half;
   caml_memprof_callstack_forget_prev(c);
+  free(c->outer_frames);                /* for the former frames_cap */
+  c->outer_frames = NULL;
   c->frames_cap = max + 1;
   c->ids_end = c->ids + c->frames_cap;
   c->free = frames + 1;
@@ -377,6 +420,7 @@ void caml_memprof_callstack_compact(caml_memprof_callstack_cache *c)
   }
   caml_memprof_walked_frame *end = larger != NULL ? larger : sentinel;
   caml_memprof_walked_frame *to = start;
+  c->outer_n = 0;                       /* prev's frames move */
   for (caml_memprof_walked_frame *f = c->inner; f != sentinel; f = f->outer) {
     copy_frame(to, f);
     to->outer = to + 1;

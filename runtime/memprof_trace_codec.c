@@ -253,25 +253,39 @@ void mpt_enc_stack_room(mpt_encoder *e, uint32_t *buf, uint32_t room)
 }
 
 /* The previous stack is kept outermost first: the window drops the
-   first [drop] entries and puts [n] before the rest.  Where the room
-   allows, prev_stack moves instead of its entries (the alloc record
-   after it writes up to prev_cap entries from prev_stack); else the kept
-   part is moved to the middle of the room. */
+   first [drop] entries and puts [n] before the rest, the whole at most
+   twice prev_cap (version 9: the ALLOC after it keeps at most prev_cap
+   of them) and the room.  Where the room allows, prev_stack moves
+   instead of its entries (the ALLOC record after it writes up to
+   prev_cap entries from prev_stack); else the result is moved to the
+   middle of the room. */
 void mpt_enc_stack_window(mpt_encoder *e, uint32_t drop,
                           const uint32_t *outer, uint32_t n)
 {
   if (drop > e->prev_len) drop = e->prev_len;
   uint32_t keep = e->prev_len - drop;
-  if (n > e->prev_cap - keep) n = e->prev_cap - keep;
+  uint32_t most = 2 * e->prev_cap < e->stack_room ? 2 * e->prev_cap
+                                                  : e->stack_room;
+  if (n > most - keep) n = most - keep;
   *e->pos++ = TAG_STACK_WINDOW;
   e->pos = mpt_put_uvarint(e->pos, drop);
   e->pos = mpt_put_uvarint(e->pos, n);
-  for (uint32_t i = 0; i < n; i++) e->pos = mpt_put_uvarint(e->pos, outer[i]);
+  /* Version 9: with runs, as an ALLOC's fresh ids (MPT_RUN). */
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t loc = outer[i], same = 0;
+    while (i + 1 + same < n && outer[i + 1 + same] == loc) same++;
+    e->pos = mpt_put_uvarint(e->pos, loc);
+    if (same >= 2) {
+      *e->pos++ = MPT_RUN;
+      e->pos = mpt_put_uvarint(e->pos, same);
+      i += same;
+    }
+  }
   uint32_t *kept = e->prev_stack + drop, *base = e->stack_base;
   size_t off = (size_t)(kept - base);
-  if (off < n || off - n + e->prev_cap > e->stack_room) {
-    uint32_t mid = (e->stack_room - e->prev_cap) / 2;
-    uint32_t *to = base + (mid > n ? mid : n);
+  uint32_t need = keep + n > e->prev_cap ? keep + n : e->prev_cap;
+  if (off < n || off - n + need > e->stack_room) {
+    uint32_t *to = base + (e->stack_room - need) / 2 + n;
     memmove(to, kept, keep * sizeof(uint32_t));
     kept = to;
   }
@@ -1112,7 +1126,7 @@ static stream_state *stream(mpt_reader *r, uint32_t s)
     r->streams = st; r->nstreams = n;
   }
   stream_state *st = &r->streams[s];
-  if (!st->stack && !(st->stack = malloc(MPT_MAX_FRAMES * sizeof(uint32_t))))
+  if (!st->stack && !(st->stack = malloc(MPT_MAX_WINDOW * sizeof(uint32_t))))
     return NULL;
   return st;
 }
@@ -1763,12 +1777,25 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
       if (r->info.format_version < 5) return fail(r, "unknown event tag 0x27");
       uint64_t drop = get_var(r), n = get_var(r);
       if (r->failed) return MPT_ERR;
-      if (drop > st->stack_len || n > MPT_MAX_FRAMES - (st->stack_len - drop))
+      uint32_t most = r->info.format_version >= 9 ? MPT_MAX_WINDOW
+                                                  : MPT_MAX_FRAMES;
+      if (drop > st->stack_len || n > most - (st->stack_len - drop))
         return fail(r, "stack window beyond the previous stack or too deep");
       uint32_t len = st->stack_len - (uint32_t)drop;
       for (uint64_t i = 0; i < n; i++) {
         uint64_t local = get_var(r);
         if (r->failed) return MPT_ERR;
+        if (local == MPT_RUN && r->info.format_version >= 9 && i > 0) {
+          /* Version 9: the id before, [more] more times. */
+          uint64_t more = get_var(r);
+          if (r->failed) return MPT_ERR;
+          if (more == 0 || more > n - i)
+            return fail(r, "stack window run of a bad length");
+          for (uint32_t id = st->stack[len - 1]; more > 0; more--, i++)
+            st->stack[len++] = id;
+          i--;
+          continue;
+        }
         if (local == 0 || local >= st->nloc || !st->loc_map[local])
           return fail(r, "stack window uses an undefined location");
         st->stack[len++] = st->loc_map[local];

@@ -732,6 +732,25 @@ for f in 1024 16; do
   check "deep_list at $f frames: the whole trace's stacks cut at $f ($(grep -c '<truncated>' "$W/cut-$f.got") cut stacks of $(wc -l < "$W/cut-$f.got"))" \
     cmp -s "$W/cut-$f.want" "$W/cut-$f.got"
 done
+# Lists of 6,000 at the default cap: stacks deeper than the 4,096 frames
+# the runtime writes, cut at every sample and changing depth by hundreds
+# of frames (trace format 9's windows that add the frames beyond a cut
+# stack that returned, the cut prev's noted outer frames, marks placed by
+# cut captures); every sample's stack compared with caml_get_callstack's.
+# Without the marks of cut captures, the marks spared 1,915 checks.
+BENCH_LEN=6000 BENCH_SCALE=0.01 \
+OCAMLRUNPARAM="memprof=$W/deep6k.trace,memprof_rate=0.003,memprof_seed=5,memprof_verify=2" \
+  "$W/deep_list" > "$W/deep6k.out" 2> "$W/deep6k.err"
+expect "deep_list at 6,000 frames: exit status" $? 0
+expect "deep_list at 6,000 frames: every stack equals caml_get_callstack's" "$(grep -c 'verify:' "$W/deep6k.err")" 0
+summary "$W/deep6k.trace" "$W/deep6k.sum"
+expect "deep_list at 6,000 frames: trace decodes" "$(get "$W/deep6k.sum" error)" none
+check "deep_list at 6,000 frames: cut stacks ($(get "$W/deep6k.sum" cut_allocs))" \
+  [ "$(get "$W/deep6k.sum" cut_allocs)" -gt 1000 ]
+if [ "$(uname -m)" = x86_64 ]; then
+  skips=$(sed -n 's/.*marks spared the check \([0-9]*\) times.*/\1/p' "$W/deep6k.err")
+  check "deep_list at 6,000 frames: marks spared checks (${skips:-none})" [ "${skips:-0}" -gt 2500 ]
+fi
 # Marks on return addresses (memprof_stack_marks.c, issue 35; amd64):
 # stack_marks.ml's adversarial stacks (exceptions raised across marked
 # frames and the same recursion regrown at the same addresses,
@@ -761,6 +780,21 @@ if [ "$(uname -m)" = x86_64 ]; then
     expect "stack marks, $s: every stack read back has its root frames" "$roots" 0
     skips=$(sed -n 's/.*marks spared the check \([0-9]*\) times.*/\1/p' "$W/marks-$s.err")
     check "stack marks, $s: marks spared checks (${skips:-none})" [ "${skips:-0}" -gt 10 ]
+  done
+  # The same stacks cut at 64 frames (memprof_frames=16): marks placed by
+  # cut captures, whose depth from the root is not known, and the frames
+  # a cut stack returned to found through them (without those marks: map
+  # 0 checks spared, exn 24, effects 4, realloc 15).
+  for s in map exn notrace reraise effects overflow threads callbacks callstack realloc tailcall swap; do
+    l=""; [ $s = overflow ] && l="l=256k,"
+    OCAMLRUNPARAM="${l}memprof=$W/cutmarks-$s.trace,memprof_rate=0.01,memprof_seed=7,memprof_verify=2,memprof_frames=16" \
+      "$W/stack_marks" $s 8 > "$W/cutmarks-$s.out" 2> "$W/cutmarks-$s.err"
+    expect "stack marks cut at 64 frames, $s: exit status, its own results" "$?$(cat "$W/cutmarks-$s.out")" "0$s ok"
+    expect "stack marks cut at 64 frames, $s: every stack equals caml_get_callstack's" "$(grep -c 'verify:' "$W/cutmarks-$s.err")" 0
+    summary "$W/cutmarks-$s.trace" "$W/cutmarks-$s.sum"
+    expect "stack marks cut at 64 frames, $s: trace decodes" "$(get "$W/cutmarks-$s.sum" error)" none
+    skips=$(sed -n 's/.*marks spared the check \([0-9]*\) times.*/\1/p' "$W/cutmarks-$s.err")
+    check "stack marks cut at 64 frames, $s: marks spared checks (${skips:-none})" [ "${skips:-0}" -gt 100 ]
   done
 fi
 # The same with callback frames: their scan (live slots, caml_call_gc's

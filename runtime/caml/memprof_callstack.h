@@ -119,6 +119,14 @@ typedef struct {
   size_t half;
   uint32_t prev_len, frames_cap;  /* frames_cap: the pool's walk depth + 1,
                                    max + 1                               */
+  /* A cut prev's outermost [outer_n] frames, in the chain's order, end
+     at outer_frames[outer_end - 1], [outermost]: noted by the walk of
+     the chain that cut prev to frames_cap frames, they tell where the
+     next cuts of a stack that grows beyond the cap end (see caml_memprof_
+     callstack_cut_prev).  outer_n is 0 while prev is complete, and after
+     any other change to its outer end. */
+  caml_memprof_walked_frame **outer_frames;  /* frames_cap entries, or NULL */
+  uint32_t outer_n, outer_end;
   int prev_complete;            /* prev ends at the stack's root          */
   uintnat prev_end_pc;          /* native: the return-to-C address read
                                    after outermost when the walk ended right
@@ -159,9 +167,9 @@ typedef struct {
   int window;
   uint32_t window_drop, window_n, window_at;
 #ifdef CAML_MEMPROF_STACK_MARKS
-  /* The stack where prev ends, at its root (see "Marks" in
-     memprof_callstack.c): the stack, its id plus 1 and its end; id 0
-     when prev is empty, cut or not known to end so. */
+  /* The stack where prev ends, at its root or where it was cut, all of
+     prev in it (see "Marks" in memprof_callstack.c): the stack, its id
+     plus 1 and its end; id 0 when prev is empty or not known to end so. */
   struct stack_info *marks_stack;
   int64_t marks_stack_id;
   char *marks_stack_high;

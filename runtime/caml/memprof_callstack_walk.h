@@ -61,6 +61,11 @@ static const caml_memprof_capture capture_failed = { -1, 0, -1 };
 static const caml_memprof_capture capture_slow = { CALLSTACK_SLOW, 0, -1 };
 #endif
 
+/* Prev, of frames_cap + [drop] frames, cut to frames_cap, the outermost
+   [outer_n] of them noted in outer_frames (memprof_callstack.c). */
+void caml_memprof_callstack_cut_prev(caml_memprof_callstack_cache *c,
+                                     uint32_t drop, uint32_t outer_n);
+
 /* A walked frame copied field by field, but for its link: a structure
    assignment may become a string move (rep movs) where only the general
    registers are used, an instruction per 4 bytes. */
@@ -98,9 +103,11 @@ static inline int append_checked(caml_memprof_walked_frame **w,
 }
 
 /* A stack of [kept] frames given, whose first [f] ids are fresh and are
-   followed by prev's outermost [q] frames (then by frames beyond prev,
-   whose ids follow at ids + f + q, when [written]; the q frames' ids are
-   written there too then), told to the encoder as [f] fresh ids and
+   followed by prev's outermost [q] frames, from [pq] out (when
+   [written]: by frames beyond prev, whose ids follow at ids + f + q,
+   and [pq] is prev's outermost frame; the q frames' ids are not written
+   then, and the one the window may need is written here), told to the
+   encoder as [f] fresh ids and
    frames common with its previous stack moved by a window (see
    caml_memprof_capture_callstack).  Counting prev's frames from its
    innermost, the encoder's previous stack holds [0, e) (outermost
@@ -126,15 +133,20 @@ static inline int shared_window(caml_memprof_callstack_cache *c,
     start = e;
   }
   c->window_n = hi > start ? hi - start : 0;
-  /* The encoder's stack holds at most max frames, a window's result too
-     (mpt_enc_stack_window cuts what it adds beyond): a stack that
-     returned from beyond a cut prev's outermost frame, but not out of
-     all of prev's innermost frames that the encoder holds, is given
-     whole instead (stack_marks.ml's realloc: the root frames were lost,
-     and every later stack that shared them was written with others). */
-  if (e - c->window_drop + c->window_n > c->max) return 0;
+  /* A window's result holds at most twice max frames (trace format 9,
+     MPT_MAX_WINDOW; mpt_enc_stack_window cuts what it adds beyond): a
+     stack that returned from beyond a cut prev's outermost frame gains
+     the frames beyond while the encoder still holds prev's innermost
+     ones, which the ALLOC then leaves (with at most max frames before:
+     stack_marks.ml's realloc lost its root frames, and every later stack
+     that shared them was written with others).  Beyond that, the stack
+     is given whole. */
+  if (e - c->window_drop + c->window_n > 2 * c->max) return 0;
   if (written) {
     c->window_at = f + (start - lo);
+    /* prev's frames the encoder lacks: at most enc_short, so at most
+       one (see finish_capture), prev's outermost. */
+    if (start < p) c->ids[c->window_at] = pq->loc;
   } else if (c->window_n > 0) {
     caml_memprof_walked_frame *g = pq;
     for (uint32_t i = lo; i < start; i++) g = g->outer;
@@ -151,8 +163,8 @@ static inline int shared_window(caml_memprof_callstack_cache *c,
    linked to the next) and their ids up to [ids_end], and then, when
    [shared] > 0, met prev's outermost [shared] frames, from [pq] out: the
    capture's results, and the new prev.  [tail_q] > 0: the walk found
-   prev's outermost [tail_q] frames, their ids at ids + [tail_at], and
-   went on beyond them (see shared_window); [tail_end] != NULL: it linked
+   prev's outermost [tail_q] frames, left room for their ids at ids +
+   [tail_at], and went on beyond them (see shared_window); [tail_end] != NULL: it linked
    them where they are, from [head] on, up to [tail_end], which it
    linked to the frames it wrote after them from [tail_from] on.  [fast]
    (a constant): the fast capture's walk, which ends here only at the
@@ -181,11 +193,21 @@ finish_capture(caml_memprof_callstack_cache *c,
              && (shared > 0
                  ? shared_window(c, &r, kept, fresh, shared, pq, 0)
                  : tail_q > 0
-                   && shared_window(c, &r, kept, tail_at, tail_q, pq, 1))) {
+                   && shared_window(c, &r, kept, tail_at, tail_q,
+                                    tail_end, 1))) {
     /* A cut stack's innermost frames, or a stack that goes on beyond a
        cut prev: the fresh ids, prev's shared frames moved by a window. */
     n = shared > 0 ? fresh : tail_at;
   } else {
+    if (!fast && tail_q > 0 && tail_at < max) {
+      /* The tail's ids: its first frame follows the frames the walk
+         wrote before it, one id each. */
+      caml_memprof_walked_frame *g =
+        tail_at > 0 ? fresh_start[tail_at - 1].outer : head;
+      for (uint32_t i = tail_at; i < tail_at + tail_q && i < max;
+           i++, g = g->outer)
+        ids[i] = g->loc;
+    }
     if (n > max) n = max;
     caml_memprof_walked_frame *g = pq;
     for (uint32_t i = shared; i > 0 && n < max; i--, g = g->outer)
@@ -216,15 +238,16 @@ finish_capture(caml_memprof_callstack_cache *c,
   }
   /* Prev keeps at most max + 1 frames (frames_cap), all that the next
      walk needs to know that a stack as deep is cut (see the walk), so
-     that it checks no more of them. */
-  uint32_t limit = c->frames_cap;
-  if (!fast && total > limit) {
-    caml_memprof_walked_frame *last = c->inner;
-    for (uint32_t i = 1; i < limit; i++) last = last->outer;
-    last->outer = sentinel;
-    c->outermost = last;
-    total = limit;
-    c->prev_complete = 0;
+     that it checks no more of them.  Its frames noted in outer_frames
+     that are still its own: those out from pq. */
+  uint32_t outer_n = shared == 0 ? 0 : c->outer_n < shared ? c->outer_n
+                                                           : shared;
+  if (!fast && tail_end != NULL) outer_n = 0;
+  if (!fast && total > c->frames_cap) {
+    caml_memprof_callstack_cut_prev(c, total - c->frames_cap, outer_n);
+    total = c->frames_cap;
+  } else {
+    c->outer_n = c->prev_complete ? 0 : outer_n;
   }
   c->prev_len = total;
 #ifdef NATIVE_CODE
@@ -297,14 +320,20 @@ static inline void mark_frame(caml_memprof_callstack_cache *c,
    The fast capture marks only with the marks the stream made before.
    (Shallower stacks are not marked: their check costs little, and the
    tests of the mark cost shallow samples.) */
+static inline void note_marks_stack(caml_memprof_callstack_cache *c,
+                                    struct stack_info *stack)
+{
+  c->marks_stack = stack;
+  c->marks_stack_id = stack->id + 1;
+  c->marks_stack_high = (char *)Stack_high(stack);
+}
+
 static inline void place_marks(caml_memprof_callstack_cache *c,
                                struct stack_info *stack,
                                caml_memprof_walked_frame *fresh_start,
                                uint32_t fresh, uint32_t total, const int fast)
 {
-  c->marks_stack = stack;
-  c->marks_stack_id = stack->id + 1;
-  c->marks_stack_high = (char *)Stack_high(stack);
+  note_marks_stack(c, stack);
   uint32_t i = (total - 1) % CALLSTACK_MARK_STRIDE;
   if (i == 0) i = CALLSTACK_MARK_STRIDE;
   /* i >= 1: the innermost frame's word is the return from the runtime. */
@@ -312,6 +341,27 @@ static inline void place_marks(caml_memprof_callstack_cache *c,
        i += CALLSTACK_MARK_STRIDE) {
     mark_frame(c, &fresh_start[i], fast);
   }
+}
+
+/* After a cut capture whose frames all lie in [stack] (the walk never
+   went on to a parent stack: its shared frames were found there too, by
+   the check or the skip, which stay in the walk's stack): that stack
+   noted as prev's, and the frames the walk wrote, [from] to [to], marked
+   one in CALLSTACK_MARK_STRIDE.  A cut stack's depth from the root is
+   not known, so marks stand at any depth: where they stand matters to
+   how soon a check meets one, not to what a skip finds (see "Marks").
+   Without them, a stack deeper than the capture's max frames checked
+   all of a cut prev's shared frames at every sample (deep_list in
+   bench/, 10,000 frames deep: 12,700 instructions a sample). */
+static __attribute__((noinline)) void
+place_cut_marks(caml_memprof_callstack_cache *c, struct stack_info *stack,
+                caml_memprof_walked_frame *from,
+                caml_memprof_walked_frame *to)
+{
+  note_marks_stack(c, stack);
+  for (caml_memprof_walked_frame *g = from + CALLSTACK_MARK_STRIDE - 1;
+       g < to; g += CALLSTACK_MARK_STRIDE)
+    mark_frame(c, g, 0);
 }
 
 /* prev's [q] outermost frames, from [pq] out, just checked unchanged
@@ -411,7 +461,7 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
   caml_memprof_walked_frame *head = fresh_start, *tail_end = NULL,
     *tail_from = NULL;
   uintnat end_pc;
-  int cut = 0;
+  int cut = 0, one_stack = 1;
   for (;;) {
     while (pq->sp < sp) { pq = pq->outer; consumed++; }
     if (pq->sp == sp && pq->key == key) {
@@ -448,13 +498,12 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
           c->marks_skips++;
         }
       } else if (__builtin_expect(c->prev_len - consumed
-                                  >= 4 * CALLSTACK_MARK_STRIDE, 0)
-                 && c->prev_complete) {
+                                  >= 4 * CALLSTACK_MARK_STRIDE, 0)) {
         /* The check went through a deep prev's shared frames to its end
            and met no mark: the program returned past every mark and
            called down again to the same frames (a loop around a deep
-           call).  They are marked now, so that the next samples stop
-           at a mark within a stride. */
+           call), or a cut prev's were not marked.  They are marked now,
+           so that the next samples stop at a mark within a stride. */
         mark_shared(c, pq, c->prev_len - consumed, fast);
       }
 #endif
@@ -510,13 +559,13 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
            frames found beyond them to follow f, as the walk never comes
            back to prev (the fast capture leaves prev as it was: it
            copies).  Going on past a cut prev's outermost frame (the
-           stack returned) thus costs its ids, not a copy of each frame. */
+           stack returned) thus costs neither a copy of each frame nor
+           its id: room is left for the ids, written by finish_capture
+           where they are needed (deep_list in bench/, 10,000 frames
+           deep, cut: 10,000 instructions a sample). */
         tail_at = (uint32_t)(ids - c->ids);
         tail_q = q;
-        for (caml_memprof_walked_frame *g = pq;; g = g->outer) {
-          *ids++ = g->loc;
-          if (g == f) break;
-        }
+        ids += q;
         consumed += q;
         if (w > fresh_start) w[-1].outer = pq; else head = pq;
         pq->ret_at = ret_at;
@@ -607,6 +656,7 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
        (caml_get_stack_sp_pc's first frame). */
     if (Stack_parent(stack) == NULL) { c->prev_end_pc = end_pc; break; }
     stack = Stack_parent(stack);
+    one_stack = 0;
     sp = First_frame((char *)stack->sp);
     key = Saved_return_address(sp);
   }
@@ -621,6 +671,8 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
       && c->prev_len >= 2 * CALLSTACK_MARK_STRIDE)
     place_marks(c, stack, fresh_start, (uint32_t)(w - fresh_start),
                 c->prev_len, fast);
+  else if (!fast && !c->prev_complete && one_stack)
+    place_cut_marks(c, stack, fresh_start, w);
   else
     c->marks_stack_id = 0;
 #endif

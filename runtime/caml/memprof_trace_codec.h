@@ -32,7 +32,7 @@ extern "C" {
 
 #define MPT_MAGIC "OCMPTRCE"             /* first 8 bytes of the stream   */
 #define MPT_MAGIC_LEN 8
-#define MPT_FORMAT_VERSION 8   /* 2: cut stacks marked, location addresses and
+#define MPT_FORMAT_VERSION 9   /* 2: cut stacks marked, location addresses and
                                   MAJOR_CYCLE statistics as differences;
                                   3: compact and repeated ALLOCs, COLLECT
                                   runs, MINOR_GC counts as differences;
@@ -49,10 +49,16 @@ extern "C" {
                                   7: heap snapshots with explicit ids
                                   (a sweep of the heap);
                                   8: runs of one location id among an
-                                  ALLOC's fresh ids (MPT_RUN) */
+                                  ALLOC's fresh ids (MPT_RUN);
+                                  9: a STACK_WINDOW's stack up to
+                                  MPT_MAX_WINDOW frames */
 #define MPT_CHUNK_HEADER_BYTES 8         /* u32 len, u8 type, u8 0, u16 stream */
 #define MPT_MAX_CHUNK_PAYLOAD (1u << 20)  /* decoders reject larger chunks  */
 #define MPT_MAX_FRAMES 4096              /* upper bound on captured frames */
+/* Version 9: a STACK_WINDOW's stack holds up to twice that (the window
+   adds the frames beyond a cut stack's outermost before the ALLOC after
+   it drops the innermost ones it no longer has). */
+#define MPT_MAX_WINDOW (2 * MPT_MAX_FRAMES)
 #define MPT_MAX_STRING 4096              /* longest string in a trace      */
 #define MPT_MAX_INLINED 64               /* entries of one location        */
 /* Ids are dense: a stream's writer numbers its strings and locations 1, 2,
@@ -253,7 +259,10 @@ mpt_enc_alloc_shared(mpt_encoder *e, uint64_t time, uint64_t id,
 /* A cut stack's window moved: the previous allocation's stack loses its
    outermost [drop] frames and gains [outer] (innermost first) beyond what
    remains, before the next ALLOC counts its common frames from it (the
-   STACK_WINDOW record, see docs/trace-format.md).  The innermost frames
+   STACK_WINDOW record, see docs/trace-format.md).  The result holds at
+   most twice prev_cap frames, and at most the room (mpt_enc_stack_room):
+   a stack that returned from beyond a cut one gains the frames beyond
+   before the ALLOC leaves the innermost it no longer has.  The innermost frames
    of a deep stack, kept by a cut, slide along the stack as it changes
    depth, and without this every cut sample wrote all its frames again.
    Costs a move of the previous stack's kept part, not a frame written. */

@@ -775,6 +775,61 @@ int main(void)
     check(ok, "version 8: runs empty, too long, first or in a version 7 "
           "trace are errors; a run of 4 after an id is 5 frames");
   }
+  /* Version 9: a stack 4,500 frames deep, a recursion out from depth
+     200, written cut (its innermost 4,096), then returned by 300 frames:
+     the window adds the 300 frames beyond, those of the recursion as a
+     run, before the ALLOC leaves the 300 innermost, the window's stack
+     4,396 frames.  It decodes as the innermost 4,096 frames of the
+     shallower stack; in a trace of version 8 the window is an error. */
+  for (uint16_t version = 9; version >= 8; version--) {
+    enum { D = 4500, UP = 300, SITES = 37 };
+    /* j: depth from the root, 1.. */
+#define DEEP_SITE(j) ((j) > 200 ? 5 : 1 + (j) % SITES)
+    static uint8_t buf[8 + 65536];
+    static uint32_t room[4 * MPT_MAX_FRAMES], ids[MPT_MAX_FRAMES], beyond[UP];
+    mpt_encoder en;
+    trace_version = version;
+    start_trace_frames(&en, buf, 65536, MPT_MAX_FRAMES);
+    trace_version = MPT_FORMAT_VERSION;
+    mpt_enc_stack_room(&en, room, 4 * MPT_MAX_FRAMES);
+    define_sites(&en, SITES);
+    for (uint32_t k = 0; k < MPT_MAX_FRAMES; k++) ids[k] = DEEP_SITE(D - k);
+    mpt_enc_alloc(&en, 1, 1, 2, 1, MPT_SRC_MINOR, 1, ids, MPT_MAX_FRAMES);
+    uint32_t top = D - UP;                 /* the shallower stack's depth */
+    for (uint32_t k = 0; k < UP; k++)
+      beyond[k] = DEEP_SITE(D - MPT_MAX_FRAMES - k);
+    size_t before = mpt_enc_used(&en);
+    mpt_enc_stack_window(&en, 0, beyond, UP);
+    size_t window_bytes = mpt_enc_used(&en) - before;
+    mpt_enc_alloc_shared(&en, 2, 2, 2, 1, MPT_SRC_MINOR, 1, NULL, 0,
+                         MPT_MAX_FRAMES);
+    mpt_reader *r = end_trace(&en, buf);
+    mpt_event ev;
+    int n = 0, same = 0, rc = MPT_ERR;
+    while (r && (rc = mpt_reader_next(r, &ev)) == MPT_OK) {
+      if (ev.kind != MPT_EV_ALLOC) continue;
+      uint32_t depth = n == 0 ? D : top;
+      int ok = ev.truncated && ev.stack_len == MPT_MAX_FRAMES + 1;
+      for (uint32_t k = 0; ok && k < MPT_MAX_FRAMES; k++) {
+        const mpt_location *l = mpt_reader_location(r, ev.stack[k]);
+        ok = l && l->address == 0x1000 + DEEP_SITE(depth - k);
+      }
+      same += ok;
+      n++;
+    }
+    char what[200];
+    if (version == 9) {
+      snprintf(what, sizeof what, "version 9: a cut stack that returned "
+               "300 frames, through a window of 4,396 frames in %zu bytes: "
+               "%d of 2 decoded as written", window_bytes, same);
+      check(r && rc == MPT_END && same == 2 && window_bytes < 110, what);
+    } else {
+      check(r && rc == MPT_ERR && n == 1, "version 8: a window of more "
+            "than 4,096 frames is an error");
+    }
+    mpt_reader_close(r);
+#undef DEEP_SITE
+  }
   mpt_frame_state_free(kept_state);
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;
