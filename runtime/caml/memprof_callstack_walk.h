@@ -164,9 +164,10 @@ static inline int shared_window(caml_memprof_callstack_cache *c,
    [shared] > 0, met prev's outermost [shared] frames, from [pq] out: the
    capture's results, and the new prev.  [tail_q] > 0: the walk found
    prev's outermost [tail_q] frames, left room for their ids at ids +
-   [tail_at], and went on beyond them (see shared_window); [tail_end] != NULL: it linked
-   them where they are, from [head] on, up to [tail_end], which it
-   linked to the frames it wrote after them from [tail_from] on.  [fast]
+   [tail_at], and went on beyond them (see shared_window); [tail_end] !=
+   NULL: it linked them where they are, from [head] on, up to
+   [tail_end], which it linked to the frames it wrote after them from
+   [tail_from] on.  [fast]
    (a constant): the fast capture's walk, which ends here only at the
    stack's end, uncut. */
 static inline __attribute__((always_inline)) caml_memprof_capture
@@ -239,7 +240,8 @@ finish_capture(caml_memprof_callstack_cache *c,
   /* Prev keeps at most max + 1 frames (frames_cap), all that the next
      walk needs to know that a stack as deep is cut (see the walk), so
      that it checks no more of them.  Its frames noted in outer_frames
-     that are still its own: those out from pq. */
+     that are still its own: those out from pq (none when the walk went
+     on beyond prev's outermost frame). */
   uint32_t outer_n = shared == 0 ? 0 : c->outer_n < shared ? c->outer_n
                                                            : shared;
   if (!fast && tail_end != NULL) outer_n = 0;
@@ -461,7 +463,10 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
   caml_memprof_walked_frame *head = fresh_start, *tail_end = NULL,
     *tail_from = NULL;
   uintnat end_pc;
-  int cut = 0, one_stack = 1;
+  int cut = 0;
+#ifdef CAML_MEMPROF_STACK_MARKS
+  int one_stack = 1;            /* the walk is still in its first stack */
+#endif
   for (;;) {
     while (pq->sp < sp) { pq = pq->outer; consumed++; }
     if (pq->sp == sp && pq->key == key) {
@@ -656,7 +661,9 @@ caml_memprof_callstack_walk(caml_memprof_callstack_cache *c,
        (caml_get_stack_sp_pc's first frame). */
     if (Stack_parent(stack) == NULL) { c->prev_end_pc = end_pc; break; }
     stack = Stack_parent(stack);
+#ifdef CAML_MEMPROF_STACK_MARKS
     one_stack = 0;
+#endif
     sp = First_frame((char *)stack->sp);
     key = Saved_return_address(sp);
   }
