@@ -82,21 +82,22 @@
      mapped the same way.  A stack's frames keep their offsets from its
      end (Stack_high) when the stack is reallocated, and a stack keeps
      its id (unique per stack): the skip asks that all of prev lie in
-     one stack (marks_stack_id, set by place_marks, or by place_cut_marks
-     for a cut prev whose walk never left the stack where it began), and
-     that the walk is still in its first stack, of that id and that end.  A fiber's
-     parent changes when its continuation is resumed elsewhere: a prev
-     that spans a parent is never skipped over.
+     one stack (marks_stack_id, set by place_marks, or by
+     place_cut_marks for a cut prev whose walk never left the stack
+     where it began), and that the walk is still in its first stack, of
+     that id and that end.  A fiber's parent changes when its
+     continuation is resumed elsewhere: a prev that spans a parent is
+     never skipped over.
    - Nothing else writes into a suspended frame's return-address word:
      the GC updates values, not return addresses; effects switch stacks
      without touching their frames; stack reallocation copies words
      (marks with them, still standing for their addresses).
    A mark costs nothing to take back: none is ever removed.  It fires
    once (a return through it, an indirect jump), at most one frame in
-   16.  Marks are placed by the sample
-   trap's capture too, with the marks the stream made before (the
-   mark_memo); the ordinary capture makes new ones.  Tested by
-   testsuite/programs/stack_marks.ml (memprof_verify=1): exceptions
+   16.  Marks are placed by the sample trap's capture too, with the
+   marks the stream made before (the mark_memo); the ordinary capture
+   makes new ones.  Tested by testsuite/programs/stack_marks.ml
+   (memprof_verify=1): exceptions
    raised across marked frames and the same recursion regrown at the
    same addresses, raise_notrace, a handler at every level, effects
    resumed and discontinued from deep stacks, Stack_overflow caught,

@@ -264,23 +264,14 @@ void mpt_enc_stack_window(mpt_encoder *e, uint32_t drop,
 {
   if (drop > e->prev_len) drop = e->prev_len;
   uint32_t keep = e->prev_len - drop;
-  uint32_t most = 2 * e->prev_cap < e->stack_room ? 2 * e->prev_cap
-                                                  : e->stack_room;
+  uint32_t most = MPT_WINDOW_FRAMES(e->prev_cap);
+  if (most > e->stack_room) most = e->stack_room;
   if (n > most - keep) n = most - keep;
   *e->pos++ = TAG_STACK_WINDOW;
   e->pos = mpt_put_uvarint(e->pos, drop);
   e->pos = mpt_put_uvarint(e->pos, n);
-  /* Version 9: with runs, as an ALLOC's fresh ids (MPT_RUN). */
-  for (uint32_t i = 0; i < n; i++) {
-    uint32_t loc = outer[i], same = 0;
-    while (i + 1 + same < n && outer[i + 1 + same] == loc) same++;
-    e->pos = mpt_put_uvarint(e->pos, loc);
-    if (same >= 2) {
-      *e->pos++ = MPT_RUN;
-      e->pos = mpt_put_uvarint(e->pos, same);
-      i += same;
-    }
-  }
+  /* Version 9: with runs, as an ALLOC's fresh ids. */
+  e->pos = mpt_put_ids_with_runs(e->pos, outer, n);
   uint32_t *kept = e->prev_stack + drop, *base = e->stack_base;
   size_t off = (size_t)(kept - base);
   uint32_t need = keep + n > e->prev_cap ? keep + n : e->prev_cap;
@@ -1527,6 +1518,34 @@ static int snap_record(mpt_reader *r, mpt_event *ev)
   }
 }
 
+/* [n] location ids written plain (an ALLOC's fresh ids that are not
+   packed, a STACK_WINDOW's), mapped into [out]; with [runs], MPT_RUN and
+   a count stand for that many more of the id before (versions 8 and 9,
+   mpt_put_ids_with_runs).  [window] names the record in errors. */
+static int get_plain_ids(mpt_reader *r, stream_state *st, uint32_t *out,
+                         uint64_t n, int runs, int window)
+{
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t local = get_var(r);
+    if (r->failed) return MPT_ERR;
+    if (local == MPT_RUN && runs && i > 0) {
+      uint64_t more = get_var(r);
+      if (r->failed) return MPT_ERR;
+      if (more == 0 || more > n - i)
+        return fail(r, window ? "stack window run of a bad length"
+                              : "callstack run of a bad length");
+      for (uint32_t id = out[i - 1]; more > 0; more--) out[i++] = id;
+      i--;
+      continue;
+    }
+    if (local == 0 || local >= st->nloc || !st->loc_map[local])
+      return fail(r, window ? "stack window uses an undefined location"
+                            : "callstack uses an undefined location");
+    out[i] = st->loc_map[local];
+  }
+  return MPT_OK;
+}
+
 /* The fields of an ALLOC record of [tag] (its time apart: before them in
    version 1 and 2 records, after them in version 3's) and its stack. */
 static int alloc_fields(mpt_reader *r, stream_state *st, mpt_event *ev,
@@ -1575,35 +1594,23 @@ static int alloc_fields(mpt_reader *r, stream_state *st, mpt_event *ev,
     codes = r->cp;
     r->cp += (fresh + 3) / 4;
   }
-  for (uint64_t i = 0; i < fresh; i++) {
-    uint64_t local;
-    if (codes) {
-      uint32_t code = codes[i / 4] >> (2 * (i % 4)) & 3, id;
-      if (code == 3) {
-        uint64_t v = get_var(r);
-        id = v > UINT32_MAX ? 0 : (uint32_t)v;
-      } else {
-        id = mtf[code];
-      }
-      mtf_front(mtf, code < 3 ? code : 2, id);
-      local = id;
+  if (!codes) {
+    if (get_plain_ids(r, st, r->stack_out, fresh,
+                      r->info.format_version >= 8, 0) != MPT_OK)
+      return MPT_ERR;
+  }
+  for (uint64_t i = 0; codes && i < fresh; i++) {
+    uint32_t code = codes[i / 4] >> (2 * (i % 4)) & 3, id;
+    if (code == 3) {
+      uint64_t v = get_var(r);
+      id = v > UINT32_MAX ? 0 : (uint32_t)v;
     } else {
-      local = get_var(r);
-      if (local == MPT_RUN && r->info.format_version >= 8 && i > 0) {
-        /* The id before, n more times. */
-        uint64_t n = get_var(r);
-        if (r->failed) return MPT_ERR;
-        if (n == 0 || n > fresh - i)
-          return fail(r, "callstack run of a bad length");
-        for (uint32_t id = r->stack_out[i - 1]; n > 0; n--)
-          r->stack_out[i++] = id;
-        i--;
-        continue;
-      }
+      id = mtf[code];
     }
-    if (local == 0 || local >= st->nloc || !st->loc_map[local])
+    mtf_front(mtf, code < 3 ? code : 2, id);
+    if (id == 0 || id >= st->nloc || !st->loc_map[id])
       return fail(r, "callstack uses an undefined location");
-    r->stack_out[i] = st->loc_map[local];
+    r->stack_out[i] = st->loc_map[id];
   }
   if (r->failed) return MPT_ERR;
   memcpy(r->stack_out + fresh, st->stack + (st->stack_len - common),
@@ -1782,25 +1789,11 @@ int mpt_reader_next(mpt_reader *r, mpt_event *ev)
       if (drop > st->stack_len || n > most - (st->stack_len - drop))
         return fail(r, "stack window beyond the previous stack or too deep");
       uint32_t len = st->stack_len - (uint32_t)drop;
-      for (uint64_t i = 0; i < n; i++) {
-        uint64_t local = get_var(r);
-        if (r->failed) return MPT_ERR;
-        if (local == MPT_RUN && r->info.format_version >= 9 && i > 0) {
-          /* Version 9: the id before, [more] more times. */
-          uint64_t more = get_var(r);
-          if (r->failed) return MPT_ERR;
-          if (more == 0 || more > n - i)
-            return fail(r, "stack window run of a bad length");
-          for (uint32_t id = st->stack[len - 1]; more > 0; more--, i++)
-            st->stack[len++] = id;
-          i--;
-          continue;
-        }
-        if (local == 0 || local >= st->nloc || !st->loc_map[local])
-          return fail(r, "stack window uses an undefined location");
-        st->stack[len++] = st->loc_map[local];
-      }
-      st->stack_len = len;
+      /* Version 9: with runs. */
+      if (get_plain_ids(r, st, st->stack + len, n,
+                        r->info.format_version >= 9, 1) != MPT_OK)
+        return MPT_ERR;
+      st->stack_len = len + (uint32_t)n;
       continue;
     }
     case TAG_STRING_NEXT: case TAG_LOCATION_NEXT:

@@ -503,7 +503,7 @@ static int reset_stream(tracer_domain *d, uintnat gen)
     d->zcap = mpt_frame_bound(BUFFER_BYTES);
     d->buf = malloc(BUFFER_BYTES);
     d->zbuf = malloc(d->zcap);
-    d->enc_stack = malloc(4 * MPT_MAX_FRAMES * sizeof(uint32_t));
+    d->enc_stack = malloc(2 * MPT_MAX_WINDOW * sizeof(uint32_t));
     d->ids = malloc((MPT_MAX_FRAMES + 1) * sizeof(uint32_t));
     if (!d->buf || !d->zbuf || !d->enc_stack || !d->ids) {
       free(d->buf); free(d->zbuf); free(d->enc_stack); free(d->ids);
@@ -515,11 +515,11 @@ static int reset_stream(tracer_domain *d, uintnat gen)
   }
   mpt_enc_init(&d->enc, d->buf + MPT_CHUNK_HEADER_BYTES,
                BUFFER_BYTES - MPT_CHUNK_HEADER_BYTES, d->enc_stack, MPT_MAX_FRAMES);
-  /* Four times the room: a cut stack's window (STACK_WINDOW), whose
-     stack may hold twice the frames (MPT_MAX_WINDOW), moves where the
+  /* Twice the room of a window's stack (STACK_WINDOW, MPT_MAX_WINDOW
+     frames, twice an ALLOC's): a cut stack's window moves where the
      previous stack starts rather than its entries (about 3,500
      instructions a cut sample on deep_list in bench/). */
-  mpt_enc_stack_room(&d->enc, d->enc_stack, 4 * MPT_MAX_FRAMES);
+  mpt_enc_stack_room(&d->enc, d->enc_stack, 2 * MPT_MAX_WINDOW);
   /* Packed frames save bytes on deep recursion for about as many
      instructions again as writing the frames plain.  Below 1e-4 a sample
      is rare enough that its bytes weigh more (a trace's size then grows

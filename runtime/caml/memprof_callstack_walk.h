@@ -36,6 +36,7 @@
 #include "domain_state.h"
 #include "fiber.h"
 #include "memprof_callstack.h"
+#include "memprof_trace_codec.h"    /* MPT_WINDOW_FRAMES */
 #ifdef NATIVE_CODE
 #include "frame_descriptors.h"
 #include "stack.h"
@@ -134,14 +135,15 @@ static inline int shared_window(caml_memprof_callstack_cache *c,
   }
   c->window_n = hi > start ? hi - start : 0;
   /* A window's result holds at most twice max frames (trace format 9,
-     MPT_MAX_WINDOW; mpt_enc_stack_window cuts what it adds beyond): a
+     MPT_WINDOW_FRAMES; mpt_enc_stack_window cuts what it adds beyond): a
      stack that returned from beyond a cut prev's outermost frame gains
      the frames beyond while the encoder still holds prev's innermost
      ones, which the ALLOC then leaves (with at most max frames before:
      stack_marks.ml's realloc lost its root frames, and every later stack
      that shared them was written with others).  Beyond that, the stack
      is given whole. */
-  if (e - c->window_drop + c->window_n > 2 * c->max) return 0;
+  if (e - c->window_drop + c->window_n > MPT_WINDOW_FRAMES(c->max))
+    return 0;
   if (written) {
     c->window_at = f + (start - lo);
     /* prev's frames the encoder lacks: at most enc_short, so at most
