@@ -830,6 +830,61 @@ int main(void)
     mpt_reader_close(r);
 #undef DEEP_SITE
   }
+  /* Runs of every length (1 to 40, so that they start and end anywhere
+     in the writer's four-id compares) among an ALLOC's fresh ids and a
+     window's: 200 stacks of 300 fresh frames, each followed by a window
+     of 200 frames beyond it, decode as written. */
+  {
+    enum { SITES = 9, FRESH = 300, BEYOND = 200, STACKS = 200 };
+    static uint8_t buf[8 + (1 << 20)];
+    static uint32_t room[4 * MPT_MAX_FRAMES], ids[FRESH + BEYOND];
+    mpt_encoder en;
+    start_trace_frames(&en, buf, 1 << 20, MPT_MAX_FRAMES);
+    mpt_enc_stack_room(&en, room, 4 * MPT_MAX_FRAMES);
+    en.pack_min_fresh = UINT32_MAX;     /* plain ids, as the runtime's */
+    define_sites(&en, SITES + 1);
+    rng = 12345;
+    for (uint32_t s = 0; s < STACKS; s++) {
+      for (uint32_t k = 0; k < FRESH + BEYOND;) {
+        uint32_t site = 1 + rnd(SITES), len = 1 + rnd(40);
+        for (; len > 0 && k < FRESH + BEYOND; len--) ids[k++] = site;
+      }
+      /* No frame shared with the stack before, which ends beyond. */
+      ids[FRESH - 1] = SITES + 1;
+      mpt_enc_alloc(&en, 2 * s + 1, 2 * s + 1, 2, 1, MPT_SRC_MINOR, 0, ids,
+                    FRESH);
+      mpt_enc_stack_window(&en, 0, ids + FRESH, BEYOND);
+      mpt_enc_alloc_shared(&en, 2 * s + 2, 2 * s + 2, 2, 1, MPT_SRC_MINOR,
+                           0, NULL, 0, FRESH + BEYOND);
+    }
+    mpt_reader *r = end_trace(&en, buf);
+    mpt_event ev;
+    int n = 0, same = 0, rc = MPT_ERR;
+    rng = 12345;                        /* the same stacks again */
+    while (r && (rc = mpt_reader_next(r, &ev)) == MPT_OK) {
+      if (ev.kind != MPT_EV_ALLOC) continue;
+      uint32_t len = n % 2 == 0 ? FRESH : FRESH + BEYOND;
+      if (n % 2 == 0) {
+        for (uint32_t k = 0; k < FRESH + BEYOND;) {
+          uint32_t site = 1 + rnd(SITES), run = 1 + rnd(40);
+          for (; run > 0 && k < FRESH + BEYOND; run--) ids[k++] = site;
+        }
+        ids[FRESH - 1] = SITES + 1;
+      }
+      int ok = ev.stack_len == len;
+      for (uint32_t k = 0; ok && k < len; k++) {
+        const mpt_location *l = mpt_reader_location(r, ev.stack[k]);
+        ok = l && l->address == 0x1000 + ids[k];
+      }
+      same += ok;
+      n++;
+    }
+    char what[160];
+    snprintf(what, sizeof what, "runs of 1 to 40 ids in ALLOCs and windows: "
+             "%d of %d stacks decoded as written", same, 2 * STACKS);
+    check(r && rc == MPT_END && same == 2 * STACKS, what);
+    mpt_reader_close(r);
+  }
   mpt_frame_state_free(kept_state);
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;
