@@ -97,12 +97,12 @@
    16.  Marks are placed by the sample trap's capture too, with the
    marks the stream made before (the mark_memo); the ordinary capture
    makes new ones.  Tested by testsuite/programs/stack_marks.ml
-   (memprof_verify=1): exceptions
-   raised across marked frames and the same recursion regrown at the
-   same addresses, raise_notrace, a handler at every level, effects
-   resumed and discontinued from deep stacks, Stack_overflow caught,
-   systhreads, callbacks from C, Printexc's callstacks and backtraces
-   through marks, and stacks reallocated under marks.
+   (memprof_verify=1): exceptions raised across marked frames and the
+   same recursion regrown at the same addresses, raise_notrace, a
+   handler at every level, effects resumed and discontinued from deep
+   stacks, Stack_overflow caught, systhreads, callbacks from C,
+   Printexc's callstacks and backtraces through marks, and stacks
+   reallocated under marks.
    What deep stacks cost besides that check was cut too: a cut stack's
    innermost frames, which slide along a deep stack as its depth
    changes, are written as a move of the encoder's previous stack
